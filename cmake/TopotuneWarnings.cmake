@@ -1,0 +1,12 @@
+# Warning and sanitizer flags shared by every topotune target.
+add_library(topotune_flags INTERFACE)
+add_library(topotune::flags ALIAS topotune_flags)
+target_compile_options(topotune_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local)
+if(TOPOTUNE_WERROR)
+  target_compile_options(topotune_flags INTERFACE -Werror)
+endif()
+if(TOPOTUNE_SANITIZE)
+  target_compile_options(topotune_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                  -fno-sanitize-recover=undefined)
+  target_link_options(topotune_flags INTERFACE -fsanitize=address,undefined)
+endif()

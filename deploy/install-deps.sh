@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs every Debian package topotune needs to build, test and run its
+# emulated-cluster demo. Idempotent: packages already present are skipped, and
+# `apt-get update` runs at most once per invocation (and only when something is
+# missing).
+#
+# Usage: deploy/install-deps.sh [--check]
+#   --check   only report which packages are missing; exit 1 if any are.
+set -euo pipefail
+
+PACKAGES=(
+  # Toolchain
+  build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
+  # RPC and serialisation
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  # Storage
+  libsqlite3-dev sqlite3
+  # MPI
+  openmpi-bin libopenmpi-dev
+  # Metrics
+  prometheus-cpp-dev
+  # SNMP client and test peers
+  libsnmp-dev snmp snmpd snmpsim lldpd
+  # Config, CLI, JSON, logging
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  # Tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Simulation of large platforms
+  libsimgrid-dev simgrid
+  # Emulated cluster
+  iproute2 util-linux procps
+  # Monitoring tests
+  prometheus
+  # Plots for benchmark reports
+  gnuplot-nox
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [[ "${1:-}" == "--check" ]]; then
+  if ((${#missing[@]})); then
+    echo "missing packages: ${missing[*]}"
+    exit 1
+  fi
+  echo "all ${#PACKAGES[@]} packages installed"
+  exit 0
+fi
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    SUDO="sudo"
+  else
+    echo "install-deps: must run as root (or with sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# --no-install-recommends keeps optional daemons (e.g. node exporters) off the
+# machine; services are not started by the package install in containers.
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,79 @@
+// Communication schedules: phases of point-to-point messages between ranks,
+// plus the synchronisations that keep the phases apart without barriers.
+//
+// A Schedule is a list of phases, each a list of messages (src rank, dst
+// rank). A synchronisation (a, p, c, q) means: rank a, after finishing phase p
+// (its send and receive of that phase), notifies rank c, and c waits for it
+// before starting phase q. Every rank executes its phases in increasing order
+// (program order). When barrier_between_phases is set, all ranks instead meet
+// in a barrier between consecutive phases (CC-MPI's phased execution) and
+// `syncs` is empty.
+//
+// Phases are stored flat (CSR) so that schedules of millions of messages stay
+// compact.
+//
+// Thread-safety: a const Schedule may be shared between threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace topotune {
+
+struct Message {
+  int32_t src = 0;
+  int32_t dst = 0;
+  friend bool operator==(const Message&, const Message&) = default;
+};
+
+struct Sync {
+  int32_t from_rank = 0;
+  int32_t after_phase = 0;
+  int32_t to_rank = 0;
+  int32_t before_phase = 0;
+  friend bool operator==(const Sync&, const Sync&) = default;
+};
+
+class Schedule {
+ public:
+  std::string collective;  // "alltoall", "alltoallv", ...
+  std::string algorithm;   // Registry name, e.g. "tree_scheduled".
+  int num_ranks = 0;
+  std::vector<Sync> syncs;
+  bool barrier_between_phases = false;
+  // Maximum number of messages over one directed link, counting each rank's
+  // own edge to its host (set by generators that know the tree; 0 otherwise).
+  int64_t bottleneck_load = 0;
+  // Synchronisations before redundancy removal (informational).
+  int64_t syncs_before_reduction = 0;
+
+  int num_phases() const { return static_cast<int>(phase_begin_.size()) - 1; }
+  int64_t num_messages() const { return static_cast<int64_t>(messages_.size()); }
+  std::span<const Message> phase(int p) const {
+    return {messages_.data() + phase_begin_[p], messages_.data() + phase_begin_[p + 1]};
+  }
+  const std::vector<Message>& messages() const { return messages_; }
+  // Index of the first message of phase p within messages().
+  int64_t phase_begin(int p) const { return phase_begin_[p]; }
+
+  // Building: messages go into the last phase opened by AddPhase().
+  void AddPhase() { phase_begin_.push_back(static_cast<int64_t>(messages_.size())); }
+  void Add(Message m) {
+    messages_.push_back(m);
+    phase_begin_.back() = static_cast<int64_t>(messages_.size());
+  }
+  void Reserve(int64_t messages, int phases) {
+    messages_.reserve(messages);
+    phase_begin_.reserve(phases + 1);
+  }
+  // Replaces all phases at once (phases[p] lists the messages of phase p).
+  void SetPhases(const std::vector<std::vector<Message>>& phases);
+
+ private:
+  std::vector<Message> messages_;
+  std::vector<int64_t> phase_begin_{0};
+};
+
+}  // namespace topotune
