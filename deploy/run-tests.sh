@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs what topotune needs, builds it, and runs the whole test suite.
+#
+#   1. build/       configured with -DTOPOTUNE_WERROR=ON; runs every ctest test
+#                   (labels unit, property, cli, ...).
+#   2. build-asan/  configured with -DTOPOTUNE_SANITIZE=ON (AddressSanitizer and
+#                   UndefinedBehaviorSanitizer); runs the unit and property tests.
+#
+# Both passes run even when the first has failing tests, so one CI run shows
+# every failure. The exit status is non-zero if any build or any test failed.
+#
+# Usage: deploy/run-tests.sh [--no-install] [--no-sanitize]
+#   --no-install    skip deploy/install-deps.sh (packages are already present)
+#   --no-sanitize   skip the sanitizer pass
+# Environment:
+#   TOPOTUNE_JOBS             parallel build and test jobs (default: nproc)
+#   TOPOTUNE_SANITIZE_LABELS  ctest label regex of the sanitizer pass (default: ^(unit|property)$)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+install=1
+sanitize=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-install) install=0 ;;
+    --no-sanitize) sanitize=0 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "run-tests: unknown argument '$arg' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+jobs=${TOPOTUNE_JOBS:-$(nproc)}
+labels=${TOPOTUNE_SANITIZE_LABELS:-'^(unit|property)$'}
+start=$SECONDS
+step() { printf '\n==> [%4ds] %s\n' "$((SECONDS - start))" "$*"; }
+
+if ((install)); then
+  step "installing dependencies (deploy/install-deps.sh)"
+  deploy/install-deps.sh
+fi
+
+failed=()
+
+step "configuring build/ (warnings are errors)"
+cmake -S . -B build -G Ninja -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON -DTOPOTUNE_SANITIZE=OFF
+step "building build/ with $jobs jobs"
+cmake --build build -j "$jobs"
+step "running the whole test suite (ctest -j $jobs)"
+if ! ctest --test-dir build --output-on-failure --no-tests=error --timeout 900 -j "$jobs"; then
+  failed+=("tests in build/")
+fi
+
+if ((sanitize)); then
+  # Benchmarks are not run under sanitizers, so they are not built there.
+  step "configuring build-asan/ (ASan + UBSan)"
+  cmake -S . -B build-asan -G Ninja -DTOPOTUNE_SANITIZE=ON -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON \
+    -DTOPOTUNE_BUILD_BENCHMARKS=OFF
+  step "building build-asan/ with $jobs jobs"
+  cmake --build build-asan -j "$jobs"
+  step "running tests labelled $labels under ASan + UBSan"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  if ! ctest --test-dir build-asan --output-on-failure --no-tests=error --timeout 1800 -j "$jobs" -L "$labels"; then
+    failed+=("sanitizer tests in build-asan/")
+  fi
+fi
+
+if ((${#failed[@]})); then
+  step "FAILED: ${failed[*]}"
+  exit 1
+fi
+step "all tests passed"
