@@ -1,0 +1,405 @@
+// The `topotune` command line: flag parsing (CLI11), help text, and the glue
+// from flags to the tuner library. The work itself is in tuner/; the text
+// renderings are in render.cc.
+#include "daemon/cli/cli.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tuner/bounds.h"
+#include "tuner/schedule_json.h"
+#include "tuner/schedule_registry.h"
+#include "tuner/topology_io.h"
+
+#ifndef TOPOTUNE_VERSION
+#define TOPOTUNE_VERSION "unknown"
+#endif
+
+namespace topotune::cli {
+namespace {
+
+constexpr const char* kTopDescription =
+    "topotune - topology-aware benchmarking and autotuning of MPI collectives on Ethernet-switched clusters.\n"
+    "\n"
+    "This admin tool works on a topology file: the tree of switches and hosts of a cluster, each link with\n"
+    "its speed. It draws the tree with the all-to-all load of every link, computes the physical lower\n"
+    "bounds of all-to-all and allgather, and generates, verifies and prints communication schedules such\n"
+    "as the contention-free all-to-all of Faraj and Yuan. Run 'topotune COMMAND --help' for each command.\n";
+
+constexpr const char* kTopFooter =
+    "TOPOLOGY FILES\n"
+    "  YAML with three lists: switches (name), hosts (name, slots = MPI ranks, default 1) and links\n"
+    "  ([a, b, speed] or [a, b, speed, latency]; speeds in bps/Kbps/Mbps/Gbps). The links must form a tree\n"
+    "  with hosts at the leaves. Examples are in deploy/examples/.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0  success\n"
+    "  1  failure: unreadable or invalid topology file (the message names file, line and field),\n"
+    "     or a schedule could not be generated\n"
+    "  2  usage error: unknown command or option, bad option value, unknown collective/algorithm/host\n"
+    "\n"
+    "EXAMPLES\n"
+    "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
+    "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"
+    "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml --algorithm tree_scheduled\n";
+
+constexpr const char* kPlacementHelp =
+    "PLACEMENT\n"
+    "  Without --hosts or --rank-hosts every host contributes its slots ranks, hosts in file order.\n"
+    "  --hosts n0,n3:2 runs ranks on the listed hosts only, in list order: NAME gives the host its slots\n"
+    "  ranks, NAME:R gives it R ranks. --rank-hosts n0,n1,n0 names the host of each rank in turn, and hosts\n"
+    "  may repeat; give one of the two options, not both. The tree is then pruned to the hosts in use and\n"
+    "  switch chains are contracted, as for a real job.\n";
+
+// The registered collectives, in table order.
+std::vector<std::string> Collectives() {
+  std::vector<std::string> out;
+  for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) {
+    if (out.empty() || out.back() != a.collective) out.emplace_back(a.collective);
+  }
+  return out;
+}
+
+std::string AlgorithmTable() {
+  std::string out = "ALGORITHMS (collective, algorithm, description)\n";
+  size_t cw = 0, nw = 0;
+  for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) {
+    cw = std::max(cw, a.collective.size());
+    nw = std::max(nw, a.name.size());
+  }
+  for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) {
+    out += fmt::format("  {:<{}}  {:<{}}  {}\n", a.collective, cw, a.name, nw, a.description);
+  }
+  return out;
+}
+
+struct PlacementArgs {
+  std::vector<std::string> hosts;
+  std::vector<std::string> rank_hosts;
+};
+
+void AddPlacementOptions(CLI::App* cmd, PlacementArgs* args) {
+  // option_text replaces CLI11's generated " ... Excludes: ..." decoration.
+  auto* hosts = cmd->add_option("--hosts", args->hosts, "Ranks on these hosts only, in this order (see PLACEMENT)")
+                    ->delimiter(',')
+                    ->option_text("HOST[:R],...")
+                    ->allow_extra_args(false);
+  auto* rank_hosts =
+      cmd->add_option("--rank-hosts", args->rank_hosts, "The host of each rank, in rank order (see PLACEMENT)")
+          ->delimiter(',')
+          ->option_text("HOST,...")
+          ->allow_extra_args(false);
+  hosts->excludes(rank_hosts);
+}
+
+// The topology, placement and rank tree that every subcommand starts from.
+struct Job {
+  Topology topo;
+  Placement placement;
+  RankTree tree;
+};
+
+// Loads `path` and builds the job's tree, printing any error to `err`. On
+// failure returns nullopt and sets *exit_code.
+std::optional<Job> LoadJob(const std::string& path, const PlacementArgs& args, std::ostream& err, int* exit_code) {
+  auto topo = LoadTopologyFile(path);
+  if (!topo.ok()) {
+    err << "topotune: " << topo.status().message() << "\n";
+    *exit_code = kExitFailure;
+    return std::nullopt;
+  }
+  StatusOr<Placement> placement = Status::Internal("no placement");
+  if (!args.rank_hosts.empty()) {
+    placement = PlacementFromRankHosts(*topo, args.rank_hosts);
+    if (!placement.ok()) {
+      err << "topotune: --rank-hosts: " << placement.status().message() << "\n";
+      *exit_code = kExitUsage;
+      return std::nullopt;
+    }
+  } else if (!args.hosts.empty()) {
+    placement = PlacementFromHostList(*topo, args.hosts);
+    if (!placement.ok()) {
+      err << "topotune: " << placement.status().message() << "\n";
+      *exit_code = kExitUsage;
+      return std::nullopt;
+    }
+  } else {
+    placement = DefaultPlacement(*topo);
+  }
+  auto tree = RankTree::Build(*topo, *placement);
+  if (!tree.ok()) {
+    err << "topotune: " << path << ": " << tree.status().message() << "\n";
+    *exit_code = kExitFailure;
+    return std::nullopt;
+  }
+  return Job{std::move(topo).value(), std::move(placement).value(), std::move(tree).value()};
+}
+
+struct ShowArgs {
+  std::string file;
+  PlacementArgs placement;
+  bool ascii = false;
+};
+
+int RunShow(const ShowArgs& args, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto job = LoadJob(args.file, args.placement, err, &code);
+  if (!job) return code;
+  out << DrawTopology(job->topo, job->placement, job->tree, DrawOptions{.ascii = args.ascii});
+  return kExitOk;
+}
+
+struct BoundArgs {
+  std::string topology;
+  std::string msize = "64KiB";
+  PlacementArgs placement;
+};
+
+int RunBound(const BoundArgs& args, std::ostream& out, std::ostream& err) {
+  auto msize = ParseBytes(args.msize);
+  if (!msize || !(*msize > 0)) {
+    err << "topotune: --msize: '" << args.msize
+        << "' is not a positive size; use bytes (4096), binary units (64KiB, 1MiB, 4M) or decimal (64kB)\n";
+    return kExitUsage;
+  }
+  int code = kExitOk;
+  auto job = LoadJob(args.topology, args.placement, err, &code);
+  if (!job) return code;
+  out << FormatBounds(job->topo, job->tree, *msize);
+  return kExitOk;
+}
+
+struct ScheduleArgs {
+  std::string topology;
+  PlacementArgs placement;
+  std::string collective = "alltoall";
+  std::string algorithm;  // Empty: the collective's first registered algorithm.
+  std::string format = "table";
+  bool no_verify = false;
+};
+
+int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) {
+  // Check the names before touching the file, so a typo is reported as such.
+  std::vector<std::string> collectives = Collectives();
+  if (std::find(collectives.begin(), collectives.end(), args.collective) == collectives.end()) {
+    err << fmt::format("topotune: unknown collective '{}'; valid collectives: {}\n", args.collective,
+                       fmt::join(collectives, ", "));
+    return kExitUsage;
+  }
+  std::string algorithm = args.algorithm;
+  if (algorithm.empty()) {
+    for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) {
+      if (a.collective == args.collective) {
+        algorithm = a.name;
+        break;
+      }
+    }
+  }
+  const ScheduleAlgorithm* entry = FindScheduleAlgorithm(args.collective, algorithm);
+  if (entry == nullptr) {
+    err << fmt::format("topotune: unknown {} algorithm '{}'; {}\n", args.collective, algorithm,
+                       ValidScheduleAlgorithms(args.collective));
+    return kExitUsage;
+  }
+
+  int code = kExitOk;
+  auto job = LoadJob(args.topology, args.placement, err, &code);
+  if (!job) return code;
+  auto schedule = entry->make(job->tree);
+  if (!schedule.ok()) {
+    err << fmt::format("topotune: {} {} on {}: {}\n", entry->collective, entry->name, args.topology,
+                       schedule.status().message());
+    return kExitFailure;
+  }
+
+  // Allgather repeats (src, dst) pairs across phases, so the verifier's
+  // exactly-once pattern check applies to the all-to-all family only; its
+  // contention and ordering checks apply to all.
+  const bool check_pattern = entry->collective != "allgather";
+  std::optional<VerifyReport> report;
+  if (!args.no_verify) {
+    VerifyOptions options;
+    options.all_pairs = check_pattern;
+    report = Verify(*schedule, job->tree, options);
+    const bool generator_bug = report->sync_errors > 0 || (check_pattern && report->pattern_errors > 0);
+    if ((entry->name == "tree_scheduled" && !report->ok()) || generator_bug) {
+      err << fmt::format("topotune: warning: the verifier rejects this {} {} schedule ({} problems shown):\n",
+                         entry->collective, entry->name, report->errors.size());
+      for (const std::string& e : report->errors) err << "  " << e << "\n";
+    }
+  }
+
+  if (args.format == "json") {
+    out << ScheduleToJson(*schedule, job->tree) << "\n";
+  } else {
+    out << FormatScheduleTable(*schedule, job->tree, report ? &*report : nullptr, check_pattern);
+  }
+  return kExitOk;
+}
+
+// CLI11 shows a subcommand's description both in its parent's command list
+// and at the top of its own help. This formatter keeps the one-line summary
+// for the list and prints a longer text, when one is registered, on the
+// command's own help page.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  void Describe(const CLI::App* app, std::string text) { long_[app] = std::move(text); }
+  std::string make_description(const CLI::App* app) const override {
+    auto it = long_.find(app);
+    return it == long_.end() ? CLI::Formatter::make_description(app) : it->second + "\n";
+  }
+
+ private:
+  std::map<const CLI::App*, std::string> long_;
+};
+
+// The deepest subcommand selected on the command line, for error hints.
+std::string CommandPath(const CLI::App* app) {
+  std::string path = app->get_name();
+  while (true) {
+    auto subs = app->get_subcommands();
+    if (subs.empty()) break;
+    app = subs.front();
+    path += " " + app->get_name();
+  }
+  return path;
+}
+
+int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{kTopDescription, "topotune"};
+  auto help = std::make_shared<HelpFormatter>();
+  help->column_width(36);
+  help->label("REQUIRED", "(required)");
+  app.formatter(help);
+  // Subcommands copy these from their parent at creation, so set them first.
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return fmt::format("topotune: {}\nRun '{} --help' for usage.\n", e.what(), CommandPath(failed));
+  });
+  app.set_version_flag("--version", "topotune " TOPOTUNE_VERSION);
+  app.require_subcommand(1);
+  app.footer(kTopFooter);
+
+  // topology show
+  CLI::App* topology = app.add_subcommand("topology", "Inspect topology files (see 'topotune topology show --help')");
+  topology->require_subcommand(1);
+  topology->footer(
+      "EXAMPLES\n"
+      "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n");
+  ShowArgs show_args;
+  CLI::App* show = topology->add_subcommand("show", "Draw the switch tree with link speeds, loads and the bottleneck");
+  help->Describe(show,
+                 "Draws the switch tree of a topology file, rooted at its first switch. Each link shows its speed\n"
+                 "(and latency, when given) and its all-to-all load |M_u| x |M_v|: the number of rank pairs whose\n"
+                 "messages cross it in each direction, for the ranks of the placement. The links of maximum load are\n"
+                 "marked '<== bottleneck'; their load is the number of phases of a contention-free all-to-all. When\n"
+                 "link speeds differ, the link that sets the all-to-all time bound is marked '<== time bound'. Hosts\n"
+                 "show their slots and the ranks placed on them. A summary line ends the output.\n");
+  show->add_option("FILE", show_args.file, "Topology file (YAML)")->required()->type_name("FILE");
+  AddPlacementOptions(show, &show_args.placement);
+  show->add_flag("--ascii", show_args.ascii, "Draw with ASCII characters instead of box-drawing characters");
+  show->footer(std::string(kPlacementHelp) +
+               "\nEXAMPLES\n"
+               "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
+               "  topotune topology show deploy/examples/two-switch-4x4.yaml --hosts h0,h1,h4:2 --ascii\n");
+
+  // bound
+  BoundArgs bound_args;
+  CLI::App* bound = app.add_subcommand("bound", "Print the all-to-all and allgather time lower bounds");
+  help->Describe(bound,
+                 "Prints the physical lower bounds on the time of one all-to-all and one allgather of msize bytes\n"
+                 "per block, for the ranks of the placement (Faraj-Yuan section 3):\n"
+                 "\n"
+                 "  all-to-all  T >= max over links e of |M_u(e)| x |M_v(e)| x msize / B(e)\n"
+                 "  allgather   T >= max over links e of max(|M_u(e)|, |M_v(e)|) x msize / B(e)\n"
+                 "\n"
+                 "where M_u(e) and M_v(e) are the ranks on either side of link e and B(e) its speed in bytes/s.\n"
+                 "Each bound names the link that attains it, its speed and its load in blocks per direction.\n"
+                 "Intra-host edges (ranks sharing a host) carry no network traffic and are excluded.\n");
+  bound->add_option("--topology", bound_args.topology, "Topology file (YAML)")->required()->type_name("FILE");
+  bound
+      ->add_option("--msize", bound_args.msize,
+                   "Bytes per block (per rank pair): 4096, 64KiB, 1MiB, 4M (binary) or 64kB (decimal)")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  AddPlacementOptions(bound, &bound_args.placement);
+  bound->footer(std::string(kPlacementHelp) +
+                "\nEXAMPLES\n"
+                "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"
+                "  topotune bound --topology deploy/examples/three-level.yaml --msize 1MiB --hosts h0,h5\n");
+
+  // schedule
+  ScheduleArgs sched_args;
+  CLI::App* sched = app.add_subcommand("schedule", "Generate, verify and print a collective schedule");
+  help->Describe(sched,
+                 "Generates the schedule of a collective algorithm for the ranks of the placement, checks it with the\n"
+                 "verifier (every pair once, no link used twice in a phase, contending messages ordered by program\n"
+                 "order or synchronisations) and prints it. A verifier failure of tree_scheduled, or a wrong pattern\n"
+                 "or malformed synchronisation from any algorithm, is reported on stderr as a warning.\n"
+                 "\n"
+                 "--format table prints one line per phase ('phase  3 | 0->4 1->2 ...'), the synchronisations that\n"
+                 "gate each phase, above it ('sync | 0(p1)->4': rank 4 starts that phase only after rank 0 finished\n"
+                 "phase 1), and a footer with the counts, the bottleneck load and the verifier's result.\n"
+                 "--format json prints one line that outside tools read, keys in this order:\n"
+                 "  {\"collective\":\"alltoall\",\"algorithm\":\"tree_scheduled\",\"ranks\":[\"n0\",\"n0\",\"n1\"],\n"
+                 "   \"phases\":[[[0,2],[1,0]],[[2,1]]],\"syncs\":[[0,0,2,1]],\"bottleneck_load\":2}\n"
+                 "  ranks[i] is the host of rank i, phases hold [src,dst] messages, syncs hold\n"
+                 "  [from_rank, after_phase, to_rank, before_phase].\n");
+  sched->add_option("--topology", sched_args.topology, "Topology file (YAML)")->required()->type_name("FILE");
+  std::vector<std::string> collectives = Collectives();
+  sched
+      ->add_option("--collective", sched_args.collective,
+                   fmt::format("Collective to schedule: {}", fmt::join(collectives, ", ")))
+      ->type_name("NAME")
+      ->capture_default_str();
+  sched
+      ->add_option("--algorithm", sched_args.algorithm,
+                   "Algorithm from the table below (default: the collective's first, for alltoall tree_scheduled)")
+      ->type_name("NAME");
+  sched->add_option("--format", sched_args.format, "Output format: table (default) or json (one line)")
+      ->option_text("table|json")
+      ->check(CLI::IsMember({"table", "json"}));
+  sched->add_flag("--no-verify", sched_args.no_verify, "Skip the verifier (for very large schedules)");
+  AddPlacementOptions(sched, &sched_args.placement);
+  sched->footer(AlgorithmTable() + "\n" + kPlacementHelp +
+                "\nEXAMPLES\n"
+                "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml \\\n"
+                "      --collective alltoall --algorithm tree_scheduled --format table\n"
+                "  topotune schedule --topology deploy/examples/two-switch-4x4.yaml --hosts h0,h1:2,h4 --format json\n"
+                "  topotune schedule --topology deploy/examples/three-level.yaml --collective allgather \\\n"
+                "      --algorithm switch_ordered_ring\n");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (*show) return RunShow(show_args, out, err);
+  if (*bound) return RunBound(bound_args, out, err);
+  if (*sched) return RunSchedule(sched_args, out, err);
+  err << "topotune: no command given\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    return RunImpl(argc, argv, out, err);
+  } catch (const std::exception& e) {
+    err << "topotune: internal error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace topotune::cli

@@ -1,0 +1,66 @@
+// The `topotune` admin command line, as a library (topotune::cli) so that the
+// executable stays a one-line main and tests can drive it in-process.
+//
+// Subcommands:
+//   topology show FILE   draw the switch tree, each link with its speed and
+//                        all-to-all load, the bottleneck link(s) marked
+//   bound                all-to-all and allgather time lower bounds
+//   schedule             generate a schedule from the registry, verify it and
+//                        print it as a table or as JSON (schedule_json.h)
+//
+// Exit status: kExitOk, kExitFailure when the work fails (an unreadable or
+// invalid topology file, a generator error), kExitUsage for a usage error (an
+// unknown option, collective, algorithm or host, a malformed size).
+//
+// Thread-safety: Run and the formatters share no state; they may run
+// concurrently with different streams.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "tuner/rank_tree.h"
+#include "tuner/schedule.h"
+#include "tuner/topology.h"
+#include "tuner/verifier.h"
+
+namespace topotune::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Runs the command line `argv[0..argc)`. Normal output goes to `out`, errors
+// and warnings to `err`; neither is retained after the call. Returns the exit
+// status. Never throws.
+int Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+struct DrawOptions {
+  bool ascii = false;  // "|--" and "`--" instead of box-drawing characters.
+};
+
+// The tree of `topo` rooted at its first switch, one line per node, each link
+// with its speed, latency (when set) and all-to-all load |M_u| x |M_v| for the
+// ranks of `placement`; the links of maximum load are marked "<== bottleneck",
+// and the link that sets the all-to-all time bound, when it is not one of
+// them, "<== time bound". Hosts show their slots and ranks. Ends with a
+// summary line; `tree` (built from the same placement) supplies the
+// bottleneck load, rank edges included.
+std::string DrawTopology(const Topology& topo, const Placement& placement, const RankTree& tree,
+                         const DrawOptions& options = {});
+
+// The all-to-all and allgather time lower bounds (bounds.h) for blocks of
+// `msize_bytes`, each naming its link, that link's speed and its load.
+std::string FormatBounds(const Topology& topo, const RankTree& tree, double msize_bytes);
+
+// One line per phase ("phase  3 | 0->4 1->2 ..."), the synchronisations that
+// gate each phase below it, and a footer with the counts, the bottleneck load
+// and the verifier's result. `report` may be null (verification skipped);
+// `check_pattern` says whether the report's pattern check applies.
+std::string FormatScheduleTable(const Schedule& schedule, const RankTree& tree, const VerifyReport* report,
+                                bool check_pattern = true);
+
+// "83.886 ms", "1.250 s", "12.500 us".
+std::string FormatSeconds(double seconds);
+
+}  // namespace topotune::cli

@@ -1,0 +1,356 @@
+# Integration tests of the real `topotune` binary, run by ctest as
+#   cmake -DTOPOTUNE=<binary> -DEXAMPLES=<deploy/examples> -DWORK_DIR=<dir> -DCASE=<name> -P cli_test.cmake
+# Each CASE runs the binary, then checks its exit status, its output and its
+# messages. CMake is the interpreter because it is always present where the
+# project builds, and string(JSON) parses the JSON output without extra tools.
+
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var TOPOTUNE EXAMPLES WORK_DIR CASE)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "cli_test.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+# Runs topotune with ARGN; sets rc, out and err in the caller.
+macro(run_topotune)
+  execute_process(COMMAND "${TOPOTUNE}" ${ARGN}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  string(REPLACE ";" " " last_cmd "topotune ${ARGN}")
+endmacro()
+
+function(fail what)
+  message(FATAL_ERROR "FAIL [${last_cmd}]: ${what}\n--- exit status: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+endfunction()
+
+function(expect_rc expected)
+  if(NOT "${rc}" STREQUAL "${expected}")
+    fail("expected exit status ${expected}, got ${rc}")
+  endif()
+endfunction()
+
+# expect_match(<stdout|stderr> <regex>...)
+function(expect_match stream)
+  if(stream STREQUAL "stdout")
+    set(text "${out}")
+  else()
+    set(text "${err}")
+  endif()
+  foreach(re IN LISTS ARGN)
+    if(NOT text MATCHES "${re}")
+      fail("${stream} does not match the regex '${re}'")
+    endif()
+  endforeach()
+endfunction()
+
+function(expect_empty stream)
+  if(stream STREQUAL "stdout" AND NOT out STREQUAL "")
+    fail("stdout should be empty")
+  elseif(stream STREQUAL "stderr" AND NOT err STREQUAL "")
+    fail("stderr should be empty")
+  endif()
+endfunction()
+
+# Parses the schedule JSON in `out` and checks its shape: exactly the keys of
+# the format in order, one line, [src,dst] messages with ranks in range, no
+# pair twice, [a,p,c,q] syncs in range. Sets in the caller:
+#   json_ranks, json_phases, json_messages, json_syncs, json_load, json_hosts
+function(check_schedule_json collective algorithm)
+  string(REGEX REPLACE "\n$" "" line "${out}")
+  if(line MATCHES "\n")
+    fail("the JSON is not a single line")
+  endif()
+  set(key_order_re
+    "^{\"collective\":\"${collective}\",\"algorithm\":\"${algorithm}\",\"ranks\":\\[[^]]*\\],\"phases\":\\[.*\\],\"syncs\":\\[.*\\],\"bottleneck_load\":[0-9]+}$")
+  if(NOT line MATCHES "${key_order_re}")
+    fail("the JSON does not have the keys collective, algorithm, ranks, phases, syncs, bottleneck_load in this order")
+  endif()
+  string(JSON type ERROR_VARIABLE jerr TYPE "${line}")
+  if(jerr OR NOT type STREQUAL "OBJECT")
+    fail("stdout is not a JSON object: ${jerr}")
+  endif()
+  string(JSON nkeys LENGTH "${line}")
+  if(NOT nkeys EQUAL 6)
+    fail("the JSON object has ${nkeys} keys, expected 6")
+  endif()
+
+  string(JSON nranks LENGTH "${line}" ranks)
+  set(hosts "")
+  math(EXPR last_rank "${nranks} - 1")
+  foreach(r RANGE 0 ${last_rank})
+    string(JSON t TYPE "${line}" ranks ${r})
+    if(NOT t STREQUAL "STRING")
+      fail("ranks[${r}] is ${t}, expected a host name string")
+    endif()
+    string(JSON h GET "${line}" ranks ${r})
+    list(APPEND hosts "${h}")
+  endforeach()
+
+  string(JSON nphases LENGTH "${line}" phases)
+  set(total 0)
+  set(pairs "")
+  if(nphases GREATER 0)
+    math(EXPR last_phase "${nphases} - 1")
+    foreach(p RANGE 0 ${last_phase})
+      string(JSON nmsg LENGTH "${line}" phases ${p})
+      if(nmsg EQUAL 0)
+        continue()
+      endif()
+      math(EXPR last_msg "${nmsg} - 1")
+      foreach(k RANGE 0 ${last_msg})
+        string(JSON len LENGTH "${line}" phases ${p} ${k})
+        if(NOT len EQUAL 2)
+          fail("phases[${p}][${k}] has ${len} elements, expected [src,dst]")
+        endif()
+        string(JSON src GET "${line}" phases ${p} ${k} 0)
+        string(JSON dst GET "${line}" phases ${p} ${k} 1)
+        if(NOT src MATCHES "^[0-9]+$" OR NOT dst MATCHES "^[0-9]+$" OR src GREATER_EQUAL nranks OR
+           dst GREATER_EQUAL nranks)
+          fail("phases[${p}][${k}] = [${src},${dst}] names a rank outside [0, ${nranks})")
+        endif()
+        list(APPEND pairs "${src}>${dst}")
+        math(EXPR total "${total} + 1")
+      endforeach()
+    endforeach()
+  endif()
+  set(unique_pairs ${pairs})
+  list(REMOVE_DUPLICATES unique_pairs)
+  list(LENGTH unique_pairs nunique)
+  if(NOT nunique EQUAL total)
+    fail("some [src,dst] pair appears more than once (${nunique} distinct of ${total})")
+  endif()
+
+  string(JSON nsyncs LENGTH "${line}" syncs)
+  if(nsyncs GREATER 0)
+    math(EXPR last_sync "${nsyncs} - 1")
+    foreach(k RANGE 0 ${last_sync})
+      string(JSON len LENGTH "${line}" syncs ${k})
+      if(NOT len EQUAL 4)
+        fail("syncs[${k}] has ${len} elements, expected [from_rank,after_phase,to_rank,before_phase]")
+      endif()
+      string(JSON a GET "${line}" syncs ${k} 0)
+      string(JSON pa GET "${line}" syncs ${k} 1)
+      string(JSON c GET "${line}" syncs ${k} 2)
+      string(JSON pc GET "${line}" syncs ${k} 3)
+      if(a GREATER_EQUAL nranks OR c GREATER_EQUAL nranks OR pa GREATER_EQUAL nphases OR pc GREATER_EQUAL nphases)
+        fail("syncs[${k}] = [${a},${pa},${c},${pc}] is out of range")
+      endif()
+    endforeach()
+  endif()
+
+  string(JSON load GET "${line}" bottleneck_load)
+  set(json_ranks ${nranks} PARENT_SCOPE)
+  set(json_phases ${nphases} PARENT_SCOPE)
+  set(json_messages ${total} PARENT_SCOPE)
+  set(json_syncs ${nsyncs} PARENT_SCOPE)
+  set(json_load ${load} PARENT_SCOPE)
+  set(json_hosts "${hosts}" PARENT_SCOPE)
+endfunction()
+
+function(expect_equal what actual expected)
+  if(NOT "${actual}" STREQUAL "${expected}")
+    fail("${what} is '${actual}', expected '${expected}'")
+  endif()
+endfunction()
+
+set(fig1 "${EXAMPLES}/faraj-yuan-fig1.yaml")
+set(two "${EXAMPLES}/two-switch-4x4.yaml")
+set(three "${EXAMPLES}/three-level.yaml")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+if(CASE STREQUAL "schedule_json_fig1")
+  # Faraj-Yuan Figure 1: 6 hosts, bottleneck s0 -- s1 with 3 x 3 = 9 phases (Table 4), 6 x 5 = 30 messages.
+  run_topotune(schedule --topology "${fig1}" --collective alltoall --algorithm tree_scheduled --format json)
+  expect_rc(0)
+  expect_empty(stderr)
+  check_schedule_json(alltoall tree_scheduled)
+  expect_equal("phases" "${json_phases}" 9)
+  expect_equal("messages" "${json_messages}" 30)
+  expect_equal("bottleneck_load" "${json_load}" 9)
+  expect_equal("ranks" "${json_hosts}" "n0;n1;n2;n3;n4;n5")
+  if(json_syncs EQUAL 0)
+    fail("tree_scheduled without barriers needs synchronisations, the JSON has none")
+  endif()
+
+elseif(CASE STREQUAL "schedule_json_subset")
+  # Two hosts on each switch: the inter-switch link carries 2 x 2 = 4 pairs each way.
+  run_topotune(schedule --topology "${two}" --hosts h0,h1,h4,h5 --format json)
+  expect_rc(0)
+  check_schedule_json(alltoall tree_scheduled)
+  expect_equal("ranks" "${json_hosts}" "h0;h1;h4;h5")
+  expect_equal("phases" "${json_phases}" 4)
+  expect_equal("messages" "${json_messages}" 12)
+  expect_equal("bottleneck_load" "${json_load}" 4)
+
+elseif(CASE STREQUAL "schedule_json_multirank")
+  # h0 and h5 have 2 slots each; with h5:3 the host link of h5 carries 3 x 2 = 6 pairs.
+  run_topotune(schedule --topology "${three}" --hosts h0,h5:3 --format json)
+  expect_rc(0)
+  check_schedule_json(alltoall tree_scheduled)
+  expect_equal("ranks" "${json_hosts}" "h0;h0;h5;h5;h5")
+  expect_equal("phases" "${json_phases}" 6)
+  expect_equal("messages" "${json_messages}" 20)
+  expect_equal("bottleneck_load" "${json_load}" 6)
+
+elseif(CASE STREQUAL "schedule_json_other_algorithms")
+  # Every alltoall algorithm of the registry covers all 8 x 7 pairs once.
+  foreach(alg ring pairwise phased_barrier)
+    run_topotune(schedule --topology "${two}" --algorithm ${alg} --format json)
+    expect_rc(0)
+    check_schedule_json(alltoall ${alg})
+    expect_equal("${alg} messages" "${json_messages}" 56)
+    expect_equal("${alg} bottleneck_load" "${json_load}" 16)
+  endforeach()
+
+elseif(CASE STREQUAL "schedule_table_fig1")
+  run_topotune(schedule --topology "${fig1}" --collective alltoall --algorithm tree_scheduled --format table)
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout
+    "\nphase  0 \\| [0-9]+->[0-9]+ "
+    "\nphase  8 \\| "
+    "\nphases 9 \\| messages 30 \\| syncs [1-9][0-9]* [^\n]*\\| bottleneck load 9\n"
+    "\nverifier: contention-free yes \\(contention count 0[^\n]*: ok\n")
+  if(out MATCHES "phase  9 ")
+    fail("the table has more than 9 phases")
+  endif()
+
+elseif(CASE STREQUAL "schedule_table_contention")
+  # The ring ignores the tree: on two switches its phases collide on s0 -- s1.
+  run_topotune(schedule --topology "${two}" --algorithm ring)
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout "\nphases 7 \\| messages 56 " "\nverifier: contention-free no \\(contention count [1-9]")
+
+elseif(CASE STREQUAL "topology_show_fig1")
+  run_topotune(topology show "${fig1}")
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout
+    "^ +link +load\ns0\n"
+    "n0 \\[1 slot, rank 0\\] +100Mbps +5\n"
+    "s1 +100Mbps +9  <== bottleneck\n"
+    "s3 +100Mbps +8\n"
+    "s2 +100Mbps +0\n"
+    "faraj-yuan-fig1.yaml: 4 switches, 6 hosts, 6 ranks, bottleneck load 9 on s0 -- s1\n")
+  string(REGEX MATCHALL "<== bottleneck" marks "${out}")
+  list(LENGTH marks nmarks)
+  expect_equal("number of bottleneck marks" "${nmarks}" 1)
+
+elseif(CASE STREQUAL "topology_show_hosts")
+  run_topotune(topology show "${two}" --hosts h0,h1:3,h4 --ascii)
+  expect_rc(0)
+  expect_match(stdout
+    "^ +link +load\ns0\n\\|-- s1 +100Mbps +4\n"
+    "\n\\|   \\|-- h4 \\[1 slot, rank 4\\] +100Mbps +4\n"
+    "\n\\|   `-- h7 \\[1 slot, no ranks\\] +100Mbps +0\n"
+    "\n\\|-- h0 \\[1 slot, rank 0\\] +100Mbps +4\n"
+    "\n\\|-- h1 \\[1 slot, ranks 1-3\\] +100Mbps +6  <== bottleneck\n"
+    "\n`-- h3 \\[1 slot, no ranks\\] +100Mbps +0\n"
+    "8 hosts \\(3 with ranks\\), 5 ranks, bottleneck load 6 on h1 -- s0\n")
+  if(out MATCHES "├|└|│")
+    fail("--ascii output contains box-drawing characters")
+  endif()
+
+elseif(CASE STREQUAL "bound_two_switch")
+  # 16 blocks of 64 KiB over 100 Mbit/s: 16 * 65536 * 8 / 1e8 s = 83.886 ms. Allgather: 7 blocks over a host link.
+  run_topotune(bound --topology "${two}" --msize 64KiB)
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout
+    "message size +64KiB per block \\(65536 bytes\\)"
+    "all-to-all +>= 83\\.886 ms +on link s0 -- s1 \\(100Mbps\\), 16 blocks per direction"
+    "allgather +>= 36\\.700 ms +on link [a-z0-9]+ -- [a-z0-9]+ \\(100Mbps\\), 7 blocks per direction")
+
+elseif(CASE STREQUAL "bound_msize_forms")
+  # 4096 bytes and 4KiB are the same size; 1MiB is 256 times more.
+  run_topotune(bound --topology "${two}" --msize 4096)
+  expect_rc(0)
+  expect_match(stdout "all-to-all +>= 5\\.243 ms ")
+  run_topotune(bound --topology "${two}" --msize 4KiB)
+  expect_rc(0)
+  expect_match(stdout "all-to-all +>= 5\\.243 ms ")
+  run_topotune(bound --topology "${two}" --msize 1MiB)
+  expect_rc(0)
+  expect_match(stdout "all-to-all +>= 1\\.342 s ")
+
+elseif(CASE STREQUAL "bad_topology")
+  # Line 8 has a speed that is not a speed: every command must name the file and line and exit 1.
+  set(bad "${WORK_DIR}/bad-speed.yaml")
+  file(WRITE "${bad}" "switches:\n  - name: s0\nhosts:\n  - name: n0\n  - name: n1\nlinks:\n  - [n0, s0, 1Gbps]\n  - [n1, s0, fast]\n")
+  foreach(cmd "topology;show;${bad}" "bound;--topology;${bad}" "schedule;--topology;${bad}")
+    run_topotune(${cmd})
+    expect_rc(1)
+    expect_empty(stdout)
+    expect_match(stderr "^topotune: [^\n]*bad-speed\\.yaml:8:[^\n]*links\\[1\\][^\n]*fast")
+  endforeach()
+  # A cycle is caught by the model and still points into the file.
+  set(cyclic "${WORK_DIR}/cycle.yaml")
+  file(WRITE "${cyclic}" "switches:\n  - name: s0\n  - name: s1\nhosts:\n  - name: n0\nlinks:\n  - [n0, s0, 1Gbps]\n  - [s0, s1, 1Gbps]\n  - [s1, s0, 1Gbps]\n")
+  run_topotune(topology show "${cyclic}")
+  expect_rc(1)
+  expect_match(stderr "cycle\\.yaml:[0-9]+:")
+
+elseif(CASE STREQUAL "missing_file")
+  run_topotune(topology show "${WORK_DIR}/no-such-file.yaml")
+  expect_rc(1)
+  expect_match(stderr "no-such-file\\.yaml")
+
+elseif(CASE STREQUAL "unknown_algorithm")
+  run_topotune(schedule --topology "${fig1}" --collective alltoall --algorithm no_such_algorithm)
+  expect_rc(2)
+  expect_empty(stdout)
+  expect_match(stderr "no_such_algorithm" "valid algorithms: [^\n]*tree_scheduled")
+
+elseif(CASE STREQUAL "unknown_collective")
+  run_topotune(schedule --topology "${fig1}" --collective reduce)
+  expect_rc(2)
+  expect_match(stderr "unknown collective 'reduce'; valid collectives: [^\n]*alltoall")
+
+elseif(CASE STREQUAL "usage_errors")
+  run_topotune()
+  expect_rc(2)
+  expect_match(stderr "A subcommand is required" "--help")
+  run_topotune(frobnicate)
+  expect_rc(2)
+  run_topotune(topology)
+  expect_rc(2)
+  run_topotune(schedule --topology "${fig1}" --format yaml)
+  expect_rc(2)
+  expect_match(stderr "--format")
+  run_topotune(schedule)
+  expect_rc(2)
+  expect_match(stderr "--topology is required")
+  run_topotune(bound --topology "${two}" --msize lots)
+  expect_rc(2)
+  expect_match(stderr "--msize: 'lots'")
+  run_topotune(bound --topology "${two}" --no-such-option)
+  expect_rc(2)
+  run_topotune(schedule --topology "${two}" --hosts h0,nowhere)
+  expect_rc(2)
+  expect_match(stderr "--hosts: unknown host 'nowhere'")
+  run_topotune(schedule --topology "${two}" --hosts h0,s0)
+  expect_rc(2)
+  expect_match(stderr "'s0' is a switch")
+  run_topotune(schedule --topology "${two}" --hosts h0 --rank-hosts h0,h1)
+  expect_rc(2)
+
+elseif(CASE STREQUAL "help")
+  foreach(cmd "--help" "topology;--help" "topology;show;--help" "bound;--help" "schedule;--help")
+    run_topotune(${cmd})
+    expect_rc(0)
+    expect_empty(stderr)
+    expect_match(stdout "Usage: topotune" "EXAMPLES\n  topotune ")
+  endforeach()
+  run_topotune(schedule --help)
+  # The algorithm list comes from the registry.
+  expect_match(stdout "ALGORITHMS" "alltoall +tree_scheduled +contention-free" "--format" "--hosts")
+  run_topotune(topology show --help)
+  expect_match(stdout "<== bottleneck" "FILE")
+  run_topotune(--version)
+  expect_rc(0)
+  expect_match(stdout "^topotune [0-9]+\\.[0-9]+")
+
+else()
+  message(FATAL_ERROR "cli_test.cmake: unknown CASE '${CASE}'")
+endif()
