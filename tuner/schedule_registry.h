@@ -1,0 +1,51 @@
+// The schedule-algorithm registry: ONE typed table that is the single source
+// of the names of the algorithms the tuner can express as a Schedule (and so
+// verify, score against the bounds, and compile for jobs). CLI help,
+// validation of user input ("valid algorithms: ..."), database values and the
+// test matrix all read it; nothing else keeps a list of these names.
+//
+// Algorithms that exist only as MPI kernels with no Schedule form (native,
+// linear, bruck, ...) are not in this table.
+//
+// Thread-safety: the table is built once on first use (thread-safe static
+// initialisation) and is immutable afterwards; all functions may be called
+// from any thread. The `make` functions are pure.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tuner/rank_tree.h"
+#include "tuner/schedule.h"
+#include "tuner/status.h"
+
+namespace topotune {
+
+struct ScheduleAlgorithm {
+  std::string_view collective;   // "alltoall", "alltoallv", "allgather".
+  std::string_view name;         // "tree_scheduled", "ring", ...
+  std::string_view description;  // One line, for --help.
+  // Builds the schedule for the ranks of `tree`. alltoallv algorithms, which
+  // need a size pattern, schedule the uniform 1-byte pattern (every rank sends
+  // to every other); call GreedyPhased/A2aPhased directly for a real pattern.
+  std::function<StatusOr<Schedule>(const RankTree&)> make;
+};
+
+// Every registered algorithm, grouped by collective, in a stable order.
+std::span<const ScheduleAlgorithm> ScheduleAlgorithms();
+
+// The entry for (collective, name), or nullptr. Names are exact (case-
+// sensitive), as stored in the database.
+const ScheduleAlgorithm* FindScheduleAlgorithm(std::string_view collective, std::string_view name);
+
+// "valid algorithms: a, b, c" for `collective`, in table order; for an unknown
+// collective, "no schedule algorithms for collective 'x' (collectives: ...)".
+std::string ValidScheduleAlgorithms(std::string_view collective);
+
+// Like FindScheduleAlgorithm, but an unknown name is a NotFound error whose
+// message names the collective and lists the valid algorithms.
+StatusOr<const ScheduleAlgorithm*> LookupScheduleAlgorithm(std::string_view collective, std::string_view name);
+
+}  // namespace topotune
