@@ -25,9 +25,7 @@ class Status {
   static Status Ok() { return Status(); }
   static Status InvalidArgument(std::string msg) { return Status(Code::kInvalidArgument, std::move(msg)); }
   static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
-  static Status FailedPrecondition(std::string msg) {
-    return Status(Code::kFailedPrecondition, std::move(msg));
-  }
+  static Status FailedPrecondition(std::string msg) { return Status(Code::kFailedPrecondition, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
   static Status IoError(std::string msg) { return Status(Code::kIoError, std::move(msg)); }
 
@@ -70,8 +68,8 @@ class StatusOr {
 }  // namespace topotune
 
 // Returns early from the enclosing function when `expr` is not ok.
-#define TOPOTUNE_RETURN_IF_ERROR(expr)      \
-  do {                                      \
-    ::topotune::Status _st = (expr);        \
-    if (!_st.ok()) return _st;              \
+#define TOPOTUNE_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::topotune::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)

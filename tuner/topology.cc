@@ -44,8 +44,7 @@ struct Dsu {
 };
 
 // Link indices on the path from `from` to `to` over the links accepted so far.
-std::vector<int> ForestPath(int n, const std::vector<Link>& links, const std::vector<int>& accepted, int from,
-                            int to) {
+std::vector<int> ForestPath(int n, const std::vector<Link>& links, const std::vector<int>& accepted, int from, int to) {
   std::vector<std::vector<int>> adj(n);
   for (int li : accepted) {
     adj[links[li].a].push_back(li);
@@ -81,12 +80,12 @@ std::vector<int> ForestPath(int n, const std::vector<Link>& links, const std::ve
 template <typename Num>
 std::optional<double> ParseNumberPrefix(std::string_view text, std::string_view* rest) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
-                             text[i] == 'e' || text[i] == 'E' || text[i] == '+' || text[i] == '-')) {
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
+                             text[i] == 'E' || text[i] == '+' || text[i] == '-')) {
     // Stop at an 'e'/'E' that starts a unit rather than an exponent.
     if ((text[i] == 'e' || text[i] == 'E') &&
-        (i + 1 >= text.size() || !(std::isdigit(static_cast<unsigned char>(text[i + 1])) ||
-                                   text[i + 1] == '-' || text[i + 1] == '+')))
+        (i + 1 >= text.size() ||
+         !(std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' || text[i + 1] == '+')))
       break;
     ++i;
   }
@@ -129,17 +128,18 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
           fmt::format("{}: name: empty node name; a name is a non-empty string", Where(source, node.pos)));
     auto [it, inserted] = t.by_name_.emplace(node.name, i);
     if (!inserted)
-      return Status::InvalidArgument(fmt::format("{}: name: duplicate name '{}' (first defined at line {}); "
-                                                 "switch and host names must be unique",
-                                                 Where(source, node.pos), node.name, nodes[it->second].pos.line));
+      return Status::InvalidArgument(
+          fmt::format("{}: name: duplicate name '{}' (first defined at line {}); "
+                      "switch and host names must be unique",
+                      Where(source, node.pos), node.name, nodes[it->second].pos.line));
     if (node.kind == NodeKind::kHost && node.slots < 1)
       return Status::InvalidArgument(fmt::format("{}: slots: host '{}' has slots {}; slots must be an integer >= 1",
                                                  Where(source, node.pos), node.name, node.slots));
     if (node.kind == NodeKind::kHost) t.hosts_.push_back(i);
   }
   if (t.hosts_.empty())
-    return Status::InvalidArgument(fmt::format("{}: hosts: the topology has no hosts; at least one is required",
-                                               source));
+    return Status::InvalidArgument(
+        fmt::format("{}: hosts: the topology has no hosts; at least one is required", source));
 
   t.incident_.assign(n, {});
   for (int li = 0; li < static_cast<int>(links.size()); ++li) {
@@ -149,13 +149,14 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
           fmt::format("{}: links: endpoint index out of range; endpoints must be declared switches or hosts",
                       Where(source, l.pos)));
     if (l.a == l.b)
-      return Status::InvalidArgument(fmt::format("{}: links: link connects '{}' to itself; a link joins two "
-                                                 "different nodes",
-                                                 Where(source, l.pos), nodes[l.a].name));
+      return Status::InvalidArgument(
+          fmt::format("{}: links: link connects '{}' to itself; a link joins two "
+                      "different nodes",
+                      Where(source, l.pos), nodes[l.a].name));
     if (!(l.speed_bps > 0) || !std::isfinite(l.speed_bps))
-      return Status::InvalidArgument(fmt::format(
-          "{}: links: speed of [{}] is {}; speed must be positive (bps, Kbps, Mbps or Gbps, e.g. 1Gbps)",
-          Where(source, l.pos), LinkName(nodes, l), l.speed_bps));
+      return Status::InvalidArgument(
+          fmt::format("{}: links: speed of [{}] is {}; speed must be positive (bps, Kbps, Mbps or Gbps, e.g. 1Gbps)",
+                      Where(source, l.pos), LinkName(nodes, l), l.speed_bps));
     if (!(l.latency_s >= 0) || !std::isfinite(l.latency_s))
       return Status::InvalidArgument(
           fmt::format("{}: links: latency of [{}] is {}; latency must be >= 0 (ns, us, ms or s, e.g. 5us)",
@@ -167,10 +168,10 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
     if (t.incident_[h].size() > 1) {
       std::string list;
       for (int li : t.incident_[h]) list += (list.empty() ? "" : ", ") + LinkRef(nodes, links[li]);
-      return Status::InvalidArgument(fmt::format("{}: links: host '{}' has {} links ({}); hosts must be leaves "
-                                                 "with exactly one link to a switch",
-                                                 Where(source, nodes[h].pos), nodes[h].name, t.incident_[h].size(),
-                                                 list));
+      return Status::InvalidArgument(
+          fmt::format("{}: links: host '{}' has {} links ({}); hosts must be leaves "
+                      "with exactly one link to a switch",
+                      Where(source, nodes[h].pos), nodes[h].name, t.incident_[h].size(), list));
     }
   }
   // Acyclic: a link whose endpoints are already connected closes a cycle.
@@ -183,19 +184,20 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
       cycle.push_back(li);
       std::string list;
       for (int c : cycle) list += (list.empty() ? "" : ", ") + LinkRef(nodes, links[c]);
-      return Status::InvalidArgument(fmt::format("{}: links: the links form a cycle: {}; the network must be a "
-                                                 "tree (remove a link, e.g. one blocked by spanning tree)",
-                                                 Where(source, l.pos), list));
+      return Status::InvalidArgument(
+          fmt::format("{}: links: the links form a cycle: {}; the network must be a "
+                      "tree (remove a link, e.g. one blocked by spanning tree)",
+                      Where(source, l.pos), list));
     }
     accepted.push_back(li);
   }
   // Connected.
   for (int i = 1; i < n; ++i) {
     if (dsu.Find(i) != dsu.Find(0))
-      return Status::InvalidArgument(fmt::format(
-          "{}: links: {} '{}' is not connected to '{}'; the network must be connected (add a link)",
-          Where(source, nodes[i].pos), nodes[i].kind == NodeKind::kHost ? "host" : "switch", nodes[i].name,
-          nodes[0].name));
+      return Status::InvalidArgument(
+          fmt::format("{}: links: {} '{}' is not connected to '{}'; the network must be connected (add a link)",
+                      Where(source, nodes[i].pos), nodes[i].kind == NodeKind::kHost ? "host" : "switch", nodes[i].name,
+                      nodes[0].name));
   }
   t.nodes_ = std::move(nodes);
   t.links_ = std::move(links);
@@ -236,12 +238,18 @@ std::optional<double> ParseSpeed(std::string_view text) {
   if (!v || *v <= 0) return std::nullopt;
   std::string unit = Lower(Trim(rest));
   double scale = 0;
-  if (unit == "bps") scale = 1;
-  else if (unit == "kbps") scale = 1e3;
-  else if (unit == "mbps") scale = 1e6;
-  else if (unit == "gbps") scale = 1e9;
-  else if (unit == "tbps") scale = 1e12;
-  else return std::nullopt;
+  if (unit == "bps")
+    scale = 1;
+  else if (unit == "kbps")
+    scale = 1e3;
+  else if (unit == "mbps")
+    scale = 1e6;
+  else if (unit == "gbps")
+    scale = 1e9;
+  else if (unit == "tbps")
+    scale = 1e12;
+  else
+    return std::nullopt;
   return *v * scale;
 }
 
@@ -283,14 +291,22 @@ std::optional<double> ParseBytes(std::string_view text) {
   if (!v || *v < 0) return std::nullopt;
   std::string unit = Lower(Trim(rest));
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "m" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "gb")
+    scale = 1e9;
+  else
+    return std::nullopt;
   return *v * scale;
 }
 

@@ -47,8 +47,7 @@ class Topology {
  public:
   // Validates `nodes` and `links` and builds the topology. `source` names the
   // file they came from and prefixes every error message.
-  static StatusOr<Topology> Create(std::vector<Node> nodes, std::vector<Link> links,
-                                   std::string source = "<memory>");
+  static StatusOr<Topology> Create(std::vector<Node> nodes, std::vector<Link> links, std::string source = "<memory>");
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Link>& links() const { return links_; }

@@ -1,0 +1,37 @@
+// Pair-wise synchronisation planning for phased schedules (Faraj-Yuan §5).
+//
+// For every directed edge, the next user of the edge waits for its previous
+// user: when message a->b in phase p and message c->d in phase q > p are
+// consecutive users of an edge, rank a notifies rank c after finishing phase p
+// and c waits for it before starting phase q. Computing this per edge (rather
+// than for all pairs of contending messages) keeps planning near-linear in the
+// number of messages, because ordering is transitive.
+//
+// Redundant synchronisations, those already implied through program order and
+// other synchronisations, are then dropped:
+//   * a == c, or b == c: program order already orders the two messages (a rank
+//     finishes phase p, both its send and its receive, before starting q);
+//   * c already waits, at or before phase q, for an event of a at phase >= p;
+//   * a bounded search over earlier synchronisations and program order finds
+//     another chain from (a, p) or (b, p) to (c, q).
+// The search is bounded so that planning stays fast on 4096-host trees; a
+// chain it misses only costs one extra small message, never correctness.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include "tuner/rank_tree.h"
+#include "tuner/schedule.h"
+
+namespace topotune {
+
+struct SyncPlanStats {
+  int64_t candidates = 0;  // Consecutive edge users in different phases whose senders differ.
+  int64_t kept = 0;
+};
+
+// Fills schedule->syncs and schedule->syncs_before_reduction. Phases must not
+// use a directed edge twice (a contention-free schedule).
+SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule);
+
+}  // namespace topotune

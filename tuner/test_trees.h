@@ -1,0 +1,96 @@
+// Helpers for tests: build topologies in code and random trees with fixed
+// seeds. Header-only; used by tuner tests, property tests and benchmarks.
+//
+// Thread-safety: functions are pure given their seed.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/topology.h"
+
+namespace topotune::testing {
+
+struct HostSpec {
+  std::string name;
+  int slots = 1;
+};
+struct LinkSpec {
+  std::string a, b;
+  double speed_bps = 1e9;
+};
+
+// Builds a topology from names; throws std::invalid_argument on an invalid
+// one (tests only: a bad fixture is a programmer error).
+inline Topology BuildTopology(const std::vector<std::string>& switches, const std::vector<HostSpec>& hosts,
+                              const std::vector<LinkSpec>& links) {
+  std::vector<Node> nodes;
+  for (const auto& s : switches) nodes.push_back(Node{s, NodeKind::kSwitch, 1, {}});
+  for (const auto& h : hosts) nodes.push_back(Node{h.name, NodeKind::kHost, h.slots, {}});
+  auto index = [&](const std::string& name) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].name == name) return static_cast<int>(i);
+    throw std::invalid_argument("unknown node " + name);
+  };
+  std::vector<Link> ls;
+  for (const auto& l : links) ls.push_back(Link{index(l.a), index(l.b), l.speed_bps, 0, {}});
+  auto t = Topology::Create(std::move(nodes), std::move(ls), "<test>");
+  if (!t.ok()) throw std::invalid_argument(t.status().ToString());
+  return std::move(t).value();
+}
+
+struct RandomTreeParams {
+  int min_hosts = 3;
+  int max_hosts = 300;
+  int max_depth = 6;
+  int max_slots = 4;
+};
+
+// A random switch tree: switches up to max_depth levels (including degree-2
+// chains and switches without hosts), hosts attached to random switches with
+// 1..max_slots slots. Deterministic in `seed`.
+inline Topology RandomTree(uint64_t seed, const RandomTreeParams& params = {}) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Host counts skewed towards small trees (log-uniform), so that many trees
+  // are cheap while large ones still appear.
+  double lo = std::log(static_cast<double>(params.min_hosts));
+  double hi = std::log(static_cast<double>(params.max_hosts) + 1);
+  int num_hosts =
+      std::min(params.max_hosts, static_cast<int>(std::exp(std::uniform_real_distribution<double>(lo, hi)(rng))));
+  num_hosts = std::max(num_hosts, params.min_hosts);
+  int num_switches = uniform(1, std::max(1, num_hosts / 2 + 1));
+  std::vector<std::string> switches;
+  std::vector<int> depth;
+  std::vector<LinkSpec> links;
+  static const double kSpeeds[] = {1e8, 1e9, 1e10, 2.5e9};
+  for (int s = 0; s < num_switches; ++s) {
+    switches.push_back("s" + std::to_string(s));
+    if (s == 0) {
+      depth.push_back(0);
+      continue;
+    }
+    int parent;
+    do {
+      parent = uniform(0, s - 1);
+    } while (depth[parent] + 1 > params.max_depth - 1);
+    depth.push_back(depth[parent] + 1);
+    links.push_back({switches[parent], switches[s], kSpeeds[uniform(0, 3)]});
+  }
+  std::vector<HostSpec> hosts;
+  for (int h = 0; h < num_hosts; ++h) {
+    hosts.push_back({"h" + std::to_string(h), uniform(1, params.max_slots)});
+    links.push_back({hosts.back().name, switches[uniform(0, num_switches - 1)], kSpeeds[uniform(0, 3)]});
+  }
+  // Shuffle link order: parsers and tree builders must not rely on it.
+  std::shuffle(links.begin(), links.end(), rng);
+  return BuildTopology(switches, hosts, links);
+}
+
+}  // namespace topotune::testing

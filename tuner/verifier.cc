@@ -1,0 +1,215 @@
+#include "tuner/verifier.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace topotune {
+namespace {
+
+// Happens-before by vector clocks, swept in phase order. Rank x has a point
+// at phase t when it sends or receives then, or a synchronisation leaves or
+// reaches it there. clock[x][y] is the latest phase of rank y whose end
+// happens before x's current position: program order (a rank finishes phase
+// t, send and receive, before starting a later one) and synchronisations
+// (a, p, c, q): a's clock at the end of p joins c's before c starts q.
+// Snapshots are kept only while a synchronisation is in flight.
+class Clocks {
+ public:
+  Clocks(const Schedule& s, int n) : n_(n), clock_(static_cast<size_t>(n) * n, -1) {
+    const int phases = s.num_phases();
+    into_.resize(phases);
+    from_.resize(phases);
+    for (const Sync& y : s.syncs) {
+      into_[y.before_phase].push_back(y);
+      from_[y.after_phase].push_back(y);
+    }
+  }
+
+  // Before the messages of phase q are checked: joins in-flight snapshots.
+  void StartPhase(int q) {
+    for (const Sync& y : into_[q]) {
+      auto it = snapshots_.find(Key(y.from_rank, y.after_phase));
+      int32_t* c = Row(y.to_rank);
+      for (int i = 0; i < n_; ++i) c[i] = std::max(c[i], it->second.clock[i]);
+      if (--it->second.refs == 0) snapshots_.erase(it);
+    }
+  }
+  // After phase q: every rank with a point at q has finished it.
+  void EndPhase(int q, const std::vector<int>& ranks_at_q) {
+    for (int x : ranks_at_q) Row(x)[x] = q;
+    for (const Sync& y : from_[q]) {
+      Row(y.from_rank)[y.from_rank] = q;
+      auto [it, fresh] = snapshots_.try_emplace(Key(y.from_rank, q));
+      if (fresh) it->second.clock.assign(Row(y.from_rank), Row(y.from_rank) + n_);
+      ++it->second.refs;
+    }
+  }
+  // Does the end of phase p of rank a or b happen before c starts its
+  // current phase?
+  bool Ordered(int a, int b, int p, int c) const {
+    const int32_t* row = &clock_[static_cast<size_t>(c) * n_];
+    return a == c || b == c || row[a] >= p || row[b] >= p;
+  }
+
+ private:
+  struct Snapshot {
+    std::vector<int32_t> clock;
+    int refs = 0;
+  };
+  static uint64_t Key(int r, int p) { return (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(p); }
+  int32_t* Row(int x) { return &clock_[static_cast<size_t>(x) * n_]; }
+
+  int n_;
+  std::vector<int32_t> clock_;
+  std::vector<std::vector<Sync>> into_, from_;
+  std::unordered_map<uint64_t, Snapshot> snapshots_;
+};
+
+std::string EdgeName(const RankTree& tree, int directed) {
+  const auto& e = tree.edge(directed / 2);
+  int from = directed % 2 == 0 ? e.a : e.b;
+  int to = directed % 2 == 0 ? e.b : e.a;
+  return fmt::format("{}->{}", tree.node(from).name, tree.node(to).name);
+}
+
+}  // namespace
+
+std::string VerifyReport::Summary() const {
+  return fmt::format(
+      "phases {}, messages {}, max link load {}, max per-phase link load {}, contention {}, unordered {}, "
+      "pattern errors {}, sync errors {}: {}",
+      num_phases, num_messages, max_link_load, max_phase_link_load, contention_count, unordered_pairs, pattern_errors,
+      sync_errors, ok() ? "ok" : "FAILED");
+}
+
+VerifyReport Verify(const Schedule& s, const RankTree& tree, const VerifyOptions& opt) {
+  VerifyReport rep;
+  const int n = tree.num_ranks();
+  rep.num_phases = s.num_phases();
+  rep.num_messages = s.num_messages();
+  auto error = [&](std::string msg) {
+    if (rep.errors.size() < opt.max_errors) rep.errors.push_back(std::move(msg));
+  };
+  if (s.num_ranks != n) {
+    error(fmt::format("schedule has {} ranks but the tree has {}", s.num_ranks, n));
+    ++rep.pattern_errors;
+    return rep;
+  }
+
+  // Pattern.
+  std::vector<uint8_t> seen(static_cast<size_t>(n) * n, 0);
+  bool ranks_ok = true;
+  for (int p = 0; p < s.num_phases(); ++p) {
+    for (const Message& m : s.phase(p)) {
+      if (m.src < 0 || m.src >= n || m.dst < 0 || m.dst >= n) {
+        error(fmt::format("phase {}: message {}->{} names a rank outside 0..{}", p, m.src, m.dst, n - 1));
+        ++rep.pattern_errors;
+        ranks_ok = false;
+        continue;
+      }
+      if (m.src == m.dst) {
+        error(fmt::format("phase {}: message {}->{} sends to itself", p, m.src, m.dst));
+        ++rep.pattern_errors;
+        continue;
+      }
+      uint8_t& c = seen[static_cast<size_t>(m.src) * n + m.dst];
+      if (c == 1) {
+        error(fmt::format("phase {}: message {}->{} appears more than once", p, m.src, m.dst));
+        ++rep.pattern_errors;
+      }
+      if (c < 2) ++c;
+    }
+  }
+  if (!ranks_ok) return rep;
+  auto expect_once = [&](int src, int dst) {
+    uint8_t& c = seen[static_cast<size_t>(src) * n + dst];
+    if (c == 0) {
+      error(fmt::format("message {}->{} is missing", src, dst));
+      ++rep.pattern_errors;
+    }
+    c = 3;  // Mark as expected.
+  };
+  if (opt.all_pairs) {
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        if (a != b) expect_once(a, b);
+  } else {
+    for (const Message& m : opt.expected) {
+      if (m.src >= 0 && m.src < n && m.dst >= 0 && m.dst < n && m.src != m.dst) expect_once(m.src, m.dst);
+    }
+  }
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (seen[static_cast<size_t>(a) * n + b] == 1 || seen[static_cast<size_t>(a) * n + b] == 2) {
+        error(fmt::format("message {}->{} is not part of the pattern", a, b));
+        ++rep.pattern_errors;
+      }
+
+  // Synchronisations.
+  for (const Sync& y : s.syncs) {
+    if (y.from_rank < 0 || y.from_rank >= n || y.to_rank < 0 || y.to_rank >= n || y.after_phase < 0 ||
+        y.before_phase >= s.num_phases() || y.after_phase >= y.before_phase) {
+      error(fmt::format("sync [{},{},{},{}] is malformed (ranks 0..{}, after_phase < before_phase < {})", y.from_rank,
+                        y.after_phase, y.to_rank, y.before_phase, n - 1, s.num_phases()));
+      ++rep.sync_errors;
+    }
+  }
+
+  // Contention within phases and ordering across phases, per directed edge.
+  struct Use {
+    int phase = -1;
+    Message msg;
+  };
+  const size_t ndir = 2 * static_cast<size_t>(tree.num_edges());
+  std::vector<Use> last(ndir);
+  std::vector<int64_t> total(ndir, 0);
+  std::vector<int> in_phase(ndir, 0);
+  std::vector<int> path;
+  const bool ordering = opt.check_ordering && !s.barrier_between_phases && rep.sync_errors == 0;
+  Clocks clocks(s, ordering ? n : 0);
+  std::vector<int> ranks_at;
+  std::vector<int> mark(n, -1);
+  for (int p = 0; p < s.num_phases(); ++p) {
+    if (ordering) clocks.StartPhase(p);
+    ranks_at.clear();
+    for (const Message& m : s.phase(p)) {
+      for (int x : {m.src, m.dst}) {
+        if (mark[x] != p) {
+          mark[x] = p;
+          ranks_at.push_back(x);
+        }
+      }
+      if (m.src == m.dst) continue;
+      path.clear();
+      tree.Path(m.src, m.dst, &path);
+      for (int de : path) {
+        ++total[de];
+        Use& u = last[de];
+        if (u.phase == p) {
+          ++in_phase[de];
+          ++rep.contention_count;
+          error(fmt::format("phase {}: messages {}->{} and {}->{} both use edge {}", p, u.msg.src, u.msg.dst, m.src,
+                            m.dst, EdgeName(tree, de)));
+        } else {
+          in_phase[de] = 1;
+          if (ordering && u.phase >= 0 && !clocks.Ordered(u.msg.src, u.msg.dst, u.phase, m.src)) {
+            ++rep.unordered_pairs;
+            error(
+                fmt::format("messages {}->{} (phase {}) and {}->{} (phase {}) share edge {} but nothing orders "
+                            "them (no program order or synchronisation chain)",
+                            u.msg.src, u.msg.dst, u.phase, m.src, m.dst, p, EdgeName(tree, de)));
+          }
+        }
+        rep.max_phase_link_load = std::max(rep.max_phase_link_load, in_phase[de]);
+        u = Use{p, m};
+      }
+    }
+    if (ordering) clocks.EndPhase(p, ranks_at);
+  }
+  for (int64_t t : total) rep.max_link_load = std::max(rep.max_link_load, t);
+  return rep;
+}
+
+}  // namespace topotune

@@ -1,0 +1,62 @@
+// An independent verifier for phased schedules on a switch tree.
+//
+// It shares no code with the generators or the synchronisation planner; it
+// only uses RankTree::Path to know which directed edges a message crosses.
+// It checks:
+//   * the pattern: every expected (src, dst) pair appears exactly once (for
+//     all-to-all, every ordered pair of distinct ranks), no self messages,
+//     ranks in range;
+//   * contention: no directed edge is used twice in one phase (naming the
+//     messages and the edge);
+//   * ordering: every two contending messages in different phases are ordered
+//     by program order (each rank runs its phases in order, finishing its send
+//     and receive of a phase before the next) or by synchronisations (or by
+//     barriers, for barrier-phased schedules). Checking consecutive users of
+//     each edge suffices, since ordering is transitive.
+// It reports phases, the maximum link load (messages over the most used
+// directed edge in the whole schedule), the maximum load of a directed edge
+// within one phase, and the contention count: over all (phase, directed
+// edge), the messages beyond the first. That count is how unscheduled
+// patterns such as ring and pairwise are scored on a tree.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tuner/rank_tree.h"
+#include "tuner/schedule.h"
+
+namespace topotune {
+
+struct VerifyOptions {
+  // When false, `expected` lists the pairs that must each appear exactly once
+  // (e.g. an alltoallv pattern); when true, all ordered pairs of distinct
+  // ranks must.
+  bool all_pairs = true;
+  std::vector<Message> expected;
+  // Check ordering of contending messages across phases.
+  bool check_ordering = true;
+  size_t max_errors = 20;
+};
+
+struct VerifyReport {
+  int num_phases = 0;
+  int64_t num_messages = 0;
+  int64_t max_link_load = 0;
+  int max_phase_link_load = 0;
+  int64_t contention_count = 0;
+  int64_t unordered_pairs = 0;      // Consecutive contending messages not ordered.
+  int64_t pattern_errors = 0;       // Missing, duplicate, out-of-range or self messages.
+  int64_t sync_errors = 0;          // Malformed synchronisations.
+  std::vector<std::string> errors;  // The first max_errors problems, in words.
+
+  bool ok() const { return errors.empty() && contention_count == 0 && unordered_pairs == 0 && pattern_errors == 0; }
+  std::string Summary() const;
+};
+
+VerifyReport Verify(const Schedule& schedule, const RankTree& tree, const VerifyOptions& options = {});
+
+}  // namespace topotune
