@@ -69,6 +69,7 @@ inline Topology RandomTree(uint64_t seed, const RandomTreeParams& params = {}) {
   std::vector<std::string> switches;
   std::vector<int> depth;
   std::vector<LinkSpec> links;
+  std::vector<std::string> extra_switches;
   static const double kSpeeds[] = {1e8, 1e9, 1e10, 2.5e9};
   for (int s = 0; s < num_switches; ++s) {
     switches.push_back("s" + std::to_string(s));
@@ -80,6 +81,17 @@ inline Topology RandomTree(uint64_t seed, const RandomTreeParams& params = {}) {
     do {
       parent = uniform(0, s - 1);
     } while (depth[parent] + 1 > params.max_depth - 1);
+    // Now and then, reach the new switch through a chain of host-less
+    // degree-2 switches (as a patch panel or a cascaded access switch would),
+    // which RankTree must contract.
+    if (depth[parent] + 2 <= params.max_depth - 1 && uniform(0, 4) == 0) {
+      std::string chain = "c" + std::to_string(s);
+      links.push_back({switches[parent], chain, kSpeeds[uniform(0, 3)]});
+      extra_switches.push_back(chain);
+      links.push_back({chain, switches[s], kSpeeds[uniform(0, 3)]});
+      depth.push_back(depth[parent] + 2);
+      continue;
+    }
     depth.push_back(depth[parent] + 1);
     links.push_back({switches[parent], switches[s], kSpeeds[uniform(0, 3)]});
   }
@@ -90,6 +102,7 @@ inline Topology RandomTree(uint64_t seed, const RandomTreeParams& params = {}) {
   }
   // Shuffle link order: parsers and tree builders must not rely on it.
   std::shuffle(links.begin(), links.end(), rng);
+  switches.insert(switches.end(), extra_switches.begin(), extra_switches.end());
   return BuildTopology(switches, hosts, links);
 }
 
