@@ -1,8 +1,12 @@
 # Warning and sanitizer flags shared by every topotune target.
 add_library(topotune_flags INTERFACE)
 add_library(topotune::flags ALIAS topotune_flags)
-# yaml-cpp 0.7 headers trip GCC 12's -Wdangling-pointer false positive (YAML::Node temporaries).
-target_compile_options(topotune_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local -Wno-dangling-pointer)
+target_compile_options(topotune_flags INTERFACE -Wall -Wextra -Wpedantic)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # yaml-cpp 0.7 headers trip GCC 12's -Wdangling-pointer false positive
+  # (YAML::Node temporaries); -Wshadow=local is GCC's spelling.
+  target_compile_options(topotune_flags INTERFACE -Wshadow=local -Wno-dangling-pointer)
+endif()
 if(TOPOTUNE_WERROR)
   target_compile_options(topotune_flags INTERFACE -Werror)
 endif()
@@ -10,4 +14,13 @@ if(TOPOTUNE_SANITIZE)
   target_compile_options(topotune_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
                                                   -fno-sanitize-recover=undefined)
   target_link_options(topotune_flags INTERFACE -fsanitize=address,undefined)
+endif()
+if(TOPOTUNE_BUILD_FUZZERS)
+  # Instrument all code (not just the fuzz entry points) for coverage guidance
+  # and memory checks; the fuzz targets add -fsanitize=fuzzer to link libFuzzer.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TOPOTUNE_BUILD_FUZZERS needs clang (CC=clang CXX=clang++)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
 endif()

@@ -132,9 +132,10 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
           fmt::format("{}: name: duplicate name '{}' (first defined at line {}); "
                       "switch and host names must be unique",
                       Where(source, node.pos), node.name, nodes[it->second].pos.line));
-    if (node.kind == NodeKind::kHost && node.slots < 1)
-      return Status::InvalidArgument(fmt::format("{}: slots: host '{}' has slots {}; slots must be an integer >= 1",
-                                                 Where(source, node.pos), node.name, node.slots));
+    if (node.kind == NodeKind::kHost && (node.slots < 1 || node.slots > kMaxSlots))
+      return Status::InvalidArgument(
+          fmt::format("{}: slots: host '{}' has slots {}; slots must be an integer from 1 to {}",
+                      Where(source, node.pos), node.name, node.slots, kMaxSlots));
     if (node.kind == NodeKind::kHost) t.hosts_.push_back(i);
   }
   if (t.hosts_.empty())

@@ -28,6 +28,9 @@ struct SourcePos {
 
 enum class NodeKind { kSwitch, kHost };
 
+// Largest number of MPI slots a host may declare (keeps rank counts in int).
+inline constexpr int kMaxSlots = 65536;
+
 struct Node {
   std::string name;
   NodeKind kind = NodeKind::kSwitch;

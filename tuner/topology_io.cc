@@ -27,7 +27,7 @@ constexpr const char* kLatencyAllowed = "use a number >= 0 with ns, us, ms or s 
 constexpr const char* kLinkForms =
     "write a link as [n0, s0, 1Gbps], [n0, s0, 1Gbps, 5us] or {a: n0, b: s0, speed: 1Gbps, latency: 5us}";
 constexpr const char* kEndpointAllowed = "endpoints must be names declared under switches or hosts";
-constexpr const char* kSlotsAllowed = "slots must be an integer >= 1 (default 1)";
+const std::string kSlotsAllowed = "slots must be an integer from 1 to " + std::to_string(kMaxSlots) + " (default 1)";
 
 // Shows a value taken from the file inside a message: quoted, cut short and
 // with control characters replaced, so that a bad file cannot flood or garble
@@ -337,9 +337,8 @@ Status Parser::ParseNodes(const YAML::Node& list, SourcePos list_pos, NodeKind k
         const std::string& s = f.value.Scalar();
         int slots = 0;
         auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), slots);
-        if (ec == std::errc::result_out_of_range)
-          return Error(f.pos, sub,
-                       fmt::format("{} is out of range; slots must be an integer from 1 to 2147483647", Quote(s)));
+        if (ec == std::errc::result_out_of_range || slots > kMaxSlots)
+          return Error(f.pos, sub, fmt::format("{} is out of range; {}", Quote(s), kSlotsAllowed));
         if (ec != std::errc() || ptr != s.data() + s.size())
           return Error(f.pos, sub, fmt::format("{} is not an integer; {}", Quote(s), kSlotsAllowed));
         if (slots < 1) return Error(f.pos, sub, fmt::format("slots is {}; {}", slots, kSlotsAllowed));

@@ -324,21 +324,21 @@ TEST(TopologyIoErrorTest, SlotsNotAnInteger) {
   for (const char* bad : {"two", "2.5", "0x10", "2 cores"}) {
     EXPECT_EQ(ParseError(std::string("hosts:\n  - name: n0\n    slots: ") + bad + "\n"),
               std::string("topo.yaml:3: hosts[0].slots: '") + bad +
-                  "' is not an integer; slots must be an integer >= 1 (default 1)");
+                  "' is not an integer; slots must be an integer from 1 to 65536 (default 1)");
   }
   EXPECT_EQ(ParseError("hosts:\n  - name: n0\n    slots: [2]\n"),
             "topo.yaml:3: hosts[0].slots: expected an integer, found a list of 1 element; slots must be an integer "
-            ">= 1 (default 1)");
+            "from 1 to 65536 (default 1)");
   EXPECT_EQ(ParseError("hosts:\n  - name: n0\n    slots: 99999999999\n"),
             "topo.yaml:3: hosts[0].slots: '99999999999' is out of range; slots must be an integer from 1 to "
-            "2147483647");
+            "65536 (default 1)");
 }
 
 TEST(TopologyIoErrorTest, SlotsBelowOne) {
   EXPECT_EQ(ParseError("hosts:\n  - name: n0\n    slots: 0\n"),
-            "topo.yaml:3: hosts[0].slots: slots is 0; slots must be an integer >= 1 (default 1)");
+            "topo.yaml:3: hosts[0].slots: slots is 0; slots must be an integer from 1 to 65536 (default 1)");
   EXPECT_EQ(ParseError("hosts:\n  - {name: n0, slots: -4}\n"),
-            "topo.yaml:2: hosts[0].slots: slots is -4; slots must be an integer >= 1 (default 1)");
+            "topo.yaml:2: hosts[0].slots: slots is -4; slots must be an integer from 1 to 65536 (default 1)");
 }
 
 constexpr const char* kTwoNodes = "switches:\n  - name: s0\nhosts:\n  - name: n0\nlinks:\n";
