@@ -36,9 +36,9 @@ namespace topotune::kernels {
 
 enum class Collective { kAlltoall, kAlltoallv, kAllgather };
 
-// Tags kernels use; 0x7470 spells "tp". Kept below 32767, the smallest
+// Tags kernels use, kept below 32767, the smallest
 // MPI_TAG_UB the standard allows.
-inline constexpr int kKernelTagBase = 0x7470 - 0x7000 + 20000;  // 21136
+inline constexpr int kKernelTagBase = 21136;
 inline constexpr int kDataTag = kKernelTagBase;
 inline constexpr int kSyncTag = kKernelTagBase + 1;
 std::string_view CollectiveName(Collective c);
