@@ -4,6 +4,7 @@
 #include "daemon/cli/cli.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

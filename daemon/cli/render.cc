@@ -236,9 +236,10 @@ std::string FormatBounds(const Topology& topo, const RankTree& tree, double msiz
   line("allgather", AllgatherBound(tree, msize_bytes));
   int be = BottleneckEdge(tree);
   if (be >= 0) {
-    fmt::format_to(it,
-                   "bottleneck    link {} ({}): all-to-all load {}, the phase count of a contention-free schedule\n",
-                   LinkName(tree, be), tree.edge(be).intra_host ? "intra-host" : FormatSpeed(tree.edge(be).speed_bps),
+    std::string where = tree.edge(be).intra_host
+                            ? fmt::format("intra-host edge {}", LinkName(tree, be))
+                            : fmt::format("link {} ({})", LinkName(tree, be), FormatSpeed(tree.edge(be).speed_bps));
+    fmt::format_to(it, "bottleneck    {}: all-to-all load {}, the phase count of a contention-free schedule\n", where,
                    BottleneckLoad(tree));
   }
   return out;
