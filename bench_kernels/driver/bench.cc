@@ -1,0 +1,572 @@
+// RunBench: buffers, the timing loop, verification and the bound. See bench.h
+// for the protocol and the definitions of the reported numbers.
+#include "bench_kernels/driver/bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "tuner/bounds.h"
+#include "tuner/topology_io.h"
+
+namespace topotune::bench {
+
+using kernels::Collective;
+using kernels::KernelInfo;
+
+std::string_view PatternName(Pattern p) {
+  switch (p) {
+    case Pattern::kUniform:
+      return "uniform";
+    case Pattern::kSkewed:
+      return "skewed";
+    case Pattern::kRandom:
+      return "random";
+  }
+  return "unknown";
+}
+
+bool ParsePattern(std::string_view name, Pattern* out) {
+  for (Pattern p : {Pattern::kUniform, Pattern::kSkewed, Pattern::kRandom}) {
+    if (PatternName(p) == name) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a stateless, well-mixed hash, so that
+// every rank computes the same sizes and bytes without a shared generator.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> AlltoallvSizes(Pattern pattern, int n, int64_t mean, uint64_t seed) {
+  const size_t cells = static_cast<size_t>(n) * static_cast<size_t>(n);
+  std::vector<int64_t> sizes(cells, mean);
+  if (pattern == Pattern::kUniform || mean == 0) return sizes;
+  const uint64_t base = Mix(seed ^ Mix(static_cast<uint64_t>(mean)));
+  if (pattern == Pattern::kRandom) {
+    for (size_t i = 0; i < cells; ++i)
+      sizes[i] = static_cast<int64_t>(Mix(base + i) % static_cast<uint64_t>(2 * mean + 1));
+    return sizes;
+  }
+  // Skewed: heavy pairs weigh 8, light ones 1; scale so the mean is `mean`.
+  std::vector<int> weight(cells);
+  double total = 0;
+  for (size_t i = 0; i < cells; ++i) {
+    weight[i] = Mix(base + i) % 8 == 0 ? 8 : 1;
+    total += weight[i];
+  }
+  for (size_t i = 0; i < cells; ++i) {
+    sizes[i] = std::llround(static_cast<double>(mean) * weight[i] * static_cast<double>(cells) / total);
+  }
+  return sizes;
+}
+
+std::vector<int64_t> LogSweep(int64_t min_bytes, int64_t max_bytes) {
+  std::vector<int64_t> out;
+  if (min_bytes < 1 || max_bytes < min_bytes) return out;
+  for (int64_t s = min_bytes; s <= max_bytes; s *= 2) {
+    out.push_back(s);
+    if (s > INT64_MAX / 2) break;
+  }
+  if (out.back() != max_bytes) out.push_back(max_bytes);
+  return out;
+}
+
+Stats Summarize(std::vector<double> times) {
+  Stats s;
+  if (times.empty()) return s;
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  s.min = times.front();
+  s.max = times.back();
+  s.median = n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  size_t rank95 = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(n)));
+  s.p95 = times[std::clamp<size_t>(rank95, 1, n) - 1];
+  return s;
+}
+
+std::string SampleToJson(const Sample& s, bool with_times) {
+  using Json = nlohmann::ordered_json;
+  auto opt = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  Json j;
+  j["collective"] = s.collective;
+  j["algorithm"] = s.algorithm;
+  j["label"] = s.label;
+  if (!s.pattern.empty()) j["pattern"] = s.pattern;
+  j["nprocs"] = s.nprocs;
+  j["ranks_per_node"] = s.ranks_per_node;
+  j["msize"] = s.msize;
+  j["iterations"] = s.iterations;
+  j["min_s"] = s.min_s;
+  j["median_s"] = s.median_s;
+  j["p95_s"] = s.p95_s;
+  j["max_s"] = s.max_s;
+  j["bytes_per_call"] = s.bytes_per_call;
+  j["bytes_per_s"] = opt(s.bytes_per_s);
+  j["bound_s"] = opt(s.bound_s);
+  j["fraction_of_bound"] = opt(s.fraction_of_bound);
+  j["verified"] = s.verified;
+  j["verify_errors"] = s.verify_errors;
+  j["fallbacks"] = s.fallbacks;
+  if (with_times) j["times_s"] = s.times_s;
+  return j.dump();
+}
+
+Status ValidateAlgorithms(const BenchOptions& options) {
+  for (const std::string& name : options.algorithms) {
+    if (kernels::FindKernel(options.collective, name) == nullptr) {
+      return Status::InvalidArgument(fmt::format("unknown {} algorithm '{}'; {}",
+                                                 kernels::CollectiveName(options.collective), name,
+                                                 kernels::ValidKernels(options.collective)));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+constexpr int64_t kDefaultMaxSize = int64_t{4} << 20;
+constexpr int kMaxBudgetIterations = 1000000;
+constexpr unsigned char kRecvFill = 0xA5;
+
+// The data of one block in call `call`: bytes of Mix(seed + word). `dst` is
+// n for allgather (a rank's block is the same for every destination).
+uint64_t BlockSeed(int src, int dst, int64_t call) {
+  return Mix(Mix(Mix(static_cast<uint64_t>(src)) ^ static_cast<uint64_t>(dst)) ^ static_cast<uint64_t>(call));
+}
+
+void FillBlock(char* p, int64_t len, uint64_t seed) {
+  for (int64_t off = 0; off < len; off += 8) {
+    uint64_t v = Mix(seed + static_cast<uint64_t>(off));
+    std::memcpy(p + off, &v, static_cast<size_t>(std::min<int64_t>(8, len - off)));
+  }
+}
+
+// Index of the first wrong byte, or -1; *expected and *got describe it.
+int64_t CheckBlock(const char* p, int64_t len, uint64_t seed, unsigned* expected, unsigned* got) {
+  for (int64_t off = 0; off < len; off += 8) {
+    uint64_t v = Mix(seed + static_cast<uint64_t>(off));
+    const int64_t chunk = std::min<int64_t>(8, len - off);
+    if (std::memcmp(p + off, &v, static_cast<size_t>(chunk)) == 0) continue;
+    unsigned char want[8];
+    std::memcpy(want, &v, 8);
+    for (int64_t i = 0; i < chunk; ++i) {
+      if (static_cast<unsigned char>(p[off + i]) != want[i]) {
+        *expected = want[i];
+        *got = static_cast<unsigned char>(p[off + i]);
+        return off + i;
+      }
+    }
+  }
+  return -1;
+}
+
+int64_t TotalFallbacks(const kernels::FallbackLog& log) {
+  int64_t total = 0;
+  for (const auto& [reason, count] : log.counts()) total += count;
+  return total;
+}
+
+// Bytes crossing each directed edge for the size matrix, then the bound:
+// max over network edges and directions of bytes / (speed / 8).
+std::optional<double> PatternBound(const RankTree& tree, const std::vector<int64_t>& sizes) {
+  const int n = tree.num_ranks();
+  std::vector<double> load(2 * static_cast<size_t>(tree.num_edges()), 0.0);
+  std::vector<int> path;
+  for (int s = 0; s < n; ++s) {
+    for (int d = 0; d < n; ++d) {
+      const int64_t bytes = sizes[static_cast<size_t>(s) * n + d];
+      if (s == d || bytes == 0) continue;
+      path.clear();
+      tree.Path(s, d, &path);
+      for (int de : path) load[de] += static_cast<double>(bytes);
+    }
+  }
+  std::optional<double> best;
+  for (int e = 0; e < tree.num_edges(); ++e) {
+    if (tree.edge(e).intra_host) continue;
+    const double bytes_per_s = tree.edge(e).speed_bps / 8.0;
+    const size_t de = 2 * static_cast<size_t>(e);  // Directed ids 2e (a->b) and 2e+1 (b->a).
+    const double t = std::max(load[de], load[de + 1]) / bytes_per_s;
+    if (!best || t > *best) best = t;
+  }
+  return best;
+}
+
+// The buffers and arguments of one collective at one size, on one rank.
+struct Workload {
+  Collective collective;
+  int rank = 0;
+  int n = 0;
+  int64_t msize = 0;
+  std::vector<int64_t> matrix;  // alltoallv: sizes[src * n + dst].
+  std::vector<int> sendcounts, sdispls, recvcounts, rdispls;
+  std::vector<char> send, recv;
+  int64_t bytes_per_call = 0;
+
+  // Returns an error message when the size does not fit MPI's int counts.
+  std::string Init(Collective c, int my_rank, int nprocs, int64_t size, Pattern pattern, uint64_t seed) {
+    collective = c;
+    rank = my_rank;
+    n = nprocs;
+    msize = size;
+    if (size > INT_MAX) return fmt::format("size {} exceeds the largest MPI count ({} bytes)", size, INT_MAX);
+    int64_t send_bytes = 0, recv_bytes = 0;
+    switch (c) {
+      case Collective::kAlltoall:
+        send_bytes = recv_bytes = size * n;
+        bytes_per_call = static_cast<int64_t>(n) * (n - 1) * size;
+        break;
+      case Collective::kAllgather:
+        send_bytes = size;
+        recv_bytes = size * n;
+        bytes_per_call = static_cast<int64_t>(n) * (n - 1) * size;
+        break;
+      case Collective::kAlltoallv: {
+        matrix = AlltoallvSizes(pattern, n, size, seed);
+        sendcounts.assign(n, 0);
+        sdispls.assign(n, 0);
+        recvcounts.assign(n, 0);
+        rdispls.assign(n, 0);
+        bytes_per_call = 0;
+        // Every rank checks every row and column, so all agree on an error.
+        int64_t worst = 0;
+        for (int r = 0; r < n; ++r) {
+          int64_t row = 0, col = 0;
+          for (int k = 0; k < n; ++k) {
+            row += matrix[static_cast<size_t>(r) * n + k];
+            col += matrix[static_cast<size_t>(k) * n + r];
+            if (k != r) bytes_per_call += matrix[static_cast<size_t>(r) * n + k];
+          }
+          worst = std::max({worst, row, col});
+        }
+        if (worst > INT_MAX) {
+          return fmt::format("alltoallv at {} bytes per pair needs displacements up to {} bytes, beyond MPI's int",
+                             size, worst);
+        }
+        for (int k = 0; k < n; ++k) {
+          sendcounts[k] = static_cast<int>(matrix[static_cast<size_t>(rank) * n + k]);
+          recvcounts[k] = static_cast<int>(matrix[static_cast<size_t>(k) * n + rank]);
+          if (k > 0) {
+            sdispls[k] = sdispls[k - 1] + sendcounts[k - 1];
+            rdispls[k] = rdispls[k - 1] + recvcounts[k - 1];
+          }
+        }
+        send_bytes = sdispls[n - 1] + sendcounts[n - 1];
+        recv_bytes = rdispls[n - 1] + recvcounts[n - 1];
+        break;
+      }
+    }
+    // At least one byte, so that no buffer pointer is null.
+    send.assign(static_cast<size_t>(std::max<int64_t>(send_bytes, 1)), 0);
+    recv.assign(static_cast<size_t>(std::max<int64_t>(recv_bytes, 1)), 0);
+    return {};
+  }
+
+  void FillSend(int64_t call) {
+    switch (collective) {
+      case Collective::kAlltoall:
+        for (int d = 0; d < n; ++d) FillBlock(send.data() + d * msize, msize, BlockSeed(rank, d, call));
+        break;
+      case Collective::kAllgather:
+        FillBlock(send.data(), msize, BlockSeed(rank, n, call));
+        break;
+      case Collective::kAlltoallv:
+        for (int d = 0; d < n; ++d) FillBlock(send.data() + sdispls[d], sendcounts[d], BlockSeed(rank, d, call));
+        break;
+    }
+  }
+
+  // Counts the blocks received wrongly; describes the first in *first.
+  int64_t CheckRecv(int64_t call, std::string* first) const {
+    int64_t bad = 0;
+    for (int s = 0; s < n; ++s) {
+      const char* p = nullptr;
+      int64_t len = 0;
+      uint64_t seed = 0;
+      switch (collective) {
+        case Collective::kAlltoall:
+          p = recv.data() + s * msize;
+          len = msize;
+          seed = BlockSeed(s, rank, call);
+          break;
+        case Collective::kAllgather:
+          p = recv.data() + s * msize;
+          len = msize;
+          seed = BlockSeed(s, n, call);
+          break;
+        case Collective::kAlltoallv:
+          p = recv.data() + rdispls[s];
+          len = recvcounts[s];
+          seed = BlockSeed(s, rank, call);
+          break;
+      }
+      unsigned want = 0, got = 0;
+      const int64_t at = CheckBlock(p, len, seed, &want, &got);
+      if (at < 0) continue;
+      if (bad++ == 0 && first->empty()) {
+        *first = fmt::format("byte {} of the {}-byte block from rank {}: expected 0x{:02x}, got 0x{:02x}", at, len, s,
+                             want, got);
+      }
+    }
+    return bad;
+  }
+
+  int Call(const KernelInfo& k, MPI_Comm comm, const kernels::KernelContext& ctx, kernels::FallbackLog* log) {
+    switch (collective) {
+      case Collective::kAlltoall:
+        return kernels::RunAlltoall(
+            k, {send.data(), static_cast<int>(msize), MPI_BYTE, recv.data(), static_cast<int>(msize), MPI_BYTE, comm},
+            ctx, log);
+      case Collective::kAllgather:
+        return kernels::RunAllgather(
+            k, {send.data(), static_cast<int>(msize), MPI_BYTE, recv.data(), static_cast<int>(msize), MPI_BYTE, comm},
+            ctx, log);
+      case Collective::kAlltoallv:
+        return kernels::RunAlltoallv(k, AlltoallvShape(comm), ctx, log);
+    }
+    return MPI_ERR_OTHER;
+  }
+
+  kernels::AlltoallvArgs AlltoallvShape(MPI_Comm comm) {
+    return {send.data(),       sendcounts.data(), sdispls.data(), MPI_BYTE, recv.data(),
+            recvcounts.data(), rdispls.data(),    MPI_BYTE,       comm};
+  }
+};
+
+std::string MpiErrorString(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+}  // namespace
+
+int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<void(const Sample&)>& sink) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &n);
+  auto log = [&](const std::string& line) {
+    if (options.log)
+      options.log(line);
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  // For errors every rank detects alike: one message, from rank 0.
+  auto fail = [&](int code, const std::string& message) {
+    if (rank == 0) log("topotune-bench: " + message);
+    return code;
+  };
+  const Collective collective = options.collective;
+  const std::string_view cname = kernels::CollectiveName(collective);
+
+  if (Status st = ValidateAlgorithms(options); !st.ok()) return fail(kExitUsage, st.message());
+  std::vector<const KernelInfo*> kernel_list;
+  if (options.algorithms.empty()) {
+    for (const KernelInfo& k : kernels::Kernels())
+      if (k.collective == collective) kernel_list.push_back(&k);
+  } else {
+    for (const std::string& name : options.algorithms) {
+      const KernelInfo* k = kernels::FindKernel(collective, name);
+      if (std::find(kernel_list.begin(), kernel_list.end(), k) == kernel_list.end()) kernel_list.push_back(k);
+    }
+  }
+  if (kernel_list.empty()) return fail(kExitUsage, fmt::format("no {} kernels are registered", cname));
+  const std::vector<int64_t> sizes = options.sizes.empty() ? LogSweep(1, kDefaultMaxSize) : options.sizes;
+  if (options.iterations < 1 && options.time_budget_s <= 0)
+    return fail(kExitUsage, "the number of iterations must be at least 1");
+  if (options.warmup < 0) return fail(kExitUsage, "the number of warm-up calls must not be negative");
+  for (int64_t s : sizes)
+    if (s < 0) return fail(kExitUsage, fmt::format("size {} is negative", s));
+
+  // The topology, placement and rank tree, when given.
+  std::optional<JobTree> job;
+  if (!options.topology_text.empty() || !options.topology_file.empty()) {
+    std::string text = options.topology_text;
+    std::string source = options.topology_file.empty() ? std::string("<topology>") : options.topology_file;
+    if (text.empty()) {
+      auto read = ReadAndBroadcast(options.topology_file, comm);
+      if (!read.ok()) return fail(kExitFailure, read.status().message());
+      text = std::move(read).value();
+    }
+    auto topo = ParseTopology(text, source);
+    if (!topo.ok()) return fail(kExitFailure, topo.status().message());
+    auto placed = PlaceRanks(std::move(topo).value(), options.placement, n);
+    if (!placed.ok()) return fail(kExitUsage, placed.status().message());
+    job.emplace(std::move(placed).value());
+  }
+
+  ContextHolder holder;
+  if (int rc = holder.DupComm(comm); rc != MPI_SUCCESS)
+    return fail(kExitFailure, "MPI_Comm_dup: " + MpiErrorString(rc));
+  if (job) {
+    if (Status st = holder.AddTopology(job->tree, collective, rank); !st.ok()) return fail(kExitFailure, st.message());
+  }
+
+  // Ranks per node: from the placement when there is one (an emulated
+  // cluster shares one kernel), else from the shared-memory split.
+  int ranks_per_node = 1;
+  if (job) {
+    std::map<int, int> per_host;
+    for (int h : job->placement.rank_host) ranks_per_node = std::max(ranks_per_node, ++per_host[h]);
+  } else {
+    MPI_Comm node_comm = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+    int local = 1;
+    if (node_comm != MPI_COMM_NULL) {
+      MPI_Comm_size(node_comm, &local);
+      MPI_Comm_free(&node_comm);
+    }
+    MPI_Allreduce(&local, &ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
+  }
+
+  kernels::FallbackLog fallback_log;
+  // Kernels decline alike on every rank, so rank 0 speaks for all; a
+  // rank-specific decline still shows in Sample::fallbacks (max over ranks).
+  fallback_log.sink = [&](const std::string& line) {
+    if (rank == 0) log(line);
+  };
+  const int total_steps = static_cast<int>(sizes.size() * kernel_list.size());
+  int step = 0;
+  int status = kExitOk;
+  int64_t call = 0;  // Numbers every call, so that each call's data differ.
+
+  for (int64_t msize : sizes) {
+    Workload w;
+    if (std::string err = w.Init(collective, rank, n, msize, options.pattern, options.seed); !err.empty())
+      return fail(kExitUsage, err);
+    // Touch the pages outside the timed region.
+    w.FillSend(call);
+    std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
+    std::optional<double> bound;
+    if (job && rank == 0) {
+      EdgeBound b;
+      switch (collective) {
+        case Collective::kAlltoall:
+          b = AlltoallBound(job->tree, static_cast<double>(msize));
+          if (b.edge >= 0) bound = b.seconds;
+          break;
+        case Collective::kAllgather:
+          b = AllgatherBound(job->tree, static_cast<double>(msize));
+          if (b.edge >= 0) bound = b.seconds;
+          break;
+        case Collective::kAlltoallv:
+          bound = PatternBound(job->tree, w.matrix);
+          break;
+      }
+    }
+
+    for (const KernelInfo* k : kernel_list) {
+      if (rank == 0 && options.progress)
+        options.progress(step, total_steps, fmt::format("{} {} {}", cname, k->name, FormatBytes(msize)));
+      ++step;
+      if (collective == Collective::kAlltoallv && k->needs_context) {
+        int rc = holder.SetAlltoallvPlanFor(w.AlltoallvShape(comm), k->name);
+        if (rc != MPI_SUCCESS) return fail(kExitFailure, "building the alltoallv plan: " + MpiErrorString(rc));
+      }
+      const kernels::KernelContext& ctx = holder.context();
+      long long verify_errors = 0;
+      std::string first_error;
+      int rc = MPI_SUCCESS;
+      auto one_call = [&](bool timed, double* elapsed) {
+        ++call;
+        if (options.verify) {
+          w.FillSend(call);
+          std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
+        }
+        if (timed) MPI_Barrier(comm);
+        const double t0 = MPI_Wtime();
+        rc = w.Call(*k, comm, ctx, &fallback_log);
+        const double t = MPI_Wtime() - t0;
+        if (timed) MPI_Allreduce(&t, elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (options.verify && rc == MPI_SUCCESS) {
+          std::string what;
+          int64_t bad = w.CheckRecv(call, &what);
+          if (bad > 0 && first_error.empty()) first_error = fmt::format("call {}: {}", call, what);
+          verify_errors += bad;
+        }
+      };
+      for (int i = 0; i < options.warmup && rc == MPI_SUCCESS; ++i) one_call(false, nullptr);
+      const int64_t fallbacks_before = TotalFallbacks(fallback_log);
+      std::vector<double> times;
+      double spent = 0;
+      while (rc == MPI_SUCCESS) {
+        if (options.time_budget_s > 0) {
+          if (!times.empty() && (spent >= options.time_budget_s || times.size() >= kMaxBudgetIterations)) break;
+        } else if (static_cast<int>(times.size()) >= options.iterations) {
+          break;
+        }
+        double t = 0;
+        one_call(true, &t);
+        times.push_back(t);
+        spent += t;
+      }
+      if (rc != MPI_SUCCESS) {
+        log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: MPI error: {}", rank, cname, k->name, msize,
+                        MpiErrorString(rc)));
+        return kExitFailure;
+      }
+      long long fallbacks = TotalFallbacks(fallback_log) - fallbacks_before, max_fallbacks = 0, all_errors = 0;
+      MPI_Allreduce(&fallbacks, &max_fallbacks, 1, MPI_LONG_LONG, MPI_MAX, comm);
+      MPI_Allreduce(&verify_errors, &all_errors, 1, MPI_LONG_LONG, MPI_SUM, comm);
+      if (!first_error.empty()) {
+        log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: verification failed: {}", rank, cname, k->name,
+                        msize, first_error));
+      }
+      if (all_errors > 0) status = kExitFailure;
+      if (collective == Collective::kAlltoallv) holder.ClearAlltoallvPlan();
+
+      if (rank == 0) {
+        Sample s;
+        s.collective = std::string(cname);
+        s.algorithm = std::string(k->name);
+        s.label = k->name == "native" && !options.native_label.empty() ? options.native_label : s.algorithm;
+        if (collective == Collective::kAlltoallv) s.pattern = std::string(PatternName(options.pattern));
+        s.nprocs = n;
+        s.ranks_per_node = ranks_per_node;
+        s.msize = msize;
+        s.iterations = static_cast<int>(times.size());
+        Stats st = Summarize(times);
+        s.min_s = st.min;
+        s.median_s = st.median;
+        s.p95_s = st.p95;
+        s.max_s = st.max;
+        s.bytes_per_call = w.bytes_per_call;
+        if (w.bytes_per_call == 0)
+          s.bytes_per_s = 0.0;
+        else if (st.median > 0)
+          s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.median;
+        s.bound_s = bound;
+        if (bound && st.median > 0) s.fraction_of_bound = *bound / st.median;
+        s.verified = options.verify && all_errors == 0;
+        s.verify_errors = all_errors;
+        s.fallbacks = max_fallbacks;
+        s.times_s = std::move(times);
+        if (sink) sink(s);
+      }
+    }
+  }
+  if (rank == 0 && options.progress) options.progress(total_steps, total_steps, "");
+  return status;
+}
+
+}  // namespace topotune::bench

@@ -1,0 +1,132 @@
+// The benchmark driver: times registered collective kernels over a sweep of
+// message sizes on an MPI communicator and reports one Sample per
+// (algorithm, size). `topotune-bench` is a thin command line over RunBench;
+// `topotune-agent bench` calls RunBench in-process.
+//
+// Timing protocol (the one SimGrid's automatic selector uses): each timed
+// iteration is MPI_Barrier, then MPI_Wtime around one call; the elapsed time
+// is reduced with MAX over the ranks, so an iteration lasts as long as its
+// slowest rank. Warm-up calls are not timed. Sizes are swept in the outer
+// loop and algorithms in the inner one, so the algorithms of one size are
+// measured side by side, close in time.
+//
+// Bytes moved per call, the numerator of bytes_per_s (payload between
+// distinct ranks; a rank's copy to itself is not counted):
+//   alltoall   N x (N-1) x msize
+//   allgather  N x (N-1) x msize   (each block reaches N-1 other ranks)
+//   alltoallv  sum of sizes[src][dst] over src != dst
+// bytes_per_s = bytes per call / median_s.
+//
+// With a topology, bound_s is the physical lower bound of the call on the
+// job's tree (bounds.h: AlltoallBound, AllgatherBound; for alltoallv, the
+// same link argument applied to the actual size matrix: max over links and
+// directions of the bytes crossing / link speed), and fraction_of_bound is
+// bound_s / median_s (1.0 = at the physical limit).
+//
+// Thread-safety: RunBench is collective over its communicator and must be
+// called by every rank with equal options; it keeps no global state.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_kernels/driver/context.h"
+#include "bench_kernels/kernel.h"
+
+namespace topotune::bench {
+
+// Exit statuses of topotune-bench, also returned by RunBench.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // Bad topology file, verification mismatch, MPI error.
+inline constexpr int kExitUsage = 2;    // Unknown algorithm or host, placement/size mismatch, bad option.
+
+// Alltoallv size patterns (sizes[src][dst], mean SIZE per pair, the same
+// matrix on every rank for a given seed):
+//   uniform  SIZE everywhere;
+//   skewed   one pair in eight (chosen by the seed) is heavy and carries 8
+//            times as much as a light pair, scaled so that the mean is SIZE;
+//   random   independent sizes drawn uniformly from [0, 2 x SIZE].
+enum class Pattern { kUniform, kSkewed, kRandom };
+std::string_view PatternName(Pattern p);
+bool ParsePattern(std::string_view name, Pattern* out);
+// sizes[src * n + dst] in bytes; diagonal entries included (a rank's copy to
+// itself follows the same rule).
+std::vector<int64_t> AlltoallvSizes(Pattern pattern, int n, int64_t mean, uint64_t seed);
+
+// 1, 2, 4, ... up to and including max_bytes (powers of two from min_bytes,
+// with max_bytes appended when it is not itself on the sweep).
+std::vector<int64_t> LogSweep(int64_t min_bytes, int64_t max_bytes);
+
+struct BenchOptions {
+  kernels::Collective collective = kernels::Collective::kAlltoall;
+  std::vector<std::string> algorithms;  // Registry names; empty: every kernel of the collective.
+  std::vector<int64_t> sizes;           // Bytes per block; empty: LogSweep(1, 4 MiB).
+  int warmup = 2;
+  int iterations = 10;                  // Timed iterations per (algorithm, size), when time_budget_s is 0.
+  double time_budget_s = 0;             // > 0: time iterations until their sum reaches this (at least one).
+  Pattern pattern = Pattern::kUniform;  // alltoallv only.
+  uint64_t seed = 1;
+  // Topology: the file's contents in topology_text (identical on every rank)
+  // or, when that is empty, a path that rank 0 reads. Neither: no context,
+  // and topology-aware kernels fall back (counted in Sample::fallbacks).
+  std::string topology_file;
+  std::string topology_text;
+  PlacementSpec placement;
+  bool verify = false;
+  std::string native_label;  // Non-empty: label of the `native` samples (e.g. "ompi:pairwise").
+  // Called on rank 0 before each (algorithm, size): done so far, the total,
+  // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
+  std::function<void(int done, int total, const std::string& what)> progress;
+  // Diagnostics, one line each without a newline: fallback reasons (rank 0,
+  // once per reason), verification mismatches and MPI errors (the rank that
+  // saw them), usage and setup errors (rank 0). Default: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+struct Sample {
+  std::string collective;
+  std::string algorithm;  // The registry name.
+  std::string label;      // algorithm, or BenchOptions::native_label for `native`.
+  std::string pattern;    // alltoallv only; empty otherwise.
+  int nprocs = 0;
+  int ranks_per_node = 0;  // Largest number of ranks on one host.
+  int64_t msize = 0;       // Bytes per block (alltoallv: mean per pair).
+  int iterations = 0;      // Timed iterations.
+  double min_s = 0, median_s = 0, p95_s = 0, max_s = 0;
+  int64_t bytes_per_call = 0;
+  std::optional<double> bytes_per_s;  // Unset when median_s is 0.
+  std::optional<double> bound_s;      // With a topology only.
+  std::optional<double> fraction_of_bound;
+  bool verified = false;        // Verification ran on every call and found no mismatch.
+  int64_t verify_errors = 0;    // Mismatching blocks, summed over ranks and calls.
+  int64_t fallbacks = 0;        // Timed calls that ran the MPI library's collective instead (max over ranks).
+  std::vector<double> times_s;  // Every timed iteration, in order (max over ranks).
+};
+
+// The sample as one JSON object on one line (no newline), keys in the order
+// of Sample's fields; times_s only when `with_times`. Unset optionals are null.
+std::string SampleToJson(const Sample& s, bool with_times = false);
+
+// Min, median, p95 (nearest rank: the ceil(0.95 n)-th smallest) and max.
+struct Stats {
+  double min = 0, median = 0, p95 = 0, max = 0;
+};
+Stats Summarize(std::vector<double> times);
+
+// Checks the algorithm names of `options` against the registry. On an
+// unknown name returns InvalidArgument("unknown alltoall algorithm 'x';
+// valid algorithms for alltoall: ..."). No MPI.
+Status ValidateAlgorithms(const BenchOptions& options);
+
+// Runs the benchmark on every rank of `comm`. `sink` gets each Sample on
+// rank 0 only, as soon as it is measured. Errors are logged (rank 0) and
+// returned as an exit status, the same on every rank: kExitOk,
+// kExitFailure or kExitUsage.
+int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<void(const Sample&)>& sink);
+
+}  // namespace topotune::bench

@@ -1,0 +1,104 @@
+// Building the per-communicator KernelContext that topology-aware kernels
+// need, from a topology file and a placement of the communicator's ranks on
+// its hosts. Used by topotune-bench (and, through RunBench, by
+// `topotune-agent bench`) and by the MPI correctness tests.
+//
+// What is built, for the ranks of a RankTree:
+//   * alltoall: this rank's tree_scheduled program (Faraj-Yuan §4 phases plus
+//     §5 synchronisations, compiled by CompileRankProgram);
+//   * allgather: the switch-ordered ring (SwitchOrderedRing, Jacunski §4.2)
+//     and the switch index of every rank (see SwitchOfRank);
+//   * alltoallv: the Level 3 plan (CC-MPI §4.2) of one call shape, built on
+//     demand with SetAlltoallvPlan because it depends on the sizes;
+//   * always: a private duplicate of the communicator (MPI_Comm_dup).
+// Every rank computes the same deterministic schedule from the same topology
+// text, so nothing but the text itself is broadcast (ReadAndBroadcast).
+//
+// Thread-safety: a ContextHolder belongs to one thread; its collective
+// methods must be called by every rank of the communicator in the same order.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench_kernels/kernel.h"
+#include "tuner/rank_tree.h"
+#include "tuner/status.h"
+#include "tuner/topology.h"
+
+namespace topotune::bench {
+
+// Where the communicator's ranks run. At most one of hosts and rank_hosts is
+// set; with neither, every host of the topology contributes its slots ranks,
+// in file order (DefaultPlacement).
+struct PlacementSpec {
+  std::vector<std::string> hosts;       // "NAME" or "NAME:R", as for PlacementFromHostList.
+  std::vector<std::string> rank_hosts;  // One host name per rank, as for PlacementFromRankHosts.
+};
+
+// The topology, the placement of the communicator's ranks and the tree they
+// induce.
+struct JobTree {
+  Topology topo;
+  Placement placement;
+  RankTree tree;
+};
+
+// Places `comm_size` ranks on the hosts of `topo` by `spec` and builds the
+// rank tree. InvalidArgument for an unknown host or a placement whose rank
+// count differs from comm_size (the message gives both counts and the fix).
+// Pure, no MPI.
+StatusOr<JobTree> PlaceRanks(Topology topo, const PlacementSpec& spec, int comm_size);
+
+// Collective over `comm`: rank 0 reads the file at `path` and broadcasts its
+// contents, so that only rank 0 needs the file. On a read error every rank
+// gets the same IoError.
+StatusOr<std::string> ReadAndBroadcast(const std::string& path, MPI_Comm comm);
+
+// The switch of each rank's host, numbered 0, 1, ... in the order the
+// switch-ordered ring meets them (so ring position order and switch index
+// order agree). All ranks get 0 when the tree has no switch (one host).
+std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& ring_order);
+
+// Owns everything a KernelContext points to, for one communicator. The
+// context's pointers stay valid as long as the holder lives and the
+// corresponding piece is not replaced.
+class ContextHolder {
+ public:
+  ContextHolder() = default;
+  ContextHolder(const ContextHolder&) = delete;
+  ContextHolder& operator=(const ContextHolder&) = delete;
+  // Frees the private communicator; MPI must still be initialised then.
+  ~ContextHolder();
+
+  // Collective over `comm`: sets private_comm to a duplicate of it.
+  int DupComm(MPI_Comm comm);
+  // What `collective`'s kernels need on `rank`, from the job's tree (see the
+  // header comment). Pure (no MPI). Fails when a schedule cannot be built.
+  Status AddTopology(const RankTree& tree, kernels::Collective collective, int rank);
+  // Collective over shape.comm: builds the Level 3 plan of this call shape
+  // with BuildAlltoallvPlan (greedy_phased when `greedy`, else a2a_phased)
+  // and points the context at it. Returns an MPI error code.
+  int SetAlltoallvPlan(const kernels::AlltoallvArgs& shape, bool greedy);
+  // The same, for kernel `kernel_name`: the plan whose schedule algorithm
+  // ("greedy_phased" or "a2a_phased") begins that name, as in
+  // greedy_phased_l3; greedy when neither does.
+  int SetAlltoallvPlanFor(const kernels::AlltoallvArgs& shape, std::string_view kernel_name);
+  void ClearAlltoallvPlan();
+
+  const kernels::KernelContext& context() const { return ctx_; }
+
+ private:
+  kernels::KernelContext ctx_;
+  std::unique_ptr<RankProgram> program_;
+  std::unique_ptr<std::vector<int>> ring_order_;
+  std::unique_ptr<std::vector<int>> switch_of_rank_;
+  std::unique_ptr<kernels::AlltoallvPlan> plan_;
+};
+
+}  // namespace topotune::bench

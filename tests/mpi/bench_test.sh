@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Tests of the topotune-bench program, one case per ctest test.
+#
+# Usage: bench_test.sh CASE BENCH TOPOLOGY WORK_DIR ALGORITHMS MPIRUN... NP_FLAG
+#   CASE        help | unknown_algorithm | bad_size | placement_mismatch |
+#               verify_alltoall | verify_alltoallv | verify_allgather
+#   BENCH       the topotune-bench executable
+#   TOPOLOGY    deploy/examples/two-switch-4x4.yaml (hosts h0..h3 on s0, h4..h7 on s1)
+#   WORK_DIR    scratch directory for outputs (recreated)
+#   ALGORITHMS  the collective's registered algorithms, comma-separated
+#               (verify_* cases: the output must have exactly these)
+#   MPIRUN...   the launcher with its flags, ending with its -np flag
+# Environment: PYTHON (default python3) checks the JSON Lines.
+set -euo pipefail
+
+case_name=$1 bench=$2 topology=$3 work=$4 algorithms=$5
+shift 5
+mpirun=("$@")
+python=${PYTHON:-python3}
+rm -rf "$work" && mkdir -p "$work"
+
+fail() {
+  echo "FAIL [$case_name]: $*" >&2
+  for f in "$work"/*; do
+    [[ -f $f ]] && { echo "--- $f" >&2; head -c 4000 "$f" >&2; }
+  done
+  exit 1
+}
+
+# Runs a command, recording its exit status in $status and its streams in
+# $work/stdout and $work/stderr.
+run() {
+  set +e
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  status=$?
+  set -e
+}
+
+expect_status() { [[ $status -eq $1 ]] || fail "exit status $status, expected $1"; }
+expect_in() { grep -qF -- "$2" "$work/$1" || fail "$1 lacks '$2'"; }
+
+case $case_name in
+  help)
+    run "$bench" --help
+    expect_status 0
+    for text in EXAMPLES "EXIT STATUS" "bytes_per_s" "bytes_per_call / median_s" "N x (N-1) x msize" \
+      coll_tuned_alltoall_algorithm "--label-native" "--verify" "--time-budget" ALGORITHMS; do
+      expect_in stdout "$text"
+    done
+    ;;
+  unknown_algorithm)
+    run "$bench" --collective alltoall --algorithms native,no_such_algorithm
+    expect_status 2
+    expect_in stderr "unknown alltoall algorithm 'no_such_algorithm'"
+    expect_in stderr "valid algorithms for alltoall: native"
+    run "$bench" --collective no_such_collective
+    expect_status 2
+    expect_in stderr "valid collectives: alltoall, alltoallv, allgather"
+    ;;
+  bad_size)
+    run "$bench" --sizes 1,12XB
+    expect_status 2
+    expect_in stderr "--sizes: '12XB' is not a size"
+    run "$bench" --min-size 1MiB --max-size 1KiB
+    expect_status 2
+    expect_in stderr "larger than --max-size"
+    run "$bench" --collective alltoall --pattern skewed
+    expect_status 2
+    expect_in stderr "--pattern applies to --collective alltoallv only"
+    ;;
+  placement_mismatch)
+    # The file has 8 hosts of one slot each; 3 ranks do not fit that.
+    run "${mpirun[@]}" 3 "$bench" --algorithms native --sizes 1 --topology "$topology"
+    expect_status 2
+    expect_in stderr "has 8 ranks but the communicator has 3"
+    run "${mpirun[@]}" 2 "$bench" --algorithms native --sizes 1 --topology "$topology" --hosts h0,nowhere
+    expect_status 2
+    expect_in stderr "nowhere"
+    ;;
+  verify_*)
+    collective=${case_name#verify_}
+    extra=()
+    [[ $collective == alltoallv ]] && extra=(--pattern random --seed 3)
+    # Four ranks, two per switch; sizes include 0, 1 and a non-multiple of 8.
+    run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 0,1,1000,65537 \
+      --warmup 1 --iterations 3 --topology "$topology" --hosts h0,h1,h4,h5 --label-native ompi:default \
+      --times --out "$work/out.jsonl" "${extra[@]}"
+    expect_status 0
+    # Without a topology, context kernels fall back; data must still verify.
+    run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 100 --warmup 0 --iterations 2 \
+      --out "$work/no-topology.jsonl" "${extra[@]}"
+    expect_status 0
+    "$python" - "$work/out.jsonl" "$work/no-topology.jsonl" "$collective" "$algorithms" <<'EOF' ||
+import json, sys
+path, path_nt, collective, algorithms = sys.argv[1:5]
+algorithms = algorithms.split(",")
+sizes = [0, 1, 1000, 65537]
+def load(p):
+    with open(p) as f:
+        return [json.loads(line) for line in f if line.strip()]
+lines = load(path)
+want = {(a, s) for a in algorithms for s in sizes}
+got = [(o["algorithm"], o["msize"]) for o in lines]
+assert len(got) == len(want) == len(set(got)) and set(got) == want, f"lines for {sorted(got)}, expected {sorted(want)}"
+keys = ["collective", "algorithm", "label", "nprocs", "ranks_per_node", "msize", "iterations", "min_s", "median_s",
+        "p95_s", "max_s", "bytes_per_call", "bytes_per_s", "bound_s", "fraction_of_bound", "verified", "verify_errors",
+        "fallbacks", "times_s"]
+for o in lines:
+    where = f"{o.get('algorithm')} at {o.get('msize')}"
+    missing = [k for k in keys if k not in o]
+    assert not missing, f"{where}: missing keys {missing}"
+    assert o["collective"] == collective and o["nprocs"] == 4 and o["ranks_per_node"] == 1, where
+    assert o["label"] == ("ompi:default" if o["algorithm"] == "native" else o["algorithm"]), where
+    assert o["verified"] is True and o["verify_errors"] == 0, f"{where}: not verified"
+    assert o["iterations"] == 3 and len(o["times_s"]) == 3, where
+    assert 0 <= o["min_s"] <= o["median_s"] <= o["p95_s"] <= o["max_s"], f"{where}: statistics out of order"
+    assert o["max_s"] == max(o["times_s"]) and o["min_s"] == min(o["times_s"]), where
+    assert 0 <= o["fallbacks"] <= 3, where
+    if collective == "alltoallv":
+        assert o["pattern"] == "random", where
+    else:
+        assert o["bytes_per_call"] == 4 * 3 * o["msize"], f"{where}: bytes_per_call"
+    if o["msize"] > 0 and o["bytes_per_call"] > 0:
+        assert o["bytes_per_s"] > 0 and o["bound_s"] > 0 and o["fraction_of_bound"] > 0, f"{where}: rates"
+        assert abs(o["bytes_per_s"] * o["median_s"] - o["bytes_per_call"]) <= 1e-6 * o["bytes_per_call"], where
+        assert abs(o["fraction_of_bound"] * o["median_s"] - o["bound_s"]) <= 1e-9 + 1e-6 * o["bound_s"], where
+for o in load(path_nt):
+    assert o["verified"] is True and o["bound_s"] is None and o["fraction_of_bound"] is None, o
+assert len(load(path_nt)) == len(algorithms), "no-topology run: one line per algorithm"
+print(f"{len(lines)} lines checked")
+EOF
+      fail "the JSON Lines output does not check out"
+    ;;
+  *)
+    echo "bench_test.sh: unknown case '$case_name'" >&2
+    exit 2
+    ;;
+esac
+echo "PASS [$case_name]"
