@@ -56,7 +56,10 @@ Status Error(std::string_view where, std::string_view what) {
 // A short rendering of a JSON value for error messages.
 std::string Show(const Json& v) {
   std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  if (s.size() > 40) {
+    s.resize(37);
+    s += "...";
+  }
   return s;
 }
 
@@ -94,7 +97,6 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
   // About 8 bytes per message and 14 per sync plus the per-rank host names.
   out.reserve(static_cast<size_t>(schedule.num_messages()) * 8 + schedule.syncs.size() * 14 +
               static_cast<size_t>(schedule.num_ranks) * 8 + 128);
-  auto it = std::back_inserter(out);
 
   out.append("{\"collective\":");
   AppendJsonString(&out, schedule.collective);
@@ -115,7 +117,7 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
     for (const Message& m : schedule.phase(p)) {
       if (!first) out.push_back(',');
       first = false;
-      fmt::format_to(it, "[{},{}]", m.src, m.dst);
+      fmt::format_to(std::back_inserter(out), "[{},{}]", m.src, m.dst);
     }
     out.push_back(']');
   }
@@ -125,11 +127,11 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
   for (const Sync& s : schedule.syncs) {
     if (!first) out.push_back(',');
     first = false;
-    fmt::format_to(it, "[{},{},{},{}]", s.from_rank, s.after_phase, s.to_rank, s.before_phase);
+    fmt::format_to(std::back_inserter(out), "[{},{},{},{}]", s.from_rank, s.after_phase, s.to_rank, s.before_phase);
   }
 
   int64_t load = schedule.bottleneck_load != 0 ? schedule.bottleneck_load : BottleneckLoad(tree);
-  fmt::format_to(it, "],\"bottleneck_load\":{}}}", load);
+  fmt::format_to(std::back_inserter(out), "],\"bottleneck_load\":{}}}", load);
   return out;
 }
 

@@ -272,17 +272,17 @@ std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const V
     fmt::format_to(it, " sync a(pN)->b above a phase: rank b starts that phase only after rank a finished phase N.");
   }
   if (s.barrier_between_phases) fmt::format_to(it, " All ranks meet in a barrier between phases.");
-  out += '\n';
+  fmt::format_to(it, "\n");
 
   for (int p = 0; p < phases; ++p) {
     if (!gate[p].empty()) {
       fmt::format_to(it, "{:>{}} |", "sync", width + 6);
       for (const Sync* y : gate[p]) fmt::format_to(it, " {}(p{})->{}", y->from_rank, y->after_phase, y->to_rank);
-      out += '\n';
+      fmt::format_to(it, "\n");
     }
     fmt::format_to(it, "phase {:>{}} |", p, width);
     for (const Message& m : s.phase(p)) fmt::format_to(it, " {}->{}", m.src, m.dst);
-    out += '\n';
+    fmt::format_to(it, "\n");
   }
   if (stray_syncs > 0) fmt::format_to(it, "({} with a phase out of range)\n", Plural(stray_syncs, "sync", "syncs"));
 
