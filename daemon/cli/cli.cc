@@ -292,6 +292,9 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   // topology show
   CLI::App* topology = app.add_subcommand("topology", "Inspect topology files (see 'topotune topology show --help')");
   topology->require_subcommand(1);
+  help->Describe(topology,
+                 "Commands on topology files: the tree of switches and hosts of a cluster with the speed of\n"
+                 "every link (see TOPOLOGY FILES in 'topotune --help').\n");
   topology->footer(
       "EXAMPLES\n"
       "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n");
@@ -304,7 +307,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "marked '<== bottleneck'; their load is the number of phases of a contention-free all-to-all. When\n"
                  "link speeds differ, the link that sets the all-to-all time bound is marked '<== time bound'. Hosts\n"
                  "show their slots and the ranks placed on them. A summary line ends the output.\n");
-  show->add_option("FILE", show_args.file, "Topology file (YAML)")->required()->type_name("FILE");
+  show->add_option("FILE", show_args.file, "Topology file (YAML)")->required()->type_name("");
   AddPlacementOptions(show, &show_args.placement);
   show->add_flag("--ascii", show_args.ascii, "Draw with ASCII characters instead of box-drawing characters");
   show->footer(std::string(kPlacementHelp) +
