@@ -8,7 +8,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +23,7 @@
 #include "tuner/bounds.h"
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
+#include "tuner/simgrid_export.h"
 #include "tuner/topology_io.h"
 
 #ifndef TOPOTUNE_VERSION
@@ -159,6 +164,93 @@ int RunShow(const ShowArgs& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+struct ExportArgs {
+  std::string file;
+  std::string simgrid;   // Platform XML path; "-" for stdout.
+  std::string hostfile;  // Optional smpirun hostfile path.
+  std::string host_speed = "1Gf";
+  std::string default_latency = "10us";
+  std::string zone_id = "topotune";
+  PlacementArgs placement;
+};
+
+// Writes `text` to `path` ("-": `out`); on failure prints why to `err`.
+bool WriteOutput(const std::string& flag, const std::string& path, const std::string& text, std::ostream& out,
+                 std::ostream& err) {
+  if (path == "-") {
+    out << text;
+    return true;
+  }
+  std::ofstream file(path, std::ios::out | std::ios::trunc | std::ios::binary);
+  if (file) file << text;
+  if (file) file.close();
+  if (!file) {
+    err << fmt::format("topotune: {}: cannot write '{}': {}\n", flag, path, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+int RunExport(const ExportArgs& args, std::ostream& out, std::ostream& err) {
+  SimgridExportOptions options;
+  options.zone_id = args.zone_id;
+  auto speed = ParseSimgridSpeed(args.host_speed);
+  if (!speed) {
+    err << "topotune: --host-speed: '" << args.host_speed
+        << "' is not a positive speed in flop/s; use SimGrid's units: 1Gf, 500Mf, 2.5e9f\n";
+    return kExitUsage;
+  }
+  options.host_speed_flops = *speed;
+  auto latency = ParseLatency(args.default_latency);
+  if (!latency || !std::isfinite(*latency)) {
+    err << "topotune: --default-latency: '" << args.default_latency
+        << "' is not a latency; use 10us, 1.5ms, 100ns, 0 (zero or positive)\n";
+    return kExitUsage;
+  }
+  options.default_latency_s = *latency;
+  if (Status st = ValidateSimgridExportOptions(options); !st.ok()) {
+    err << "topotune: " << st.message() << "\n";
+    return kExitUsage;
+  }
+  if (args.simgrid == "-" && args.hostfile == "-") {
+    err << "topotune: --simgrid and --hostfile cannot both write to stdout ('-')\n";
+    return kExitUsage;
+  }
+
+  int code = kExitOk;
+  auto job = LoadJob(args.file, args.placement, err, &code);
+  if (!job) return code;
+  std::string hostfile;
+  if (!args.hostfile.empty()) {
+    auto text = SimgridHostfile(job->topo, job->placement);
+    if (!text.ok()) {
+      err << "topotune: --hostfile: " << text.status().message() << "\n";
+      return kExitFailure;
+    }
+    hostfile = std::move(text).value();
+  }
+  if (!WriteOutput("--simgrid", args.simgrid, SimgridPlatformXml(job->topo, options), out, err)) return kExitFailure;
+  if (!args.hostfile.empty() && !WriteOutput("--hostfile", args.hostfile, hostfile, out, err)) return kExitFailure;
+
+  // A summary and the command that runs it, unless stdout carries a file.
+  if (args.simgrid != "-" && args.hostfile != "-") {
+    const size_t switches = job->topo.nodes().size() - job->topo.hosts().size();
+    out << fmt::format("wrote {}: SimGrid platform, {} routers, {} hosts, {} full-duplex links\n", args.simgrid,
+                       switches, job->topo.hosts().size(), job->topo.links().size());
+    if (!args.hostfile.empty()) {
+      out << fmt::format("wrote {}: smpirun hostfile, {} ranks\n", args.hostfile, job->placement.num_ranks());
+      // topotune-bench takes the same placement flags as this command.
+      std::string placement;
+      if (!args.placement.hosts.empty()) placement = fmt::format(" --hosts {}", fmt::join(args.placement.hosts, ","));
+      if (!args.placement.rank_hosts.empty())
+        placement = fmt::format(" --rank-hosts {}", fmt::join(args.placement.rank_hosts, ","));
+      out << fmt::format("run:   smpirun -platform {} -hostfile {} -np {} topotune-bench-smpi --topology {}{} ...\n",
+                         args.simgrid, args.hostfile, job->placement.num_ranks(), args.file, placement);
+    }
+  }
+  return kExitOk;
+}
+
 struct BoundArgs {
   std::string topology;
   std::string msize = "64KiB";
@@ -290,14 +382,16 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.footer(kTopFooter);
 
   // topology show
-  CLI::App* topology = app.add_subcommand("topology", "Inspect topology files (see 'topotune topology show --help')");
+  CLI::App* topology =
+      app.add_subcommand("topology", "Inspect or export topology files (see 'topotune topology --help')");
   topology->require_subcommand(1);
   help->Describe(topology,
                  "Commands on topology files: the tree of switches and hosts of a cluster with the speed of\n"
                  "every link (see TOPOLOGY FILES in 'topotune --help').\n");
   topology->footer(
       "EXAMPLES\n"
-      "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n");
+      "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
+      "  topotune topology export --simgrid fig1.xml --hostfile fig1.hosts deploy/examples/faraj-yuan-fig1.yaml\n");
   ShowArgs show_args;
   CLI::App* show = topology->add_subcommand("show", "Draw the switch tree with link speeds, loads and the bottleneck");
   help->Describe(show,
@@ -314,6 +408,45 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "\nEXAMPLES\n"
                "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
                "  topotune topology show deploy/examples/two-switch-4x4.yaml --hosts h0,h1,h4:2 --ascii\n");
+
+  // topology export
+  ExportArgs export_args;
+  CLI::App* exp = topology->add_subcommand("export", "Write the topology as a SimGrid platform (and smpirun hostfile)");
+  help->Describe(exp,
+                 "Writes the topology as a SimGrid platform file (XML, DTD 4.1) for SMPI, so that the collective\n"
+                 "kernels can run under smpirun (topotune-bench-smpi) on a simulated cluster. The platform is one\n"
+                 "Floyd-routed zone: a router per switch, a host per host (its slots as cores) and a link per link\n"
+                 "with its speed and latency. Links are SPLITDUPLEX, as full-duplex Ethernet is: each direction has\n"
+                 "the full bandwidth; the UP half carries traffic from the link's first endpoint in the file to its\n"
+                 "second. With --hostfile, also writes the smpirun hostfile: one host per rank of the placement.\n"
+                 "\n"
+                 "SMPI shares bandwidth as a fluid, without packet loss: it shows the phase structure and scale of\n"
+                 "an algorithm, not the TCP losses that contention-free schedules avoid (see README, SimGrid).\n");
+  exp->add_option("FILE", export_args.file, "Topology file (YAML)")->required()->type_name("");
+  exp->add_option("--simgrid", export_args.simgrid, "Write the SimGrid platform to PLATFORM.xml ('-': stdout)")
+      ->required()
+      ->type_name("PLATFORM.xml");
+  exp->add_option("--hostfile", export_args.hostfile,
+                  "Also write the smpirun hostfile, one host per rank ('-': stdout)")
+      ->type_name("HOSTFILE");
+  exp->add_option("--host-speed", export_args.host_speed, "Speed of every host, in SimGrid units")
+      ->type_name("FLOPS")
+      ->capture_default_str();
+  exp->add_option("--default-latency", export_args.default_latency, "Latency of links that have none in the file")
+      ->type_name("TIME")
+      ->capture_default_str();
+  exp->add_option("--zone-id", export_args.zone_id, "The id of the platform's zone")
+      ->type_name("NAME")
+      ->capture_default_str();
+  AddPlacementOptions(exp, &export_args.placement);
+  exp->footer(
+      std::string(kPlacementHelp) +
+      "  The placement only shapes the hostfile; the platform always has every host.\n"
+      "\nEXAMPLES\n"
+      "  topotune topology export --simgrid fig1.xml --hostfile fig1.hosts deploy/examples/faraj-yuan-fig1.yaml\n"
+      "  smpirun -platform fig1.xml -hostfile fig1.hosts -np 6 topotune-bench-smpi \\\n"
+      "      --topology deploy/examples/faraj-yuan-fig1.yaml --algorithms tree_scheduled,native --verify\n"
+      "  topotune topology export --simgrid - --default-latency 50us --host-speed 2Gf cluster.yaml > cluster.xml\n");
 
   // bound
   BoundArgs bound_args;
@@ -389,6 +522,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
 
   if (*show) return RunShow(show_args, out, err);
+  if (*exp) return RunExport(export_args, out, err);
   if (*bound) return RunBound(bound_args, out, err);
   if (*sched) return RunSchedule(sched_args, out, err);
   err << "topotune: no command given\n";

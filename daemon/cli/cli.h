@@ -4,6 +4,8 @@
 // Subcommands:
 //   topology show FILE   draw the switch tree, each link with its speed and
 //                        all-to-all load, the bottleneck link(s) marked
+//   topology export FILE write the topology as a SimGrid platform (and an
+//                        smpirun hostfile) for SMPI (tuner/simgrid_export.h)
 //   bound                all-to-all and allgather time lower bounds
 //   schedule             generate a schedule from the registry, verify it and
 //                        print it as a table or as JSON (schedule_json.h)
