@@ -54,7 +54,7 @@ fi
 failed=()
 
 step "configuring build/ (warnings are errors)"
-cmake -S . -B build -G Ninja -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON -DTOPOTUNE_SANITIZE=OFF
+cmake -S . -B build -G Ninja -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON -DTOPOTUNE_SANITIZE=OFF -DTOPOTUNE_BUILD_SMPI=ON
 step "building build/ with $jobs jobs"
 cmake --build build -j "$jobs"
 step "running the whole test suite (ctest -j $jobs)"

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Tests of the kernels under SimGrid's SMPI, one case per ctest test. Every
+# platform is written by `topotune topology export --simgrid`, so these also
+# test the exporter end to end.
+#
+# Usage: smpi_test.sh CASE TOPOTUNE PLATFORM_CHECK BENCH_SMPI SMPIRUN SOURCE_DIR WORK_DIR
+#   CASE            platform_fig1 | platform_bad_direction | fig1_np6 |
+#                   fig1_every_kernel_alltoall | fig1_every_kernel_alltoallv |
+#                   fig1_every_kernel_allgather | tree64_np64 (see below)
+#   TOPOTUNE        the topotune CLI
+#   PLATFORM_CHECK  tests/smpi/platform_check (loads a platform into SimGrid)
+#   BENCH_SMPI      topotune-bench-smpi
+#   SMPIRUN         smpirun
+#   SOURCE_DIR      the source tree (for deploy/examples/)
+#   WORK_DIR        scratch directory (recreated)
+# Environment: PYTHON (default python3) checks the JSON Lines.
+set -euo pipefail
+
+case_name=$1 topotune=$2 platform_check=$3 bench=$4 smpirun=$5 source_dir=$6 work=$7
+python=${PYTHON:-python3}
+fig1=$source_dir/deploy/examples/faraj-yuan-fig1.yaml
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"  # smpirun may leave temporary files in the current directory.
+
+fail() {
+  echo "FAIL [$case_name]: $*" >&2
+  for f in "$work"/*; do
+    [[ -f $f ]] && { echo "--- $f" >&2; tail -c 4000 "$f" >&2; }
+  done
+  exit 1
+}
+
+# Runs a command, recording its exit status in $status and its streams in
+# $work/stdout and $work/stderr.
+run() {
+  set +e
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  status=$?
+  set -e
+}
+expect_status() { [[ $status -eq $1 ]] || fail "exit status $status, expected $1"; }
+
+# export TOPOLOGY NAME: NAME.xml and NAME.hosts, checked by SimGrid itself.
+export_platform() {
+  run "$topotune" topology export --simgrid "$2.xml" --hostfile "$2.hosts" "$1"
+  expect_status 0
+  run "$platform_check" "$1" "$2.xml"
+  expect_status 0
+  cat "$work/stdout"
+}
+
+# smpi_bench NAME NP BENCH_ARGS...: runs topotune-bench-smpi on NAME.xml and
+# NAME.hosts, JSON Lines into out.jsonl. Computation between MPI calls takes
+# no simulated time (smpi/simulate-computation:no), so that the simulated
+# times do not depend on how busy this machine is; SMPI's latency and
+# bandwidth correction factors stay at their defaults (a calibrated TCP
+# cluster).
+smpi_bench() {
+  local name=$1 np=$2
+  shift 2
+  set +e
+  "$smpirun" -platform "$name.xml" -hostfile "$name.hosts" -np "$np" --log=xbt_cfg.thres:warning \
+    --cfg=smpi/simulate-computation:no "$bench" "$@" >"$work/out.jsonl" 2>"$work/stderr"
+  status=$?
+  set -e
+  expect_status 0
+}
+
+# check_lines ALGORITHMS NP SIZES [BOUND_S]: out.jsonl has one verified line
+# per (size, algorithm) in that order, without fallbacks, on NP ranks. With
+# BOUND_S, every line reports that bound, and its time lies between the
+# bound and three times the bound: SMPI's fluid model cannot beat the
+# physical limit, and the exported speeds must be the topology's (a unit
+# mistake, bits for bytes, is a factor of 8).
+check_lines() {
+  "$python" - "$work/out.jsonl" "$@" <<'EOF' || fail "bad JSON Lines (see out.jsonl)"
+import json, sys
+path, algorithms, np, sizes = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4].split(",")
+bound = float(sys.argv[5]) if len(sys.argv) > 5 else None
+lines = [json.loads(l) for l in open(path) if l.strip()]
+want = [(int(s), a) for s in sizes for a in algorithms]
+got = [(l["msize"], l["algorithm"]) for l in lines]
+assert got == want, f"lines for {got}, expected {want}"
+for l in lines:
+    where = f'{l["algorithm"]} at {l["msize"]} B'
+    assert l["nprocs"] == np, f'{where}: nprocs {l["nprocs"]}'
+    assert l["verified"] is True and l["verify_errors"] == 0, f'{where}: not verified ({l["verify_errors"]} errors)'
+    assert l["fallbacks"] == 0, f'{where}: {l["fallbacks"]} fallbacks'
+    assert l["median_s"] > 0 or l["msize"] == 0, f'{where}: median_s {l["median_s"]}'
+    if bound is not None:
+        assert abs(l["bound_s"] - bound) <= 1e-9 * bound, f'{where}: bound_s {l["bound_s"]}, expected {bound}'
+        assert bound <= l["median_s"] <= 3 * bound, f'{where}: median_s {l["median_s"]} not in [bound, 3 x bound]'
+    print(f'{where}: median {l["median_s"]:.6f} s, {l.get("fraction_of_bound")} of the bound, verified')
+EOF
+}
+
+case $case_name in
+  platform_fig1)
+    # SimGrid loads the exported Figure 1 platform: hosts, SPLITDUPLEX links,
+    # and every host-to-host route along the tree with the right halves.
+    export_platform "$fig1" fig1
+    ;;
+  platform_bad_direction)
+    # platform_check catches a platform whose reverse route takes the same
+    # half of a link as the forward one (traffic in both directions sharing
+    # it, as with SHARED links).
+    run "$topotune" topology export --simgrid fig1.xml "$fig1"
+    expect_status 0
+    sed -i 's|dst="n0" symmetrical="NO"><link_ctn id="n0-s0" direction="DOWN"|dst="n0" symmetrical="NO"><link_ctn id="n0-s0" direction="UP"|' fig1.xml
+    grep -q 'dst="n0" symmetrical="NO"><link_ctn id="n0-s0" direction="UP"' fig1.xml || fail "sed did not apply"
+    run "$platform_check" "$fig1" fig1.xml
+    expect_status 1
+    grep -qF "route n1 -> n0: n1-s0_UP n0-s0_UP; expected n1-s0_UP n0-s0_DOWN" stderr || fail "mismatch not reported"
+    ;;
+  fig1_np6)
+    # tree_scheduled (9 contention-free phases) and the MPI library's own
+    # alltoall on the six hosts of Figure 1, every byte checked. Bound: the
+    # s0-s1 link carries 3 x 3 blocks each way: 9 x 64 KiB / 100 Mbit/s.
+    export_platform "$fig1" fig1
+    smpi_bench fig1 6 --collective alltoall --algorithms tree_scheduled,native --topology "$fig1" --verify \
+      --sizes 64KiB --iterations 2
+    check_lines tree_scheduled,native 6 65536 0.04718592
+    cat "$work/out.jsonl"
+    ;;
+  fig1_every_kernel_*)
+    # Every registered kernel of the collective (topotune-bench's default)
+    # runs under SMPI with its data checked: catches MPI calls SMPI lacks.
+    collective=${case_name#fig1_every_kernel_}
+    export_platform "$fig1" fig1
+    smpi_bench fig1 6 --collective "$collective" --topology "$fig1" --verify --sizes 0,1,1000,64KiB --iterations 1 \
+      --warmup 1
+    algorithms=$("$python" -c 'import json,sys; print(",".join(dict.fromkeys(json.loads(l)["algorithm"] for l in open(sys.argv[1]))))' "$work/out.jsonl")
+    [[ -n $algorithms ]] || fail "no output"
+    check_lines "$algorithms" 6 0,1,1000,65536
+    ;;
+  tree64_np64)
+    # 64 hosts under 8 leaf switches of 8, one root: 1 Gbit/s everywhere. A
+    # leaf uplink carries 8 x 56 = 448 blocks each way, the bottleneck: the
+    # bound is 448 x 64 KiB / 1 Gbit/s. tree_scheduled runs 448 phases.
+    "$python" - tree64.yaml <<'EOF'
+import sys
+lines = ["# 8 leaf switches x 8 hosts under one root, 1 Gbit/s links (tests/smpi/smpi_test.sh).",
+         "switches:", "  - name: root"] + [f"  - name: leaf{l}" for l in range(8)]
+lines += ["hosts:"] + [f"  - name: n{8 * l + i}" for l in range(8) for i in range(8)]
+lines += ["links:"] + [f"  - [leaf{l}, root, 1Gbps]" for l in range(8)]
+lines += [f"  - [n{8 * l + i}, leaf{l}, 1Gbps]" for l in range(8) for i in range(8)]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+EOF
+    export_platform tree64.yaml tree64
+    [[ $(wc -l <tree64.hosts) -eq 64 ]] || fail "tree64.hosts does not have 64 lines"
+    start=$SECONDS
+    smpi_bench tree64 64 --collective alltoall --algorithms tree_scheduled,native --topology tree64.yaml --verify \
+      --sizes 64KiB --iterations 2
+    check_lines tree_scheduled,native 64 65536 0.234881024
+    echo "smpirun -np 64: $((SECONDS - start)) s"
+    ;;
+  *)
+    fail "unknown case"
+    ;;
+esac
+echo "PASS [$case_name]"
