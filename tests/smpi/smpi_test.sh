@@ -59,8 +59,8 @@ smpi_bench() {
   local name=$1 np=$2
   shift 2
   set +e
-  "$smpirun" -platform "$name.xml" -hostfile "$name.hosts" -np "$np" --log=xbt_cfg.thres:warning \
-    --cfg=smpi/simulate-computation:no "$bench" "$@" >"$work/out.jsonl" 2>"$work/stderr"
+  "$smpirun" -platform "$name.xml" -hostfile "$name.hosts" -np "$np" --cfg=smpi/simulate-computation:no \
+    --log=xbt_cfg.thres:warning --log=smpi_config.thres:warning "$bench" "$@" >"$work/out.jsonl" 2>"$work/stderr"
   status=$?
   set -e
   expect_status 0
