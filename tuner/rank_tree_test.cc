@@ -12,19 +12,6 @@ namespace {
 
 using testing::BuildTopology;
 
-Topology Figure1(double inter_switch_bps = 1e8) {
-  return BuildTopology({"s0", "s1", "s2", "s3"}, {{"n0", 1}, {"n1", 1}, {"n2", 1}, {"n3", 1}, {"n4", 1}, {"n5", 1}},
-                       {{"n0", "s0", 1e8},
-                        {"n1", "s0", 1e8},
-                        {"n2", "s0", 1e8},
-                        {"s0", "s1", inter_switch_bps},
-                        {"s1", "s2", 1e8},
-                        {"s1", "s3", 1e9},
-                        {"n3", "s3", 1e8},
-                        {"n4", "s3", 1e8},
-                        {"n5", "s1", 1e8}});
-}
-
 int CountKind(const RankTree& t, RankTree::Kind kind) {
   int c = 0;
   for (int i = 0; i < t.num_nodes(); ++i) c += t.node(i).kind == kind;
@@ -32,7 +19,7 @@ int CountKind(const RankTree& t, RankTree::Kind kind) {
 }
 
 TEST(RankTree, FullPlacementPrunesSwitchWithoutHosts) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto t = RankTree::Build(topo, DefaultPlacement(topo));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->num_ranks(), 6);
@@ -44,7 +31,7 @@ TEST(RankTree, FullPlacementPrunesSwitchWithoutHosts) {
 }
 
 TEST(RankTree, SubsetContractsDegreeTwoChains) {
-  Topology topo = Figure1(5e7);
+  Topology topo = testing::FarajYuanFigure1(5e7);
   auto p = PlacementFromHostList(topo, {"n0", "n1", "n3"});
   ASSERT_TRUE(p.ok());
   auto t = RankTree::Build(topo, *p);
@@ -62,7 +49,7 @@ TEST(RankTree, SubsetContractsDegreeTwoChains) {
 }
 
 TEST(RankTree, TwoHostsContractToOneEdge) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto t = RankTree::Build(topo, *PlacementFromHostList(topo, {"n0", "n4"}));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->num_nodes(), 2);
@@ -92,7 +79,7 @@ TEST(RankTree, MultiRankHostGetsRankLeaves) {
 }
 
 TEST(RankTree, PathsAreDirectedAndSymmetric) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto t = RankTree::Build(topo, DefaultPlacement(topo));
   std::vector<int> fwd, back;
   t->Path(0, 3, &fwd);  // n0 -> s0 -> s1 -> s3 -> n3
@@ -107,7 +94,7 @@ TEST(RankTree, PathsAreDirectedAndSymmetric) {
 }
 
 TEST(RankTree, PlacementErrors) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto unknown = PlacementFromHostList(topo, {"n0", "nx"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("unknown host 'nx'"), std::string::npos);

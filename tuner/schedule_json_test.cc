@@ -78,16 +78,7 @@ TEST(ScheduleJsonTest, RoundTripsTheExample) {
 
 TEST(ScheduleJsonTest, ZeroBottleneckLoadIsComputedFromTheTree) {
   // Faraj-Yuan Figure 1: the s0 -- s1 link splits the six hosts 3 | 3.
-  Topology t = BuildTopology({"s0", "s1", "s2", "s3"}, {{"n0"}, {"n1"}, {"n2"}, {"n3"}, {"n4"}, {"n5"}},
-                             {{"n0", "s0"},
-                              {"n1", "s0"},
-                              {"n2", "s0"},
-                              {"s0", "s1"},
-                              {"s1", "s2"},
-                              {"s1", "s3"},
-                              {"n3", "s3"},
-                              {"n4", "s3"},
-                              {"n5", "s1"}});
+  Topology t = testing::FarajYuanFigure1();
   auto tree = RankTree::Build(t, DefaultPlacement(t));
   ASSERT_TRUE(tree.ok());
   Schedule s;

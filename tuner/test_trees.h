@@ -45,6 +45,21 @@ inline Topology BuildTopology(const std::vector<std::string>& switches, const st
   return std::move(t).value();
 }
 
+// Faraj-Yuan 2005 Figure 1: s0 {n0,n1,n2}; s1 {s0, s2, s3, n5}; s3 {n3, n4};
+// s2 has no hosts. All links 100 Mbit/s except s0 - s1 (inter_switch_bps).
+inline Topology FarajYuanFigure1(double inter_switch_bps = 1e8) {
+  return BuildTopology({"s0", "s1", "s2", "s3"}, {{"n0", 1}, {"n1", 1}, {"n2", 1}, {"n3", 1}, {"n4", 1}, {"n5", 1}},
+                       {{"n0", "s0", 1e8},
+                        {"n1", "s0", 1e8},
+                        {"n2", "s0", 1e8},
+                        {"s0", "s1", inter_switch_bps},
+                        {"s1", "s2", 1e8},
+                        {"s1", "s3", 1e9},
+                        {"n3", "s3", 1e8},
+                        {"n4", "s3", 1e8},
+                        {"n5", "s1", 1e8}});
+}
+
 struct RandomTreeParams {
   int min_hosts = 3;
   int max_hosts = 300;

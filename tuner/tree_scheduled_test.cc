@@ -15,22 +15,8 @@ namespace {
 
 using testing::BuildTopology;
 
-// Faraj-Yuan Figure 1: s0 {n0,n1,n2}; s1 {s0, s2, s3, n5}; s3 {n3, n4}; s2 empty.
-Topology Figure1() {
-  return BuildTopology({"s0", "s1", "s2", "s3"}, {{"n0", 1}, {"n1", 1}, {"n2", 1}, {"n3", 1}, {"n4", 1}, {"n5", 1}},
-                       {{"n0", "s0"},
-                        {"n1", "s0"},
-                        {"n2", "s0"},
-                        {"s0", "s1"},
-                        {"s1", "s2"},
-                        {"s1", "s3"},
-                        {"n3", "s3"},
-                        {"n4", "s3"},
-                        {"n5", "s1"}});
-}
-
 TEST(TreeScheduled, Figure1RootAndSubtrees) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto tree = RankTree::Build(topo, DefaultPlacement(topo));
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   auto split = detail::FindRootAndSubtrees(*tree);
@@ -45,7 +31,7 @@ TEST(TreeScheduled, Figure1RootAndSubtrees) {
 // Table 4 of the paper, with t0,0=n0 t0,1=n1 t0,2=n2 t1,0=n3 t1,1=n4 t2,0=n5
 // (ranks 0..5 in that order).
 TEST(TreeScheduled, Figure1ReproducesTable4) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto tree = RankTree::Build(topo, DefaultPlacement(topo));
   ASSERT_TRUE(tree.ok());
   auto s = TreeScheduled(*tree);
@@ -75,7 +61,7 @@ TEST(TreeScheduled, Figure1ReproducesTable4) {
 }
 
 TEST(TreeScheduled, SyncsOrderEveryContendingPairAndAreFewerThanCandidates) {
-  Topology topo = Figure1();
+  Topology topo = testing::FarajYuanFigure1();
   auto tree = RankTree::Build(topo, DefaultPlacement(topo));
   auto s = TreeScheduledPhases(*tree);
   ASSERT_TRUE(s.ok());
