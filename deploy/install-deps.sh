@@ -26,7 +26,7 @@ PACKAGES=(
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Simulation of large platforms
-  libsimgrid-dev simgrid
+  libsimgrid-dev
   # Emulated cluster
   iproute2 util-linux procps
   # Monitoring tests
