@@ -1,0 +1,170 @@
+#include "daemon/discovery/discover.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "daemon/discovery/recorded_walk.h"
+
+namespace topotune::discovery {
+
+CrawlResult Crawl(const CrawlOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  CrawlResult result;
+  SourceOpener open = options.open;
+  if (!open) {
+    open = [&](const std::string& address) { return OpenNetSnmp(address, options.credentials, options.transport); };
+  }
+  if (!options.save_walks_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.save_walks_dir, ec);
+    if (ec)
+      result.warnings.push_back(
+          fmt::format("cannot create {} to save the walks: {}", options.save_walks_dir, ec.message()));
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> queue;
+  std::set<std::string> queued;   // Every address ever queued.
+  std::set<std::string> chassis;  // Chassis IDs already walked.
+  int in_flight = 0;
+  CrawlProgress progress;
+  // Walk results land in slots in queue order, so the output order does not
+  // depend on thread timing.
+  std::map<size_t, SwitchWalk> done;
+  std::map<std::string, size_t> order;
+
+  auto enqueue = [&](const std::string& address) {
+    if (address.empty() || queued.count(address)) return;
+    if (static_cast<int>(queued.size()) >= options.max_switches) {
+      if (static_cast<int>(queued.size()) == options.max_switches)
+        result.warnings.push_back(
+            fmt::format("more than {} switch addresses found; the rest are not walked (raise --max-switches)",
+                        options.max_switches));
+      queued.insert("");  // Warn once.
+      return;
+    }
+    order.emplace(address, order.size());
+    queued.insert(address);
+    queue.push_back(address);
+    ++progress.pending;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const std::string& s : options.seeds) enqueue(s);
+  }
+
+  auto worker = [&] {
+    while (true) {
+      std::string address;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return !queue.empty() || in_flight == 0; });
+        bool cancelled = options.cancel && options.cancel->load();
+        if (queue.empty() || cancelled) {
+          if (cancelled && !queue.empty()) {
+            progress.pending -= static_cast<int>(queue.size());
+            queue.clear();
+          }
+          cv.notify_all();
+          if (in_flight == 0 || cancelled) return;
+          continue;
+        }
+        address = queue.front();
+        queue.pop_front();
+        ++in_flight;
+      }
+      std::vector<VarBind> raw;
+      StatusOr<SwitchWalk> walk = Status::Internal("not walked");
+      int64_t requests = 0;
+      auto source = open(address);
+      if (source.ok()) {
+        walk = WalkSwitch(**source, options.save_walks_dir.empty() ? nullptr : &raw);
+        requests = (*source)->requests();
+      } else {
+        walk = source.status();
+      }
+      if (walk.ok() && !options.save_walks_dir.empty()) {
+        std::ofstream(std::filesystem::path(options.save_walks_dir) / (address + ".snmprec")) << FormatSnmprec(raw);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      --in_flight;
+      --progress.pending;
+      result.requests += requests;
+      if (!walk.ok()) {
+        ++progress.failed;
+        ++result.unreachable;
+        result.warnings.push_back(fmt::format("{}: not walked: {}", address, walk.status().message()));
+        progress.last = fmt::format("{}: not walked", address);
+      } else if (!walk->chassis_id.empty() && chassis.count(walk->chassis_id)) {
+        progress.last = fmt::format("{}: {} again (already walked at another address)", address, walk->label());
+      } else {
+        if (!walk->chassis_id.empty()) chassis.insert(walk->chassis_id);
+        ++progress.walked;
+        int neighbours = 0;
+        for (const LldpRemote& r : walk->remotes) {
+          bool host_like = r.caps_enabled && !r.is_switch_like();
+          if (!host_like) ++neighbours;
+          if (!options.follow_lldp || host_like || chassis.count(r.chassis_id)) continue;
+          for (const std::string& a : r.mgmt_addresses) enqueue(a);
+        }
+        progress.last = fmt::format("{} at {}: {} interfaces, {} LLDP neighbours ({} switch-like)", walk->label(),
+                                    address, walk->interfaces.size(), walk->remotes.size(), neighbours);
+        done.emplace(order[address], std::move(*walk));
+      }
+      if (options.progress) options.progress(progress);
+      cv.notify_all();
+    }
+  };
+  int threads = std::max(1, std::min(options.concurrency, 256));
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  for (auto& [i, w] : done) result.walks.push_back(std::move(w));
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>& paths) {
+  std::vector<SwitchWalk> walks;
+  for (const std::string& path : paths) {
+    auto parsed = LoadRecordedWalk(path);
+    if (!parsed.ok()) return parsed.status();
+    RecordedSource source(path, std::move(parsed->vars));
+    auto walk = WalkSwitch(source);
+    if (!walk.ok()) return walk.status();
+    walk->warnings.insert(walk->warnings.begin(), parsed->warnings.begin(), parsed->warnings.end());
+    walks.push_back(std::move(*walk));
+  }
+  return walks;
+}
+
+StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts) {
+  if (options.seeds.empty()) return Status::InvalidArgument("no seed address to start discovery from (--seed)");
+  if (!options.open) TOPOTUNE_RETURN_IF_ERROR(ValidateCredentials(options.credentials));
+  CrawlResult crawl = Crawl(options);
+  if (crawl.walks.empty()) {
+    std::string why;
+    for (const std::string& w : crawl.warnings) why += "\n  " + w;
+    return Status::NotFound(fmt::format("no switch could be walked from the seeds:{}", why));
+  }
+  auto tree = BuildTree(crawl.walks, facts);
+  if (!tree.ok()) return tree.status();
+  DiscoveryReport report{std::move(*tree)};
+  report.tree.warnings.insert(report.tree.warnings.begin(), crawl.warnings.begin(), crawl.warnings.end());
+  report.switches_walked = static_cast<int>(crawl.walks.size());
+  report.unreachable = crawl.unreachable;
+  report.requests = crawl.requests;
+  report.seconds = crawl.seconds;
+  return report;
+}
+
+}  // namespace topotune::discovery

@@ -1,0 +1,74 @@
+// Discovery end to end: crawl the switches from seed addresses through LLDP
+// management addresses, walking many at once, then build the tree
+// (tree_builder.h). Also the same from recorded walks, with no socket.
+//
+// The crawl never throws and never fails as a whole because of one switch:
+// an unreachable seed, a switch that times out or answers garbage becomes a
+// warning. It runs on its own worker threads and can be cancelled, so the
+// daemon runs it beside its other work.
+//
+// Thread-safety: Crawl and Discover may run concurrently with different
+// options; the progress callback is called from one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/discovery/snmp_source.h"
+#include "daemon/discovery/switch_walk.h"
+#include "daemon/discovery/tree_builder.h"
+
+namespace topotune::discovery {
+
+struct CrawlProgress {
+  int walked = 0;    // Switches walked successfully.
+  int failed = 0;    // Addresses that could not be walked.
+  int pending = 0;   // Addresses queued or being walked.
+  std::string last;  // What just happened, e.g. "s3 at 127.1.0.3: 48 ports, 5 LLDP neighbours".
+};
+
+using SourceOpener = std::function<StatusOr<std::unique_ptr<SnmpSource>>(const std::string& address)>;
+
+struct CrawlOptions {
+  std::vector<std::string> seeds;  // Addresses to start from.
+  SnmpCredentials credentials;
+  SnmpTransport transport;
+  int concurrency = 16;        // Switches walked at once.
+  int max_switches = 4096;     // Stop queueing beyond this many addresses.
+  bool follow_lldp = true;     // Crawl through neighbours' management addresses.
+  std::string save_walks_dir;  // If set, each walk is saved as <dir>/<address>.snmprec.
+  std::function<void(const CrawlProgress&)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // Set to stop queueing and return what was walked.
+  SourceOpener open;                          // How to reach an address; default: OpenNetSnmp with the options above.
+};
+
+struct CrawlResult {
+  std::vector<SwitchWalk> walks;  // Seeds' switches first, in crawl order.
+  std::vector<std::string> warnings;
+  int64_t requests = 0;  // SNMP requests over all switches.
+  int unreachable = 0;
+  double seconds = 0;
+};
+
+CrawlResult Crawl(const CrawlOptions& options);
+
+// Walks recorded walk files (.snmprec or snmpwalk -On output), one switch per
+// file, in order. A file that cannot be read is an error; bad lines in it are
+// warnings of its walk.
+StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>& paths);
+
+struct DiscoveryReport {
+  DiscoveredTree tree;
+  int switches_walked = 0;
+  int unreachable = 0;
+  int64_t requests = 0;
+  double seconds = 0;
+};
+
+// Crawl, then BuildTree; crawl warnings come first in the tree's warnings.
+StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts);
+
+}  // namespace topotune::discovery

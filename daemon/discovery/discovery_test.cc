@@ -1,0 +1,276 @@
+// Unit tests of discovery's decoding: OIDs, MACs, recorded walk formats, and
+// every vendor recording in ../shared/fixtures/snmp/vendor decoded into the
+// neighbours that tests/discovery/vendor/expected.yaml lists (written by
+// reading the files). With TOPOTUNE_SNMP_AGENT=HOST:PORT set, the vendor
+// test walks each recording through a live snmpsimd serving it (community =
+// file name) instead of reading the file, so the same expectations cover the
+// net-snmp client (tests/discovery/vendor_snmpsim_test.sh sets it).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "daemon/discovery/recorded_walk.h"
+#include "daemon/discovery/snmp_source.h"
+#include "daemon/discovery/switch_walk.h"
+#include "daemon/discovery/tree_builder.h"
+
+namespace topotune::discovery {
+namespace {
+
+TEST(Oid, ParsesAndFormats) {
+  EXPECT_EQ(ParseOid(".1.3.6.1.2.1.1.5.0"), (Oid{1, 3, 6, 1, 2, 1, 1, 5, 0}));
+  EXPECT_EQ(FormatOid(*ParseOid("1.0.8802.1.1.2")), "1.0.8802.1.1.2");
+  EXPECT_FALSE(ParseOid(""));
+  EXPECT_FALSE(ParseOid("1..2"));
+  EXPECT_FALSE(ParseOid("1.2."));
+  EXPECT_FALSE(ParseOid("1.x"));
+  EXPECT_FALSE(ParseOid("1.4294967296"));
+  EXPECT_TRUE(HasPrefix(Oid{1, 2, 3}, Oid{1, 2}));
+  EXPECT_FALSE(HasPrefix(Oid{1, 2}, Oid{1, 2, 3}));
+}
+
+TEST(Mac, AcceptsEveryVendorForm) {
+  const std::string want = "00:1b:21:bb:e6:f0";
+  for (const char* text : {"001B21BBE6F0", "00:1b:21:bb:e6:f0", "00-1B-21-BB-E6-F0", "00 1b 21 bb e6 f0",
+                           "0:1b:21:bb:e6:f0", "001b.21bb.e6f0", " 00:1B:21:BB:E6:F0 "})
+    EXPECT_EQ(FormatMac(*ParseMac(text)), want) << text;
+  EXPECT_EQ(FormatMac(*ParseMac(std::string("\x00\x1b\x21\xbb\xe6\xf0", 6))), want);
+  for (const char* bad : {"", "001B21BBE6F", "00:1b:21:bb:e6", "00:1b-21:bb:e6:f0", "00:1b:21:bb:e6:fg", "hello world"})
+    EXPECT_FALSE(ParseMac(bad)) << bad;
+}
+
+TEST(Chassis, Normalises) {
+  EXPECT_EQ(NormaliseChassisId(4, std::string("\x02\x00\x00\x00\x00\x01", 6)), "02:00:00:00:00:01");
+  EXPECT_EQ(NormaliseChassisId(4, "02:00:00:00:00:01"), "02:00:00:00:00:01");
+  EXPECT_EQ(NormaliseChassisId(4, "020000000001"), "02:00:00:00:00:01");
+  EXPECT_EQ(NormaliseChassisId(7, "switch"), "switch");  // Printable 6-byte local IDs stay text.
+  EXPECT_EQ(NormaliseChassisId(5, std::string("\x01\xc6\x12\x00\x01", 5)), "ip:198.18.0.1");
+  EXPECT_EQ(NormalisePortId(3, std::string("\x02\x00\x00\x00\x00\x01", 6)), "02:00:00:00:00:01");
+  EXPECT_EQ(NormalisePortId(5, "Ethernet1"), "Ethernet1");
+}
+
+TEST(Snmprec, DecodesTypesAndEncodings) {
+  ParsedWalk w = ParseSnmprec(
+      "1.3.6.1.2.1.1.5.0|4|sw1\n"
+      "1.3.6.1.2.1.2.2.1.6.1|4x|001b21bbe6f0\n"
+      "1.3.6.1.2.1.2.2.1.2.1|4e|a\\x41\\\\b\n"
+      "1.3.6.1.2.1.31.1.1.1.15.1|66|1000\n"
+      "1.3.6.1.2.1.4.20.1.1.1|64|198.18.0.1\n"
+      "1.3.6.1.2.1.1.2.0|6|1.3.6.1.4.1.30065\n"
+      "1.3.6.1.2.1.1.3.0|67|12345\r\n",
+      "t");
+  ASSERT_TRUE(w.warnings.empty()) << w.warnings.front();
+  ASSERT_EQ(w.vars.size(), 7u);
+  EXPECT_EQ(w.vars[0].oid, (Oid{1, 3, 6, 1, 2, 1, 1, 2, 0}));  // Sorted.
+  EXPECT_EQ(w.vars[0].value.oid, (Oid{1, 3, 6, 1, 4, 1, 30065}));
+  EXPECT_EQ(w.vars[1].value.integer, 12345);
+  EXPECT_EQ(AsText(w.vars[2].value), "sw1");
+  EXPECT_EQ(AsText(w.vars[3].value), "aA\\b");
+  EXPECT_EQ(w.vars[4].value.bytes, std::string("\x00\x1b\x21\xbb\xe6\xf0", 6));
+  EXPECT_EQ(AsText(w.vars[5].value), "198.18.0.1");
+  EXPECT_EQ(w.vars[6].value.integer, 1000);
+}
+
+TEST(Snmprec, BadLinesBecomeWarningsAndTheRestIsKept) {
+  ParsedWalk w = ParseSnmprec(
+      "1.3.6.1.2.1.1.5.0|4|ok\n"
+      "garbage\n"
+      "1.3.x|4|bad oid\n"
+      "1.3.6.1.2.1.1.6.0|4x|abc\n"
+      "1.3.6.1.2.1.1.7.0|2|notanumber\n"
+      "1.3.6.1.2.1.1.8.0|2|99999999999\n"
+      "1.3.6.1.2.1.1.9.0|99|x\n"
+      "1.3.6.1.2.1.1.5.0|4|duplicate\n",
+      "f.snmprec");
+  ASSERT_EQ(w.vars.size(), 1u);
+  EXPECT_EQ(AsText(w.vars[0].value), "ok");
+  ASSERT_EQ(w.warnings.size(), 7u);
+  EXPECT_EQ(w.warnings[0], "f.snmprec:2: not an snmprec record OID|TYPE|VALUE: 'garbage'");
+  EXPECT_NE(w.warnings[2].find("f.snmprec:4: malformed hex value"), std::string::npos);
+  EXPECT_NE(w.warnings[6].find("duplicate OID 1.3.6.1.2.1.1.5.0"), std::string::npos);
+}
+
+TEST(SnmpwalkOutput, DecodesEveryTypeAndMultiLineValues) {
+  ParsedWalk w = ParseRecordedWalk(
+      ".1.3.6.1.2.1.1.5.0 = STRING: \"core-1\"\n"
+      ".1.3.6.1.2.1.2.2.1.8.1 = INTEGER: up(1)\n"
+      ".1.3.6.1.2.1.2.2.1.6.1 = Hex-STRING: 00 1B 21 BB \n"
+      "E6 F0 \n"
+      ".1.3.6.1.2.1.31.1.1.1.15.1 = Gauge32: 1000\n"
+      ".1.3.6.1.2.1.1.3.0 = Timeticks: (8046) 0:01:20.46\n"
+      ".1.3.6.1.2.1.1.2.0 = OID: .1.3.6.1.4.1.8072.3.2.10\n"
+      ".1.0.8802.1.1.2.1.4.1.1.12.0.1.1 = BITS: 28 00 bridge(2) router(4)\n"
+      ".1.3.6.1.2.1.31.1.1.1.18.1 = \"\"\n"
+      ".1.3.6.1.2.1.99 = No Such Object available on this agent at this OID\n",
+      "walk.txt");
+  ASSERT_TRUE(w.warnings.empty()) << w.warnings.front();
+  ASSERT_EQ(w.vars.size(), 8u);
+  std::map<std::string, const SnmpValue*> by;
+  for (const VarBind& v : w.vars) by[FormatOid(v.oid)] = &v.value;
+  EXPECT_EQ(AsText(*by["1.3.6.1.2.1.1.5.0"]), "core-1");
+  EXPECT_EQ(by["1.3.6.1.2.1.2.2.1.8.1"]->integer, 1);
+  EXPECT_EQ(by["1.3.6.1.2.1.2.2.1.6.1"]->bytes, std::string("\x00\x1b\x21\xbb\xe6\xf0", 6));
+  EXPECT_EQ(by["1.3.6.1.2.1.31.1.1.1.15.1"]->integer, 1000);
+  EXPECT_EQ(by["1.3.6.1.2.1.1.3.0"]->integer, 8046);
+  EXPECT_EQ(by["1.0.8802.1.1.2.1.4.1.1.12.0.1.1"]->bytes, std::string("\x28\x00", 2));
+  EXPECT_EQ(AsText(*by["1.3.6.1.2.1.31.1.1.1.18.1"]), "");
+}
+
+TEST(FormatSnmprec, RoundTrips) {
+  ParsedWalk w = ParseSnmprec(
+      "1.3.6.1.2.1.1.5.0|4|sw 1\n"
+      "1.3.6.1.2.1.2.2.1.6.1|4x|001b21bbe6f0\n"
+      "1.3.6.1.2.1.2.2.1.2.1|4x|7c0a\n"
+      "1.3.6.1.2.1.31.1.1.1.15.1|66|1000\n"
+      "1.3.6.1.2.1.4.20.1.1.1|64x|c6120001\n"
+      "1.3.6.1.2.1.1.3.0|70|18446744073709551615\n",
+      "t");
+  ParsedWalk again = ParseSnmprec(FormatSnmprec(w.vars), "again");
+  ASSERT_TRUE(again.warnings.empty());
+  ASSERT_EQ(again.vars.size(), w.vars.size());
+  for (size_t i = 0; i < w.vars.size(); ++i) {
+    EXPECT_EQ(again.vars[i].oid, w.vars[i].oid);
+    EXPECT_EQ(again.vars[i].value.type, w.vars[i].value.type);
+    EXPECT_EQ(again.vars[i].value.bytes, w.vars[i].value.bytes);
+    EXPECT_EQ(again.vars[i].value.integer, w.vars[i].value.integer);
+  }
+}
+
+TEST(RecordedSource, WalksOnlyUnderTheRoots) {
+  RecordedSource src("r",
+                     ParseSnmprec("1.3.6.1.2.1.1.5.0|4|a\n1.3.6.1.2.1.1.50.0|4|b\n1.3.6.1.2.1.2.1.0|2|3\n", "t").vars);
+  auto vars = src.Walk({{1, 3, 6, 1, 2, 1, 1, 5}, {1, 3, 6, 1, 2, 1, 9}});
+  ASSERT_TRUE(vars.ok());
+  ASSERT_EQ(vars->size(), 1u);
+  EXPECT_EQ(AsText((*vars)[0].value), "a");
+  EXPECT_EQ(src.requests(), 2);
+}
+
+TEST(Credentials, AreCheckedBeforeAnySocket) {
+  SnmpCredentials c;
+  EXPECT_TRUE(ValidateCredentials(c).ok());
+  c.community = "";
+  EXPECT_FALSE(ValidateCredentials(c).ok());
+  c.version = SnmpVersion::kV3;
+  c.v3_user = "u";
+  c.v3_auth_pass = "short";
+  c.v3_priv_pass = "longenough";
+  EXPECT_NE(ValidateCredentials(c).message().find("at least 8"), std::string::npos);
+  c.v3_auth_pass = "longenough";
+  EXPECT_TRUE(ValidateCredentials(c).ok());
+  c.v3_priv_protocol = "3DES";
+  EXPECT_NE(ValidateCredentials(c).message().find("privacy protocol"), std::string::npos);
+}
+
+TEST(NetSnmp, UnreachableAgentTimesOutWithAClearError) {
+  SnmpTransport t;
+  t.port = 9;  // discard: nothing answers SNMP there.
+  t.timeout_s = 0.2;
+  t.retries = 0;
+  auto src = OpenNetSnmp("127.0.0.1", SnmpCredentials{}, t);
+  ASSERT_TRUE(src.ok()) << src.status().message();
+  auto vars = (*src)->Walk({{1, 3, 6, 1, 2, 1, 1, 5}});
+  ASSERT_FALSE(vars.ok());
+  EXPECT_NE(vars.status().message().find("127.0.0.1:9"), std::string::npos) << vars.status().message();
+  EXPECT_FALSE(OpenNetSnmp("bad address", SnmpCredentials{}, t).ok());
+}
+
+// ---- Vendor recordings ------------------------------------------------------
+
+std::string VendorDir() { return std::string(TOPOTUNE_SOURCE_DIR) + "/../shared/fixtures/snmp/vendor"; }
+
+std::string Str(const YAML::Node& n) { return n && !n.IsNull() ? n.as<std::string>() : std::string(); }
+
+StatusOr<SwitchWalk> WalkVendor(const std::string& name) {
+  if (const char* agent = std::getenv("TOPOTUNE_SNMP_AGENT")) {
+    std::string a = agent;
+    SnmpCredentials creds;
+    creds.community = name;
+    SnmpTransport t;
+    t.port = std::stoi(a.substr(a.rfind(':') + 1));
+    t.timeout_s = 5;
+    auto src = OpenNetSnmp(a.substr(0, a.rfind(':')), creds, t);
+    if (!src.ok()) return src.status();
+    return WalkSwitch(**src);
+  }
+  auto parsed = LoadRecordedWalk(VendorDir() + "/" + name + ".snmprec");
+  if (!parsed.ok()) return parsed.status();
+  // One recording has four anonymised IpAddresses ("<private>") outside the
+  // walked tables: a warning, and the rest of the file is kept.
+  size_t known_bad = name == "nxos_n3k-3064pq" ? 4 : 0;
+  EXPECT_EQ(parsed->warnings.size(), known_bad) << name << ": " << fmt::format("{}", fmt::join(parsed->warnings, "; "));
+  RecordedSource src(name, std::move(parsed->vars));
+  return WalkSwitch(src);
+}
+
+class VendorTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VendorTest, NeighboursPortsAndChassisMatchTheFile) {
+  const std::string name = GetParam();
+  YAML::Node expected = YAML::LoadFile(std::string(TOPOTUNE_SOURCE_DIR) + "/tests/discovery/vendor/expected.yaml");
+  YAML::Node e = expected[name];
+  ASSERT_TRUE(e) << "no expectations for " << name;
+  auto walk = WalkVendor(name);
+  ASSERT_TRUE(walk.ok()) << walk.status().message();
+  for (const std::string& w : walk->warnings) ADD_FAILURE() << "decoding warning: " << w;
+  EXPECT_EQ(walk->sys_name, Str(e["sys_name"]));
+  EXPECT_EQ(fmt::format("v{}", walk->lldp_mib), Str(e["lldp_mib"]));
+  EXPECT_EQ(walk->remote_rows, e["rem_rows_raw"].as<int>());
+  if (!e["chassis_id"].IsNull()) {
+    EXPECT_EQ(walk->chassis_id, Str(e["chassis_id"]));
+  }
+
+  // Compare as sets of one line per neighbour, so a failure shows the difference.
+  std::multiset<std::string> want, got;
+  auto line = [](const std::string& port, const std::string& chassis, const std::string& port_id, int subtype,
+                 const std::string& desc, const std::string& sys, const std::vector<std::string>& mgmt, bool bridge) {
+    return fmt::format("port={} chassis={} port_id={}/{} desc={} sys={} mgmt=[{}] bridge={}", port, chassis, port_id,
+                       subtype, desc, sys, fmt::join(mgmt, ","), bridge);
+  };
+  for (const YAML::Node& n : e["neighbors"]) {
+    std::vector<std::string> mgmt;
+    for (const YAML::Node& a : n["mgmt_addresses"]) mgmt.push_back(a.as<std::string>());
+    want.insert(line(n["local_port"].IsNull() ? "?" : Str(n["local_port"]), Str(n["chassis_id"]), Str(n["port_id"]),
+                     n["port_id_subtype"].as<int>(), Str(n["port_desc"]), Str(n["sys_name"]), mgmt,
+                     n["bridge"].as<bool>()));
+  }
+  for (const LldpRemote& r : walk->remotes) {
+    auto local = LocalPortOf(*walk, r);
+    got.insert(line(local ? walk->interfaces.at(*local).label() : "?", r.chassis_id, r.port_id, r.port_subtype,
+                    r.port_desc, r.sys_name, r.mgmt_addresses, r.is_switch_like()));
+  }
+  std::vector<std::string> missing, extra;
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  for (const std::string& m : missing) ADD_FAILURE() << name << ": expected but not decoded: " << m;
+  for (const std::string& x : extra) ADD_FAILURE() << name << ": decoded but not expected: " << x;
+}
+
+std::vector<std::string> VendorNames() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(VendorDir()))
+    if (entry.path().extension() == ".snmprec") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Recordings, VendorTest, ::testing::ValuesIn(VendorNames()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string s = param.param;
+                           for (char& c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+TEST(Vendor, EveryRecordingHasExpectations) {
+  YAML::Node expected = YAML::LoadFile(std::string(TOPOTUNE_SOURCE_DIR) + "/tests/discovery/vendor/expected.yaml");
+  for (const std::string& name : VendorNames()) EXPECT_TRUE(expected[name]) << name;
+  EXPECT_EQ(VendorNames().size(), 8u);
+}
+
+}  // namespace
+}  // namespace topotune::discovery

@@ -1,0 +1,451 @@
+#include "daemon/discovery/switch_walk.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <tuple>
+
+namespace topotune::discovery {
+namespace {
+
+// Subtree roots. Columns are walked one by one, not whole tables, so that
+// large columns nobody reads (counters, descriptions) stay on the switch.
+const Oid kSysDescr = {1, 3, 6, 1, 2, 1, 1, 1};
+const Oid kSysName = {1, 3, 6, 1, 2, 1, 1, 5};
+// LLDP-MIB (v1): lldpLocalSystemData and lldpRemoteSystemsData.
+const Oid kLldpLoc = {1, 0, 8802, 1, 1, 2, 1, 3};
+const Oid kLldpRem = {1, 0, 8802, 1, 1, 2, 1, 4, 1, 1};
+const Oid kLldpRemMan = {1, 0, 8802, 1, 1, 2, 1, 4, 2, 1};
+// LLDP-V2-MIB.
+const Oid kLldpV2Loc = {1, 3, 111, 2, 802, 1, 1, 13, 1, 3};
+const Oid kLldpV2Rem = {1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 1, 1};
+const Oid kLldpV2RemMan = {1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 2, 1};
+// IF-MIB.
+const Oid kIfDescr = {1, 3, 6, 1, 2, 1, 2, 2, 1, 2};
+const Oid kIfPhysAddress = {1, 3, 6, 1, 2, 1, 2, 2, 1, 6};
+const Oid kIfOperStatus = {1, 3, 6, 1, 2, 1, 2, 2, 1, 8};
+const Oid kIfName = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1};
+const Oid kIfHighSpeed = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 15};
+const Oid kIfAlias = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 18};
+// BRIDGE-MIB.
+const Oid kBaseBridgeAddress = {1, 3, 6, 1, 2, 1, 17, 1, 1};
+const Oid kBasePortIfIndex = {1, 3, 6, 1, 2, 1, 17, 1, 4, 1, 2};
+const Oid kStpPortState = {1, 3, 6, 1, 2, 1, 17, 2, 15, 1, 3};
+const Oid kTpFdbPort = {1, 3, 6, 1, 2, 1, 17, 4, 3, 1, 2};
+const Oid kTpFdbStatus = {1, 3, 6, 1, 2, 1, 17, 4, 3, 1, 3};
+// Q-BRIDGE-MIB.
+const Oid kQTpFdbPort = {1, 3, 6, 1, 2, 1, 17, 7, 1, 2, 2, 1, 2};
+const Oid kQTpFdbStatus = {1, 3, 6, 1, 2, 1, 17, 7, 1, 2, 2, 1, 3};
+const Oid kQVlanFdbId = {1, 3, 6, 1, 2, 1, 17, 7, 1, 4, 2, 1, 3};
+// IEEE8023-LAG-MIB.
+const Oid kAggPortAttachedAggId = {1, 2, 840, 10006, 300, 43, 1, 2, 1, 1, 13};
+
+bool HasRows(const std::vector<VarBind>& vars, const Oid& root) {
+  return std::any_of(vars.begin(), vars.end(), [&](const VarBind& v) { return HasPrefix(v.oid, root); });
+}
+
+// Collects warnings for one switch, at most a few per kind so that a switch
+// returning garbage does not flood the report.
+class Warner {
+ public:
+  Warner(std::string label, std::vector<std::string>& out) : label_(std::move(label)), out_(out) {}
+  void Add(const std::string& kind, const std::string& text) {
+    int& n = counts_[kind];
+    if (++n <= kMaxPerKind) out_.push_back(fmt::format("{}: {}", label_, text));
+    if (n == kMaxPerKind + 1) out_.push_back(fmt::format("{}: further '{}' warnings suppressed", label_, kind));
+  }
+  void SetLabel(std::string label) { label_ = std::move(label); }
+
+ private:
+  static constexpr int kMaxPerKind = 5;
+  std::string label_;
+  std::vector<std::string>& out_;
+  std::map<std::string, int> counts_;
+};
+
+// The suffix of `oid` after `root` and a column number: root.col.<index...>.
+std::optional<std::pair<uint32_t, std::span<const uint32_t>>> ColumnAndIndex(const VarBind& v, const Oid& table) {
+  if (!HasPrefix(v.oid, table) || v.oid.size() < table.size() + 2) return std::nullopt;
+  return std::make_pair(v.oid[table.size()], std::span<const uint32_t>(v.oid).subspan(table.size() + 1));
+}
+
+std::optional<int> IntValue(const VarBind& v, Warner& warn, const char* what) {
+  auto n = AsInteger(v.value);
+  if (!n || *n < INT32_MIN || *n > INT32_MAX) {
+    warn.Add(what, fmt::format("{} {}: not an integer ({})", what, FormatOid(v.oid), Printable(AsText(v.value), 32)));
+    return std::nullopt;
+  }
+  return static_cast<int>(*n);
+}
+
+std::optional<int> SingleIndex(std::span<const uint32_t> index, const VarBind& v, Warner& warn, const char* what) {
+  if (index.size() != 1 || index[0] > INT32_MAX) {
+    warn.Add(what, fmt::format("{} {}: malformed index", what, FormatOid(v.oid)));
+    return std::nullopt;
+  }
+  return static_cast<int>(index[0]);
+}
+
+// lldpRemSysCapEnabled, as 16 bits with bit 0 (other) the most significant.
+// Recordings store it three ways: raw BITS bytes; net-snmp's display text
+// "28 00 2 4" (hex bytes, then the numbers of the set bits); or (RouterOS)
+// an Integer holding the capability word with bit n = 1 << n.
+uint32_t DecodeCapabilities(const SnmpValue& v) {
+  if (auto n = AsInteger(v)) {
+    uint32_t caps = 0;
+    for (int bit = 0; bit < 16; ++bit)
+      if (*n & (int64_t{1} << bit)) caps |= 1u << (15 - bit);
+    return caps;
+  }
+  const std::string& b = v.bytes;
+  bool display = !b.empty() && b.size() >= 2 && std::all_of(b.begin(), b.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) || c == ' ';
+  });
+  std::vector<uint8_t> bytes;
+  if (display) {
+    for (size_t i = 0; i < b.size();) {
+      size_t end = b.find(' ', i);
+      if (end == std::string::npos) end = b.size();
+      if (end - i != 2) break;
+      bytes.push_back(static_cast<uint8_t>(std::stoi(b.substr(i, 2), nullptr, 16)));
+      i = end + 1;
+    }
+  } else {
+    bytes.assign(b.begin(), b.end());
+  }
+  uint32_t caps = 0;
+  for (size_t i = 0; i < bytes.size() && i < 2; ++i) caps |= static_cast<uint32_t>(bytes[i]) << (8 * (1 - i));
+  return caps;
+}
+
+// Decodes lldpRemTable (v1: 3-part index, v2: 4-part index, columns +1).
+void DecodeRemotes(const std::vector<VarBind>& vars, const Oid& table, const Oid& man_table, int version,
+                   SwitchWalk& sw, Warner& warn) {
+  const size_t index_len = version == 1 ? 3 : 4;
+  const uint32_t shift = version == 1 ? 0 : 1;
+  std::map<std::tuple<uint32_t, int, int>, LldpRemote> rows;  // (TimeMark, local port, remote index).
+  for (const VarBind& v : vars) {
+    auto ci = ColumnAndIndex(v, table);
+    if (!ci) continue;
+    auto [col, index] = *ci;
+    // Some agents (RouterOS) index the table by a neighbour number alone:
+    // the local port is then unknown (0) and resolves to nothing.
+    bool one_part = index.size() == 1;
+    if ((!one_part && index.size() != index_len) || index.back() > INT32_MAX || (!one_part && index[1] > INT32_MAX)) {
+      warn.Add("lldpRemTable index", fmt::format("lldpRemTable {}: index has {} parts, expected {}", FormatOid(v.oid),
+                                                 index.size(), index_len));
+      continue;
+    }
+    int local_port = one_part ? 0 : static_cast<int>(index[1]);
+    LldpRemote& r = rows[{one_part ? 0 : index[0], local_port, static_cast<int>(index.back())}];
+    r.local_port_num = local_port;
+    col -= shift;
+    switch (col) {
+      case 4:
+        if (auto n = IntValue(v, warn, "lldpRemChassisIdSubtype")) r.chassis_subtype = *n;
+        break;
+      case 5:
+        r.chassis_raw = AsText(v.value);
+        break;
+      case 6:
+        if (auto n = IntValue(v, warn, "lldpRemPortIdSubtype")) r.port_subtype = *n;
+        break;
+      case 7:
+        r.port_raw = AsText(v.value);
+        break;
+      case 8:
+        r.port_desc = AsText(v.value);
+        break;
+      case 9:
+        r.sys_name = AsText(v.value);
+        break;
+      case 12:
+        r.caps_enabled = DecodeCapabilities(v.value);
+        break;
+      default:
+        break;
+    }
+  }
+  // Management addresses: index TimeMark.port.remindex[.v2 extra].subtype.len.addr...
+  for (const VarBind& v : vars) {
+    auto ci = ColumnAndIndex(v, man_table);
+    if (!ci) continue;
+    auto [col, index] = *ci;
+    if (col != 3) continue;  // One column is enough: the address is in the index.
+    if (index.size() < index_len + 2 || index.size() == 1) {
+      warn.Add("lldpRemManAddrTable index", fmt::format("lldpRemManAddrTable {}: truncated index", FormatOid(v.oid)));
+      continue;
+    }
+    uint32_t subtype = index[index_len];
+    size_t len = index[index_len + 1];
+    if (index.size() != index_len + 2 + len) {
+      warn.Add(
+          "lldpRemManAddrTable index",
+          fmt::format("lldpRemManAddrTable {}: address length {} does not match the index", FormatOid(v.oid), len));
+      continue;
+    }
+    // IPv4 only (IPv6 management addresses are not crawled). Some agents
+    // (Edgecore) pad the address with a zero byte: length 5.
+    if (subtype != 1 || len < 4) continue;
+    std::string raw;
+    bool ok = true;
+    for (size_t i = 0; i < 4; ++i) {
+      ok = ok && index[index_len + 2 + i] <= 255;
+      raw += static_cast<char>(index[index_len + 2 + i]);
+    }
+    auto it = rows.find({index[0], static_cast<int>(index[1]), static_cast<int>(index[index_len - 1])});
+    if (!ok || it == rows.end()) continue;
+    it->second.mgmt_addresses.push_back(FormatIpv4(raw));
+  }
+  sw.remote_rows = static_cast<int>(rows.size());
+  // Deduplicate: the same neighbour on the same local port under several
+  // TimeMarks or remote indexes is one neighbour. Keep the richest row.
+  std::map<std::tuple<int, std::string, std::string>, LldpRemote> unique;
+  for (auto& [key, r] : rows) {
+    r.chassis_id = NormaliseChassisId(r.chassis_subtype, r.chassis_raw);
+    r.port_id = NormalisePortId(r.port_subtype, r.port_raw);
+    if (r.port_id.empty()) r.port_id = r.port_desc;
+    if (r.chassis_id.empty() && r.sys_name.empty()) {
+      warn.Add("lldp row", fmt::format("LLDP row on local port {} has neither chassis ID nor system name; ignored",
+                                       r.local_port_num));
+      continue;
+    }
+    auto [it, inserted] = unique.try_emplace({r.local_port_num, r.chassis_id, r.port_id}, r);
+    if (!inserted) {
+      LldpRemote& keep = it->second;
+      for (const std::string& a : r.mgmt_addresses)
+        if (std::find(keep.mgmt_addresses.begin(), keep.mgmt_addresses.end(), a) == keep.mgmt_addresses.end())
+          keep.mgmt_addresses.push_back(a);
+      if (keep.sys_name.empty()) keep.sys_name = r.sys_name;
+      if (keep.port_desc.empty()) keep.port_desc = r.port_desc;
+      if (!keep.caps_enabled) keep.caps_enabled = r.caps_enabled;
+    }
+  }
+  for (auto& [key, r] : unique) sw.remotes.push_back(std::move(r));
+}
+
+void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& sw, Warner& warn) {
+  const Oid port_table = [&] {
+    Oid o = loc;
+    o.insert(o.end(), {7, 1});
+    return o;
+  }();
+  int chassis_subtype = 0;
+  std::string chassis_raw;
+  for (const VarBind& v : vars) {
+    if (!HasPrefix(v.oid, loc) || v.oid.size() < loc.size() + 1) continue;
+    uint32_t field = v.oid[loc.size()];
+    if (field == 1 && v.oid.size() == loc.size() + 2) {
+      if (auto n = IntValue(v, warn, "lldpLocChassisIdSubtype")) chassis_subtype = *n;
+    } else if (field == 2 && v.oid.size() == loc.size() + 2) {
+      chassis_raw = AsText(v.value);
+    } else if (auto ci = ColumnAndIndex(v, port_table)) {
+      auto [col, index] = *ci;
+      auto port = SingleIndex(index, v, warn, "lldpLocPortTable");
+      if (!port) continue;
+      LldpLocalPort& p = sw.local_ports[*port];
+      if (col == 2) {
+        if (auto n = IntValue(v, warn, "lldpLocPortIdSubtype")) p.subtype = *n;
+      } else if (col == 3) {
+        p.id = AsText(v.value);
+      } else if (col == 4) {
+        p.desc = AsText(v.value);
+      }
+    } else if (field == 8 && v.oid.size() > loc.size() + 4) {
+      // lldpLocManAddrTable: loc.8.1.col.subtype.len.addr
+      std::span<const uint32_t> idx = std::span<const uint32_t>(v.oid).subspan(loc.size() + 3);
+      if (v.oid[loc.size() + 2] == 3 && idx.size() == 6 && idx[0] == 1 && idx[1] == 4) {
+        std::string raw;
+        for (int i = 2; i < 6; ++i) raw += static_cast<char>(idx[i] & 0xff);
+        sw.local_mgmt_addresses.push_back(FormatIpv4(raw));
+      }
+    }
+  }
+  for (auto& [num, p] : sw.local_ports) p.id = NormalisePortId(p.subtype, p.id);
+  if (!chassis_raw.empty()) sw.chassis_id = NormaliseChassisId(chassis_subtype, chassis_raw);
+}
+
+}  // namespace
+
+std::vector<Oid> SwitchWalkRoots() {
+  return {kSysDescr,    kSysName,           kLldpLoc,         kLldpRem,      kLldpRemMan,
+          kIfDescr,     kIfPhysAddress,     kIfOperStatus,    kIfName,       kIfHighSpeed,
+          kIfAlias,     kBaseBridgeAddress, kBasePortIfIndex, kStpPortState, kTpFdbPort,
+          kTpFdbStatus, kQTpFdbPort,        kQTpFdbStatus,    kQVlanFdbId,   kAggPortAttachedAggId};
+}
+
+std::vector<Oid> LldpV2WalkRoots() { return {kLldpV2Loc, kLldpV2Rem, kLldpV2RemMan}; }
+
+std::string Interface::label() const {
+  if (!name.empty()) return name;
+  if (!descr.empty()) return descr;
+  return fmt::format("ifIndex {}", if_index);
+}
+
+bool LldpRemote::is_switch_like() const {
+  // Bits: other(0) repeater(1) bridge(2) wlanAccessPoint(3) router(4) ...;
+  // bit 0 is the most significant bit of the first byte.
+  constexpr uint32_t kBridge = 0x2000, kRouter = 0x0800;
+  return caps_enabled && (*caps_enabled & (kBridge | kRouter));
+}
+
+std::string NormaliseChassisId(int subtype, const std::string& raw) {
+  if (subtype == 5 && raw.size() == 5 && raw[0] == 1) return "ip:" + FormatIpv4(raw.substr(1));
+  bool printable = std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  // 6 raw bytes are a MAC when the subtype says so or when they are not text.
+  if (raw.size() == 6 && (subtype == 4 || !printable)) return FormatMac(*ParseMac(raw));
+  if (raw.size() != 6)
+    if (auto mac = ParseMac(raw)) return FormatMac(*mac);
+  return printable ? raw : Printable(raw);
+}
+
+std::string NormalisePortId(int subtype, const std::string& raw) {
+  if (subtype == 3) {
+    if (auto mac = ParseMac(raw)) return FormatMac(*mac);
+  }
+  bool printable = std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (raw.size() == 6 && !printable) return FormatMac(*ParseMac(raw));
+  return printable ? raw : Printable(raw);
+}
+
+SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source) {
+  SwitchWalk sw;
+  sw.source = std::move(source);
+  Warner warn(sw.source, sw.warnings);
+  for (const VarBind& v : vars) {
+    if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 5, 0}) sw.sys_name = AsText(v.value);
+    if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 1, 0}) sw.descr = AsText(v.value);
+  }
+  if (!sw.sys_name.empty()) warn.SetLabel(fmt::format("{} ({})", sw.sys_name, sw.source));
+
+  // IF-MIB and the LAG membership.
+  for (const VarBind& v : vars) {
+    struct Column {
+      const Oid* root;
+      const char* name;
+    };
+    static const Column kColumns[] = {{&kIfDescr, "ifDescr"},
+                                      {&kIfPhysAddress, "ifPhysAddress"},
+                                      {&kIfOperStatus, "ifOperStatus"},
+                                      {&kIfName, "ifName"},
+                                      {&kIfHighSpeed, "ifHighSpeed"},
+                                      {&kIfAlias, "ifAlias"},
+                                      {&kAggPortAttachedAggId, "dot3adAggPortAttachedAggID"}};
+    for (const Column& c : kColumns) {
+      if (!HasPrefix(v.oid, *c.root)) continue;
+      auto index = std::span<const uint32_t>(v.oid).subspan(c.root->size());
+      auto if_index = SingleIndex(index, v, warn, c.name);
+      if (!if_index) break;
+      Interface& itf = sw.interfaces[*if_index];
+      itf.if_index = *if_index;
+      if (c.root == &kIfDescr) itf.descr = AsText(v.value);
+      if (c.root == &kIfName) itf.name = AsText(v.value);
+      if (c.root == &kIfAlias) itf.alias = AsText(v.value);
+      if (c.root == &kIfPhysAddress && !v.value.bytes.empty()) {
+        itf.mac = ParseMac(v.value.bytes);
+        if (!itf.mac)
+          warn.Add("ifPhysAddress", fmt::format("ifPhysAddress of ifIndex {} is not a MAC address ({})", *if_index,
+                                                Printable(v.value.bytes, 32)));
+      }
+      if (c.root == &kIfOperStatus)
+        if (auto n = IntValue(v, warn, c.name)) itf.oper_status = *n;
+      if (c.root == &kIfHighSpeed)
+        if (auto n = IntValue(v, warn, c.name)) itf.high_speed_mbps = *n;
+      if (c.root == &kAggPortAttachedAggId)
+        if (auto n = IntValue(v, warn, c.name)) itf.lag_id = *n == *if_index ? 0 : *n;
+      break;
+    }
+  }
+  // A LAG row for an ifIndex that has no IF-MIB row is stale; drop the entry.
+  std::erase_if(sw.interfaces, [](const auto& kv) {
+    const Interface& i = kv.second;
+    return i.name.empty() && i.descr.empty() && i.oper_status == 0 && i.high_speed_mbps < 0 && !i.mac;
+  });
+
+  // BRIDGE-MIB and Q-BRIDGE-MIB.
+  std::map<std::pair<int, Mac>, FdbEntry> fdb;
+  for (const VarBind& v : vars) {
+    if (HasPrefix(v.oid, kBaseBridgeAddress)) {
+      sw.bridge_address = ParseMac(v.value.bytes);
+    } else if (HasPrefix(v.oid, kBasePortIfIndex)) {
+      auto port = SingleIndex(std::span<const uint32_t>(v.oid).subspan(kBasePortIfIndex.size()), v, warn,
+                              "dot1dBasePortIfIndex");
+      auto if_index = IntValue(v, warn, "dot1dBasePortIfIndex");
+      if (port && if_index) sw.base_port_if_index[*port] = *if_index;
+    } else if (HasPrefix(v.oid, kStpPortState)) {
+      auto port =
+          SingleIndex(std::span<const uint32_t>(v.oid).subspan(kStpPortState.size()), v, warn, "dot1dStpPortState");
+      auto state = IntValue(v, warn, "dot1dStpPortState");
+      if (port && state) sw.stp_state[*port] = *state;
+    } else if (HasPrefix(v.oid, kQVlanFdbId)) {
+      // Index: TimeMark.VlanIndex.
+      auto index = std::span<const uint32_t>(v.oid).subspan(kQVlanFdbId.size());
+      auto fdb_id = IntValue(v, warn, "dot1qVlanFdbId");
+      if (index.size() == 2 && fdb_id && index[1] <= 4095) sw.vlan_fdb_id[static_cast<int>(index[1])] = *fdb_id;
+    } else {
+      // FDB rows: dot1d index = MAC; dot1q index = FdbId.MAC, some agents
+      // writing the MAC with a length byte first (FdbId.6.MAC).
+      bool q = HasPrefix(v.oid, kQTpFdbPort) || HasPrefix(v.oid, kQTpFdbStatus);
+      bool d = HasPrefix(v.oid, kTpFdbPort) || HasPrefix(v.oid, kTpFdbStatus);
+      if (!q && !d) continue;
+      const Oid& root = HasPrefix(v.oid, kQTpFdbPort)     ? kQTpFdbPort
+                        : HasPrefix(v.oid, kQTpFdbStatus) ? kQTpFdbStatus
+                        : HasPrefix(v.oid, kTpFdbPort)    ? kTpFdbPort
+                                                          : kTpFdbStatus;
+      auto index = std::span<const uint32_t>(v.oid).subspan(root.size());
+      int fdb_id = 0;
+      if (q) {
+        if (index.empty()) continue;
+        fdb_id = static_cast<int>(std::min<uint32_t>(index[0], INT32_MAX));
+        index = index.subspan(1);
+      }
+      if (index.size() == 7 && index[0] == 6) index = index.subspan(1);
+      auto mac = index.size() == 6 ? MacFromIndex(index, 0) : std::nullopt;
+      if (!mac) {
+        warn.Add("FDB index", fmt::format("FDB row {}: the index is not a MAC address", FormatOid(v.oid)));
+        continue;
+      }
+      auto n = IntValue(v, warn, "FDB");
+      if (!n) continue;
+      FdbEntry& e = fdb[{fdb_id, *mac}];
+      e.mac = *mac;
+      e.fdb_id = fdb_id;
+      if (&root == &kQTpFdbPort || &root == &kTpFdbPort) e.bridge_port = *n;
+      if (&root == &kQTpFdbStatus || &root == &kTpFdbStatus) e.status = *n;
+    }
+  }
+  for (auto& [key, e] : fdb) sw.fdb.push_back(e);
+
+  // LLDP: v1 if it has any rows, else v2.
+  bool v1 = HasRows(vars, kLldpRem) || HasRows(vars, kLldpLoc);
+  bool v2 = HasRows(vars, kLldpV2Rem) || HasRows(vars, kLldpV2Loc);
+  if (v1) {
+    sw.lldp_mib = 1;
+    DecodeLocal(vars, kLldpLoc, sw, warn);
+    DecodeRemotes(vars, kLldpRem, kLldpRemMan, 1, sw, warn);
+  } else if (v2) {
+    sw.lldp_mib = 2;
+    DecodeLocal(vars, kLldpV2Loc, sw, warn);
+    DecodeRemotes(vars, kLldpV2Rem, kLldpV2RemMan, 2, sw, warn);
+  }
+  if (sw.chassis_id.empty() && sw.bridge_address) sw.chassis_id = FormatMac(*sw.bridge_address);
+  return sw;
+}
+
+StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, std::vector<VarBind>* raw) {
+  auto vars = source.Walk(SwitchWalkRoots());
+  if (!vars.ok()) return vars.status();
+  if (!HasRows(*vars, kLldpRem) && !HasRows(*vars, kLldpLoc)) {
+    auto v2 = source.Walk(LldpV2WalkRoots());
+    if (!v2.ok()) return v2.status();
+    vars->insert(vars->end(), v2->begin(), v2->end());
+  }
+  SwitchWalk sw = DecodeSwitchWalk(*vars, source.name());
+  sw.requests = source.requests();
+  if (raw) *raw = std::move(*vars);
+  return sw;
+}
+
+}  // namespace topotune::discovery

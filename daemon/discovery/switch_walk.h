@@ -1,0 +1,108 @@
+// What discovery reads from one switch, and how it decodes it: system and
+// LLDP-MIB (or LLDP-V2-MIB when v1 is empty), IF-MIB, BRIDGE-MIB (base ports,
+// STP, FDB), Q-BRIDGE-MIB FDB and IEEE8023-LAG-MIB membership, decoded into
+// a SwitchWalk of plain tables. Decoding never fails: a value of the wrong
+// type, a truncated index or a missing column becomes a warning naming the
+// switch, the OID and the reason, and the row is skipped or completed from
+// the other columns.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/discovery/snmp_source.h"
+#include "daemon/discovery/snmp_types.h"
+
+namespace topotune::discovery {
+
+// The subtrees walked on every switch (LLDP v1 and everything else).
+std::vector<Oid> SwitchWalkRoots();
+// The LLDP-V2-MIB subtrees, walked when the v1 tables are empty.
+std::vector<Oid> LldpV2WalkRoots();
+
+struct Interface {
+  int if_index = 0;
+  std::string name;   // ifName
+  std::string descr;  // ifDescr
+  std::string alias;  // ifAlias
+  std::optional<Mac> mac;
+  int64_t high_speed_mbps = -1;  // ifHighSpeed; -1 when absent.
+  int oper_status = 0;           // 1 up, 2 down, ...; 0 when absent.
+  int lag_id = 0;                // dot3adAggPortAttachedAggID: the aggregate's ifIndex, 0 when none.
+  // The best name for messages and output: ifName, else ifDescr, else "ifIndex N".
+  std::string label() const;
+};
+
+// One LLDP neighbour row, deduplicated over TimeMarks and remote indexes.
+struct LldpRemote {
+  int local_port_num = 0;  // lldpRemLocalPortNum (v1) or lldpV2RemLocalIfIndex (v2).
+  int chassis_subtype = 0;
+  std::string chassis_raw;
+  std::string chassis_id;  // Normalised (NormaliseChassisId).
+  int port_subtype = 0;
+  std::string port_raw;
+  std::string port_id;  // Normalised (NormalisePortId).
+  std::string port_desc;
+  std::string sys_name;
+  std::optional<uint32_t> caps_enabled;     // lldpRemSysCapEnabled bits, bit 0 = MSB of the first byte.
+  std::vector<std::string> mgmt_addresses;  // IPv4, from lldpRemManAddrTable.
+  // True if the neighbour says it is a bridge or a router.
+  bool is_switch_like() const;
+};
+
+struct LldpLocalPort {
+  int subtype = 0;
+  std::string id;  // Decoded (text, or a normalised MAC for subtype 3).
+  std::string desc;
+};
+
+struct FdbEntry {
+  Mac mac;
+  int bridge_port = 0;
+  int status = 0;  // 3 learned, 4 self, 5 mgmt, ...
+  int fdb_id = 0;  // Q-BRIDGE filtering database; 0 for dot1dTpFdbTable.
+};
+
+struct SwitchWalk {
+  std::string source;  // Address or file the walk came from.
+  std::string sys_name;
+  std::string descr;
+  std::string chassis_id;  // Normalised lldpLocChassisId, else the bridge address.
+  std::optional<Mac> bridge_address;
+  int lldp_mib = 0;                               // 1 or 2; 0 when neither has rows.
+  std::map<int, Interface> interfaces;            // By ifIndex.
+  std::map<int, LldpLocalPort> local_ports;       // By lldpLocPortNum.
+  std::vector<LldpRemote> remotes;                // Deduplicated.
+  int remote_rows = 0;                            // Rows before deduplication.
+  std::map<int, int> base_port_if_index;          // dot1dBasePortIfIndex.
+  std::map<int, int> stp_state;                   // dot1dStpPortState by bridge port.
+  std::vector<FdbEntry> fdb;                      // Both FDB tables.
+  std::map<int, int> vlan_fdb_id;                 // dot1qVlanFdbId: VLAN -> FDB id.
+  std::vector<std::string> local_mgmt_addresses;  // lldpLocManAddrTable, IPv4.
+  std::vector<std::string> warnings;              // "SWITCH: reason".
+  int64_t requests = 0;                           // SNMP requests the walk took.
+  // Name for messages: sysName, else the source.
+  std::string label() const { return sys_name.empty() ? source : sys_name; }
+};
+
+// Normalises a chassis ID: MACs (subtype 4, or any value that parses as a
+// MAC: 6 raw bytes, 12 hex digits, separated hex) to "aa:bb:cc:dd:ee:ff";
+// network addresses (subtype 5, IPv4) to "ip:198.18.0.1"; others as text.
+std::string NormaliseChassisId(int subtype, const std::string& raw);
+// Normalises a port ID: MACs (subtype 3) as above, others as text.
+std::string NormalisePortId(int subtype, const std::string& raw);
+
+// Decodes the bindings of one switch (the union of the walks of
+// SwitchWalkRoots and, if used, LldpV2WalkRoots).
+SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source);
+
+// Walks a switch through `source`: the common roots, then LLDP-V2-MIB if the
+// v1 tables are empty. An error only when the agent cannot be read at all.
+StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, std::vector<VarBind>* raw = nullptr);
+
+}  // namespace topotune::discovery

@@ -1,0 +1,692 @@
+#include "daemon/discovery/tree_builder.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "tuner/topology_io.h"
+
+namespace topotune::discovery {
+
+StatusOr<std::vector<HostFact>> ParseHostFacts(const std::string& text, const std::string& source) {
+  std::vector<HostFact> facts;
+  try {
+    YAML::Node root = YAML::Load(text);
+    YAML::Node hosts = root["hosts"];
+    if (!hosts || !hosts.IsSequence())
+      return Status::InvalidArgument(fmt::format("{}: expected a 'hosts:' list of {{name, macs}}", source));
+    std::set<std::string> names;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const YAML::Node& h = hosts[i];
+      std::string where = fmt::format("{}:{}: hosts[{}]", source, h.Mark().line + 1, i);
+      if (!h.IsMap() || !h["name"] || !h["name"].IsScalar() || h["name"].Scalar().empty())
+        return Status::InvalidArgument(fmt::format("{}: each host needs a non-empty 'name'", where));
+      HostFact f;
+      f.name = h["name"].Scalar();
+      if (!names.insert(f.name).second)
+        return Status::InvalidArgument(fmt::format("{}: duplicate host name '{}'", where, f.name));
+      if (h["macs"]) {
+        if (!h["macs"].IsSequence())
+          return Status::InvalidArgument(fmt::format("{}.macs: expected a list of MAC addresses", where));
+        for (size_t j = 0; j < h["macs"].size(); ++j) {
+          std::string text_mac = h["macs"][j].as<std::string>();
+          auto mac = text_mac.size() == 6 ? std::nullopt : ParseMac(text_mac);
+          if (!mac)
+            return Status::InvalidArgument(
+                fmt::format("{}.macs[{}]: '{}' is not a MAC address (use aa:bb:cc:dd:ee:ff)", where, j, text_mac));
+          f.macs.push_back(*mac);
+        }
+      }
+      facts.push_back(std::move(f));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
+  }
+  return facts;
+}
+
+StatusOr<std::vector<HostFact>> LoadHostFacts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError(fmt::format("{}: cannot read the hosts file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ParseHostFacts(ss.str(), path);
+}
+
+namespace {
+
+constexpr double kDefaultSpeedBps = 1e9;
+
+// One switch as the builder sees it: the walk plus lookups.
+struct Sw {
+  const SwitchWalk* walk = nullptr;
+  std::string name;
+  std::map<std::string, int> by_name, by_descr, by_alias;  // Interface lookups (unique values only).
+  std::map<Mac, std::vector<int>> by_mac;
+  std::map<int, int> bridge_port_of;  // ifIndex -> bridge port.
+};
+
+void AddUnique(std::map<std::string, int>& m, std::set<std::string>& dup, const std::string& key, int if_index) {
+  if (key.empty() || dup.count(key)) return;
+  auto [it, inserted] = m.emplace(key, if_index);
+  if (!inserted && it->second != if_index) {
+    m.erase(it);
+    dup.insert(key);
+  }
+}
+
+Sw MakeSw(const SwitchWalk& w) {
+  Sw s;
+  s.walk = &w;
+  std::set<std::string> dn, dd, da;
+  for (const auto& [idx, itf] : w.interfaces) {
+    AddUnique(s.by_name, dn, itf.name, idx);
+    AddUnique(s.by_descr, dd, itf.descr, idx);
+    AddUnique(s.by_alias, da, itf.alias, idx);
+    if (itf.mac) s.by_mac[*itf.mac].push_back(idx);
+  }
+  for (const auto& [port, idx] : w.base_port_if_index) s.bridge_port_of.emplace(idx, port);
+  return s;
+}
+
+std::optional<int> MatchName(const Sw& s, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  for (const auto* m : {&s.by_name, &s.by_descr, &s.by_alias}) {
+    auto it = m->find(text);
+    if (it != m->end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+// The ifIndex of LLDP local port number `num` on `s` (see the header).
+std::optional<int> ResolveLocalPort(const Sw& s, int num) {
+  const SwitchWalk& w = *s.walk;
+  auto lp = w.local_ports.find(num);
+  if (lp != w.local_ports.end()) {
+    if (auto i = MatchName(s, lp->second.id)) return i;
+    if (auto i = MatchName(s, lp->second.desc)) return i;
+  }
+  auto by_bridge = [&]() -> std::optional<int> {
+    auto it = w.base_port_if_index.find(num);
+    if (it != w.base_port_if_index.end() && w.interfaces.count(it->second)) return it->second;
+    return std::nullopt;
+  };
+  auto by_if_index = [&]() -> std::optional<int> {
+    if (w.interfaces.count(num)) return num;
+    return std::nullopt;
+  };
+  if (w.lldp_mib == 2) {
+    if (auto i = by_if_index()) return i;
+    return by_bridge();
+  }
+  if (auto i = by_bridge()) return i;
+  return by_if_index();
+}
+
+// The ifIndex on switch `r` of the port that `row` (seen by another switch) names.
+std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
+  switch (row.port_subtype) {
+    case 3: {  // macAddress
+      if (auto mac = ParseMac(row.port_raw)) {
+        auto it = r.by_mac.find(*mac);
+        if (it != r.by_mac.end() && it->second.size() == 1) return it->second.front();
+      }
+      break;
+    }
+    case 7: {  // local: often the remote's LLDP port number or ifIndex
+      int n = 0;
+      auto [p, ec] = std::from_chars(row.port_raw.data(), row.port_raw.data() + row.port_raw.size(), n);
+      if (ec == std::errc() && p == row.port_raw.data() + row.port_raw.size()) {
+        if (r.walk->local_ports.count(n))
+          if (auto i = ResolveLocalPort(r, n)) return i;
+        if (r.walk->interfaces.count(n)) return n;
+      }
+      if (auto i = MatchName(r, row.port_raw)) return i;
+      break;
+    }
+    default:  // interfaceName (5), interfaceAlias (1), portComponent (2), others: a name.
+      if (auto i = MatchName(r, row.port_raw)) return i;
+      break;
+  }
+  return MatchName(r, row.port_desc);
+}
+
+std::string PortLabel(const Sw& s, int if_index) {
+  auto it = s.walk->interfaces.find(if_index);
+  return it == s.walk->interfaces.end() ? fmt::format("ifIndex {}", if_index) : it->second.label();
+}
+
+// The port group an interface belongs to: its LAG's ifIndex, or itself.
+int Group(const Sw& s, int if_index) {
+  auto it = s.walk->interfaces.find(if_index);
+  return it != s.walk->interfaces.end() && it->second.lag_id ? it->second.lag_id : if_index;
+}
+
+// Why a port does not forward traffic, or "" if it does.
+std::string NotForwarding(const Sw& s, int if_index) {
+  const SwitchWalk& w = *s.walk;
+  auto it = w.interfaces.find(if_index);
+  if (it != w.interfaces.end() && it->second.oper_status != 0 && it->second.oper_status != 1)
+    return fmt::format("ifOperStatus is {}",
+                       it->second.oper_status == 2 ? "down" : std::to_string(it->second.oper_status));
+  // STP runs on the bridge port: the LAG's for a member, else the port's own.
+  for (int idx : {Group(s, if_index), if_index}) {
+    auto bp = s.bridge_port_of.find(idx);
+    if (bp == s.bridge_port_of.end()) continue;
+    auto st = w.stp_state.find(bp->second);
+    if (st == w.stp_state.end() || st->second == 5) return "";
+    static const char* const kStates[] = {"?", "disabled", "blocking", "listening", "learning", "forwarding", "broken"};
+    return fmt::format("STP state {}", st->second >= 1 && st->second <= 6 ? kStates[st->second] : "unknown");
+  }
+  return "";
+}
+
+// Speed of a port group in bit/s: the sum of its forwarding members'
+// ifHighSpeed; 0 when unknown.
+double GroupSpeed(const Sw& s, int group, int* members) {
+  double mbps = 0;
+  int n = 0;
+  for (const auto& [idx, itf] : s.walk->interfaces) {
+    if (itf.lag_id != group) continue;
+    if (!NotForwarding(s, idx).empty()) continue;
+    ++n;
+    if (itf.high_speed_mbps > 0) mbps += static_cast<double>(itf.high_speed_mbps);
+  }
+  if (n == 0) {
+    auto it = s.walk->interfaces.find(group);
+    n = 1;
+    if (it != s.walk->interfaces.end() && it->second.high_speed_mbps > 0)
+      mbps = static_cast<double>(it->second.high_speed_mbps);
+  }
+  if (members) *members = n;
+  return mbps * 1e6;
+}
+
+// A link seen from one switch's LLDP row.
+struct HalfLink {
+  int a = -1, ga = -1;    // Switch and port group that saw it.
+  int b = -1;             // Neighbour switch.
+  std::optional<int> gb;  // Its port group, when resolved.
+};
+
+struct SwitchLink {
+  int a = -1, ga = -1, b = -1;
+  std::optional<int> gb;
+  bool both_sides = false;
+};
+
+std::string SafeName(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) >= 0x7f) c = '-';
+  return s;
+}
+
+struct Builder {
+  const std::vector<SwitchWalk>& walks;
+  const std::vector<HostFact>& facts;
+  std::vector<Sw> sws;
+  std::vector<std::string> warnings;
+  std::map<std::string, int> by_chassis, by_address, by_sysname;
+  std::map<Mac, int> fact_by_mac;
+  std::set<Mac> switch_macs;
+
+  void Warn(const Sw& s, const std::string& port, const std::string& why) {
+    warnings.push_back(port.empty() ? fmt::format("{}: {}", s.name, why)
+                                    : fmt::format("{} port {}: {}", s.name, port, why));
+  }
+
+  void Index() {
+    std::map<std::string, int> name_count;
+    for (const SwitchWalk& w : walks) ++name_count[w.sys_name];
+    std::set<std::string> used;
+    for (size_t i = 0; i < walks.size(); ++i) {
+      sws.push_back(MakeSw(walks[i]));
+      Sw& s = sws.back();
+      const SwitchWalk& w = walks[i];
+      std::string name = SafeName(w.sys_name);
+      if (name.empty() || name_count[w.sys_name] > 1 || used.count(name)) {
+        std::string alt = SafeName(fmt::format("{}{}{}", name.empty() ? "switch" : name, "@", w.source));
+        if (!name.empty())
+          warnings.push_back(fmt::format("{} ({}): sysName '{}' is not unique; the switch is named '{}'", w.sys_name,
+                                         w.source, w.sys_name, alt));
+        name = alt;
+      }
+      used.insert(name);
+      s.name = name;
+      int idx = static_cast<int>(i);
+      if (!w.chassis_id.empty()) by_chassis.emplace(w.chassis_id, idx);
+      if (w.bridge_address) {
+        by_chassis.emplace(FormatMac(*w.bridge_address), idx);
+        switch_macs.insert(*w.bridge_address);
+      }
+      if (auto mac = ParseMac(w.chassis_id)) switch_macs.insert(*mac);
+      for (const auto& [ii, itf] : w.interfaces)
+        if (itf.mac) switch_macs.insert(*itf.mac);
+      std::string addr = w.source.substr(0, w.source.rfind(':'));
+      by_address.emplace(addr, idx);
+      for (const std::string& a : w.local_mgmt_addresses) by_address.emplace(a, idx);
+      if (!w.sys_name.empty() && name_count[w.sys_name] == 1) by_sysname.emplace(w.sys_name, idx);
+    }
+    for (size_t i = 0; i < facts.size(); ++i)
+      for (const Mac& m : facts[i].macs) fact_by_mac.emplace(m, static_cast<int>(i));
+  }
+
+  // The walked switch that `row` describes, if any.
+  std::optional<int> IdentifySwitch(const LldpRemote& row) const {
+    if (auto it = by_chassis.find(row.chassis_id); it != by_chassis.end()) return it->second;
+    for (const std::string& a : row.mgmt_addresses)
+      if (auto it = by_address.find(a); it != by_address.end()) return it->second;
+    if (auto it = by_sysname.find(row.sys_name); it != by_sysname.end()) return it->second;
+    return std::nullopt;
+  }
+};
+
+// Union-find over node indices, for connectivity and cycles.
+struct Dsu {
+  std::vector<int> p;
+  explicit Dsu(int n) : p(n) { std::iota(p.begin(), p.end(), 0); }
+  int Find(int x) { return p[x] == x ? x : p[x] = Find(p[x]); }
+  bool Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a == b) return false;
+    p[a] = b;
+    return true;
+  }
+};
+
+}  // namespace
+
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
+  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
+  b.Index();
+  struct {
+    std::vector<DiscoveredLink> links;
+    std::vector<std::string> warnings;
+    int lldp_hosts = 0, fdb_hosts = 0, blocked_or_down_links = 0;
+  } out;
+  for (const SwitchWalk& w : walks) out.warnings.insert(out.warnings.end(), w.warnings.begin(), w.warnings.end());
+
+  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
+  std::vector<HalfLink> halves;
+  std::vector<std::set<int>> switch_facing(walks.size());  // Port groups with a switch behind them.
+  struct LldpHost {
+    int sw, if_index;
+    const LldpRemote* row;
+  };
+  std::vector<LldpHost> lldp_hosts;
+  for (size_t si = 0; si < b.sws.size(); ++si) {
+    const Sw& s = b.sws[si];
+    if (s.walk->lldp_mib == 0)
+      b.Warn(s, "", "no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours");
+    for (const LldpRemote& row : s.walk->remotes) {
+      auto local = ResolveLocalPort(s, row.local_port_num);
+      std::string who = row.sys_name.empty() ? row.chassis_id : fmt::format("{} ({})", row.sys_name, row.chassis_id);
+      if (!local) {
+        b.Warn(s, fmt::format("#{}", row.local_port_num),
+               fmt::format("LLDP neighbour {}: local port number {} matches no interface by name, bridge port or "
+                           "ifIndex; neighbour ignored",
+                           who, row.local_port_num));
+        continue;
+      }
+      auto peer = b.IdentifySwitch(row);
+      if (peer && *peer == static_cast<int>(si)) continue;  // Hears itself (a loop through a hub): ignore.
+      if (peer) {
+        switch_facing[si].insert(Group(s, *local));
+        const Sw& r = b.sws[*peer];
+        auto remote = ResolveRemotePort(r, row);
+        if (remote) switch_facing[*peer].insert(Group(r, *remote));
+        std::string why = NotForwarding(s, *local);
+        if (why.empty() && remote) why = NotForwarding(r, *remote).empty() ? "" : "remote " + NotForwarding(r, *remote);
+        if (!why.empty()) {
+          ++out.blocked_or_down_links;
+          continue;
+        }
+        halves.push_back({static_cast<int>(si), Group(s, *local), *peer,
+                          remote ? std::optional<int>(Group(r, *remote)) : std::nullopt});
+        if (!remote)
+          b.Warn(s, PortLabel(s, *local),
+                 fmt::format("LLDP neighbour {}: its port '{}' (subtype {}, description '{}') matches no interface of "
+                             "{}; the link's speed is taken from this side only",
+                             who, Printable(row.port_raw), row.port_subtype, Printable(row.port_desc), r.name));
+      } else if (row.is_switch_like()) {
+        switch_facing[si].insert(Group(s, *local));
+        b.Warn(s, PortLabel(s, *local),
+               fmt::format("LLDP neighbour {} is a bridge or router that was not walked (no SNMP access, or not "
+                           "reached); the subtree behind it is missing",
+                           who));
+      } else {
+        if (NotForwarding(s, *local).empty()) lldp_hosts.push_back({static_cast<int>(si), *local, &row});
+      }
+    }
+  }
+
+  // 2. Pair the half-links into switch links, one per (switch, port group) pair.
+  std::vector<SwitchLink> links;
+  std::map<std::pair<int, int>, int> link_of_end;  // (switch, group) -> link.
+  auto find_end = [&](int sw, int g) -> int {
+    auto it = link_of_end.find({sw, g});
+    return it == link_of_end.end() ? -1 : it->second;
+  };
+  // Both ends known first, then one-sided rows.
+  std::stable_sort(halves.begin(), halves.end(),
+                   [](const HalfLink& x, const HalfLink& y) { return x.gb.has_value() > y.gb.has_value(); });
+  for (const HalfLink& h : halves) {
+    int la = find_end(h.a, h.ga);
+    int lb = h.gb ? find_end(h.b, *h.gb) : -1;
+    if (la >= 0 || lb >= 0) {
+      int l = la >= 0 ? la : lb;
+      SwitchLink& sl = links[l];
+      bool same = (sl.a == h.a && sl.b == h.b) || (sl.a == h.b && sl.b == h.a);
+      if (same) {
+        if (sl.a == h.b && !sl.gb.has_value()) sl.gb = h.ga;  // The row from the other side fills it in.
+        if (sl.a == h.a && !sl.gb && h.gb) sl.gb = h.gb;
+        if (sl.gb) link_of_end[{sl.b, *sl.gb}] = l;
+        link_of_end[{h.a, h.ga}] = l;
+        sl.both_sides = sl.both_sides || sl.a != h.a;
+        continue;
+      }
+      b.Warn(b.sws[h.a], PortLabel(b.sws[h.a], h.ga),
+             fmt::format("LLDP says this port reaches both {} and {}; the second is ignored",
+                         b.sws[sl.a == h.a ? sl.b : sl.a].name, b.sws[h.b].name));
+      continue;
+    }
+    // A one-sided row pairs with an existing link between the same switches
+    // whose end on this side is still unknown.
+    if (!h.gb) {
+      bool merged = false;
+      for (size_t l = 0; l < links.size(); ++l) {
+        SwitchLink& sl = links[l];
+        if (sl.a == h.b && sl.b == h.a && !sl.gb) {
+          sl.gb = h.ga;
+          sl.both_sides = true;
+          link_of_end[{h.a, h.ga}] = static_cast<int>(l);
+          merged = true;
+          break;
+        }
+      }
+      if (merged) continue;
+    }
+    links.push_back({h.a, h.ga, h.b, h.gb, false});
+    link_of_end[{h.a, h.ga}] = static_cast<int>(links.size()) - 1;
+    if (h.gb) link_of_end[{h.b, *h.gb}] = static_cast<int>(links.size()) - 1;
+  }
+  // A one-sided row whose partner link has a known end on the other side is
+  // the same link seen once: merge links between the same pair where one end
+  // is unknown and the other matches.
+  for (size_t i = 0; i < links.size(); ++i) {
+    for (size_t j = 0; j < links.size(); ++j) {
+      if (i == j || links[i].a < 0 || links[j].a < 0) continue;
+      SwitchLink& x = links[i];
+      SwitchLink& y = links[j];
+      if (x.a == y.b && x.b == y.a && !x.gb && y.gb && *y.gb == x.ga) {
+        y.both_sides = true;
+        x.a = -1;  // Merged into y.
+      }
+    }
+  }
+  std::erase_if(links, [](const SwitchLink& l) { return l.a < 0; });
+  // Spanning tree leaves at most one forwarding link between two switches
+  // (a LAG counts as one). A second link whose far end could not be resolved
+  // is most likely the blocked one seen from its forwarding side: drop it.
+  for (size_t i = 0; i < links.size(); ++i) {
+    SwitchLink& x = links[i];
+    if (x.gb || x.a < 0) continue;
+    for (size_t j = 0; j < links.size(); ++j) {
+      const SwitchLink& y = links[j];
+      if (i == j || y.a < 0 || !((y.a == x.a && y.b == x.b) || (y.a == x.b && y.b == x.a))) continue;
+      b.Warn(b.sws[x.a], PortLabel(b.sws[x.a], x.ga),
+             fmt::format("a second link to {} whose far port is unknown; taken as redundant (blocked at the far "
+                         "end) and left out",
+                         b.sws[x.b].name));
+      x.a = -1;
+      break;
+    }
+  }
+  std::erase_if(links, [](const SwitchLink& l) { return l.a < 0; });
+
+  // 3. Hosts: LLDP neighbours first, then FDB entries on edge ports.
+  struct HostAt {
+    std::string name;
+    int sw, if_index;
+    std::string how;
+  };
+  std::vector<HostAt> hosts;
+  std::map<std::string, size_t> host_index;
+  std::set<int> placed_facts;
+  auto add_host = [&](std::string name, int sw, int if_index, std::string how) {
+    auto [it, inserted] = host_index.emplace(name, hosts.size());
+    if (!inserted) {
+      const HostAt& first = hosts[it->second];
+      b.Warn(b.sws[sw], PortLabel(b.sws[sw], if_index),
+             fmt::format("host '{}' is also attached to {} port {} ({}); the first place is kept", name,
+                         b.sws[first.sw].name, PortLabel(b.sws[first.sw], first.if_index), first.how));
+      return;
+    }
+    hosts.push_back({std::move(name), sw, if_index, std::move(how)});
+  };
+  for (const LldpHost& lh : lldp_hosts) {
+    const LldpRemote& row = *lh.row;
+    std::optional<Mac> mac;
+    if (row.port_subtype == 3) mac = ParseMac(row.port_raw);
+    if (!mac) mac = ParseMac(row.chassis_id);
+    std::string name;
+    if (mac)
+      if (auto it = b.fact_by_mac.find(*mac); it != b.fact_by_mac.end()) {
+        name = b.facts[it->second].name;
+        placed_facts.insert(it->second);
+      }
+    if (name.empty()) name = SafeName(row.sys_name);
+    if (name.empty() && mac) name = "host-" + SafeName(FormatMac(*mac));
+    if (name.empty()) name = "host-" + SafeName(row.chassis_id);
+    if (b.by_sysname.count(name) ||
+        std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
+      b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
+             fmt::format("LLDP neighbour '{}' has a switch's name but not its chassis ID; ignored", name));
+      continue;
+    }
+    ++out.lldp_hosts;
+    add_host(name, lh.sw, lh.if_index, "lldp");
+  }
+  std::map<int, std::vector<std::pair<int, int>>> fdb_candidates;  // fact -> (switch, ifIndex).
+  for (size_t si = 0; si < b.sws.size(); ++si) {
+    const Sw& s = b.sws[si];
+    // Ports behind which a switch MAC was learned are uplinks, not edges.
+    std::set<int> uplink;
+    std::vector<std::pair<const FdbEntry*, int>> entries;
+    for (const FdbEntry& e : s.walk->fdb) {
+      if (e.bridge_port == 0 || e.status == 4) continue;  // Port 0: the switch itself; 4: self.
+      auto bp = s.walk->base_port_if_index.find(e.bridge_port);
+      int if_index = bp != s.walk->base_port_if_index.end() ? bp->second : e.bridge_port;
+      if (b.switch_macs.count(e.mac)) uplink.insert(Group(s, if_index));
+      entries.emplace_back(&e, if_index);
+    }
+    for (auto [e, if_index] : entries) {
+      int g = Group(s, if_index);
+      if (switch_facing[si].count(g) || uplink.count(g)) continue;
+      auto it = b.fact_by_mac.find(e->mac);
+      if (it == b.fact_by_mac.end()) continue;
+      if (!NotForwarding(s, if_index).empty()) continue;
+      auto& cands = fdb_candidates[it->second];
+      if (std::find(cands.begin(), cands.end(), std::make_pair(static_cast<int>(si), if_index)) == cands.end())
+        cands.emplace_back(static_cast<int>(si), if_index);
+    }
+  }
+  for (auto& [fact, cands] : fdb_candidates) {
+    if (placed_facts.count(fact)) continue;
+    const auto [sw, if_index] = cands.front();
+    if (cands.size() > 1) {
+      std::string others;
+      for (size_t i = 1; i < cands.size(); ++i)
+        others += fmt::format("{}{} port {}", i > 1 ? ", " : "", b.sws[cands[i].first].name,
+                              PortLabel(b.sws[cands[i].first], cands[i].second));
+      b.Warn(b.sws[sw], PortLabel(b.sws[sw], if_index),
+             fmt::format("host '{}' is learned on several edge ports (also {}); this one is kept", b.facts[fact].name,
+                         others));
+    }
+    placed_facts.insert(fact);
+    ++out.fdb_hosts;
+    add_host(b.facts[fact].name, sw, if_index, "fdb");
+  }
+  for (size_t i = 0; i < b.facts.size(); ++i) {
+    if (placed_facts.count(static_cast<int>(i))) continue;
+    std::string macs;
+    for (const Mac& m : b.facts[i].macs) macs += (macs.empty() ? "" : ", ") + FormatMac(m);
+    b.warnings.push_back(fmt::format("host '{}' ({}) was found on no switch edge port (not in LLDP or any FDB)",
+                                     b.facts[i].name, macs.empty() ? "no MACs" : macs));
+  }
+  std::map<std::pair<int, int>, std::vector<std::string>> hosts_on_port;
+  for (const HostAt& h : hosts) hosts_on_port[{h.sw, Group(b.sws[h.sw], h.if_index)}].push_back(h.name);
+  for (const auto& [key, names] : hosts_on_port)
+    if (names.size() > 1)
+      b.Warn(b.sws[key.first], PortLabel(b.sws[key.first], key.second),
+             fmt::format("{} hosts on one port ({}): an unmanaged switch or hub is probably behind it", names.size(),
+                         fmt::format("{}", fmt::join(names, ", "))));
+
+  // 4. Cycles, then the connected part around the first switch.
+  const int nsw = static_cast<int>(b.sws.size());
+  auto end_label = [&](int sw, std::optional<int> g) {
+    return g ? fmt::format("{}:{}", b.sws[sw].name, PortLabel(b.sws[sw], *g)) : b.sws[sw].name;
+  };
+  {
+    Dsu dsu(nsw);
+    std::vector<std::vector<std::pair<int, int>>> adj(nsw);  // (neighbour, link) of accepted links.
+    for (size_t l = 0; l < links.size(); ++l) {
+      const SwitchLink& sl = links[l];
+      if (dsu.Union(sl.a, sl.b)) {
+        adj[sl.a].emplace_back(sl.b, static_cast<int>(l));
+        adj[sl.b].emplace_back(sl.a, static_cast<int>(l));
+        continue;
+      }
+      // Path from b to a over accepted links, then this link closes it.
+      std::vector<int> prev_link(nsw, -1), prev(nsw, -1);
+      std::vector<int> queue{sl.b};
+      prev[sl.b] = sl.b;
+      for (size_t q = 0; q < queue.size(); ++q)
+        for (auto [n, li] : adj[queue[q]])
+          if (prev[n] < 0) {
+            prev[n] = queue[q];
+            prev_link[n] = li;
+            queue.push_back(n);
+          }
+      std::vector<std::string> parts;
+      for (int x = sl.a; x != sl.b && prev[x] >= 0 && prev[x] != x; x = prev[x]) {
+        const SwitchLink& pl = links[prev_link[x]];
+        parts.push_back(fmt::format("{} -- {}", end_label(pl.a, pl.ga), end_label(pl.b, pl.gb)));
+      }
+      parts.push_back(fmt::format("{} -- {}", end_label(sl.a, sl.ga), end_label(sl.b, sl.gb)));
+      return Status::FailedPrecondition(fmt::format(
+          "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
+          "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported",
+          fmt::join(parts, ", ")));
+    }
+  }
+  Dsu dsu(nsw);
+  for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
+  std::vector<bool> keep(nsw);
+  for (int i = 0; i < nsw; ++i) {
+    keep[i] = dsu.Find(i) == dsu.Find(0);
+    if (!keep[i])
+      b.Warn(b.sws[i], "",
+             fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[0].name));
+  }
+
+  // 5. The topology: kept switches, their hosts, switch links, host links.
+  std::vector<Node> nodes;
+  std::vector<Link> tlinks;
+  std::vector<int> node_of(nsw, -1);
+  for (int i = 0; i < nsw; ++i)
+    if (keep[i]) {
+      node_of[i] = static_cast<int>(nodes.size());
+      nodes.push_back({b.sws[i].name, NodeKind::kSwitch, 1, {}});
+    }
+  auto speed_of = [&](int sw, int group, const std::string& what, int* members) {
+    double bps = GroupSpeed(b.sws[sw], group, members);
+    if (bps <= 0) {
+      b.Warn(b.sws[sw], PortLabel(b.sws[sw], group),
+             fmt::format("ifHighSpeed is missing or 0 for the link to {}; assuming {}", what,
+                         FormatSpeed(kDefaultSpeedBps)));
+    }
+    return bps;
+  };
+  for (const SwitchLink& sl : links) {
+    if (!keep[sl.a]) continue;
+    int ma = 1, mb = 1;
+    double sa = GroupSpeed(b.sws[sl.a], sl.ga, &ma);
+    double sb = sl.gb ? GroupSpeed(b.sws[sl.b], *sl.gb, &mb) : 0;
+    double speed = sa > 0 && sb > 0 ? std::min(sa, sb) : std::max(sa, sb);
+    if (speed <= 0) {
+      b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
+             fmt::format("ifHighSpeed is missing or 0 at both ends of the link to {}; assuming {}", b.sws[sl.b].name,
+                         FormatSpeed(kDefaultSpeedBps)));
+      speed = kDefaultSpeedBps;
+    }
+    if (sa > 0 && sb > 0 && sa != sb)
+      b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
+             fmt::format("speed {} differs from the far end {} ({}); the lower is used", FormatSpeed(sa),
+                         end_label(sl.b, sl.gb), FormatSpeed(sb)));
+    tlinks.push_back({node_of[sl.a], node_of[sl.b], speed, 0, {}});
+    out.links.push_back({{b.sws[sl.a].name, PortLabel(b.sws[sl.a], sl.ga)},
+                         {b.sws[sl.b].name, sl.gb ? PortLabel(b.sws[sl.b], *sl.gb) : ""},
+                         speed,
+                         std::max(ma, mb),
+                         sl.both_sides || sl.gb ? "lldp" : "lldp (one side)"});
+  }
+  std::stable_sort(hosts.begin(), hosts.end(), [](const HostAt& x, const HostAt& y) {
+    return std::tie(x.sw, x.if_index, x.name) < std::tie(y.sw, y.if_index, y.name);
+  });
+  for (const HostAt& h : hosts) {
+    if (!keep[h.sw]) continue;
+    int members = 1;
+    double speed = speed_of(h.sw, Group(b.sws[h.sw], h.if_index), "host " + h.name, &members);
+    if (speed <= 0) speed = kDefaultSpeedBps;
+    int node = static_cast<int>(nodes.size());
+    nodes.push_back({h.name, NodeKind::kHost, 1, {}});
+    tlinks.push_back({node, node_of[h.sw], speed, 0, {}});
+    out.links.push_back({{h.name, ""},
+                         {b.sws[h.sw].name, PortLabel(b.sws[h.sw], Group(b.sws[h.sw], h.if_index))},
+                         speed,
+                         members,
+                         h.how});
+  }
+  out.warnings.insert(out.warnings.end(), b.warnings.begin(), b.warnings.end());
+  if (std::none_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.kind == NodeKind::kHost; }))
+    return Status::NotFound(fmt::format(
+        "{} switch(es) walked but no host found: no LLDP neighbour is a host, and no known host MAC is learned on an "
+        "edge port (pass the hosts' MACs with --hosts)",
+        nsw));
+  auto topo = Topology::Create(std::move(nodes), std::move(tlinks), "discovery");
+  if (!topo.ok()) return topo.status();
+  return DiscoveredTree{std::move(*topo), std::move(out.links), std::move(out.warnings),
+                        out.lldp_hosts,   out.fdb_hosts,        out.blocked_or_down_links};
+}
+
+std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row) {
+  return ResolveLocalPort(MakeSw(walk), row.local_port_num);
+}
+
+std::string FormatDiscoveredTree(const DiscoveredTree& tree) {
+  std::string s = DumpTopology(tree.topology);
+  s += "# Ports of each link, as discovered:\n";
+  for (const DiscoveredLink& l : tree.links) {
+    auto end = [](const LinkEnd& e) { return e.port.empty() ? e.node : fmt::format("{}:{}", e.node, e.port); };
+    s += fmt::format("#   {} -- {}  {}{}  ({})\n", end(l.a), end(l.b), FormatSpeed(l.speed_bps),
+                     l.members > 1 ? fmt::format(", LAG of {}", l.members) : "", l.how);
+  }
+  if (!tree.warnings.empty()) {
+    s += fmt::format("# {} warning(s):\n", tree.warnings.size());
+    for (const std::string& w : tree.warnings) s += fmt::format("#   {}\n", w);
+  }
+  return s;
+}
+
+}  // namespace topotune::discovery

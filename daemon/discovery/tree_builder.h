@@ -1,0 +1,84 @@
+// Builds the switch tree (the tuner/ Topology) from the walks of every
+// switch, by the rules that netdisco and LibreNMS apply to real switches:
+//
+//  - the local port of an LLDP row is found by name first (lldpLocPortId or
+//    lldpLocPortDesc against ifName/ifDescr/ifAlias), then through
+//    dot1dBasePortIfIndex, then by taking the port number as the ifIndex
+//    (LLDP-V2-MIB rows are keyed by ifIndex, so for them that comes second);
+//  - a neighbour is a walked switch if its chassis ID, else one of its
+//    management addresses, else its sysName matches; its port is resolved by
+//    the port ID subtype (name, local number, MAC), then lldpRemPortDesc;
+//  - only ports that are up and STP-forwarding (or have no STP row) carry
+//    links; the members of a LAG become one link whose speed is their sum;
+//    a link's speed is the smaller of its two ends' ifHighSpeed;
+//  - hosts are LLDP neighbours that are not bridges or routers, and MACs of
+//    known hosts (HostFact) learned on edge ports: ports with no switch
+//    neighbour and no switch MAC behind them (FDB port 0 and self entries
+//    are skipped).
+//
+// What cannot be resolved becomes a warning naming the switch, the port and
+// the reason. Links that still form a cycle are an error naming them.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/discovery/snmp_types.h"
+#include "daemon/discovery/switch_walk.h"
+#include "tuner/status.h"
+#include "tuner/topology.h"
+
+namespace topotune::discovery {
+
+// What an agent (or a hosts file) says about a host: its name and NIC MACs.
+struct HostFact {
+  std::string name;
+  std::vector<Mac> macs;
+};
+
+// Parses a hosts file:
+//   hosts:
+//     - name: n0
+//       macs: ["02:00:00:00:00:01", "02:00:00:00:01:01"]
+StatusOr<std::vector<HostFact>> ParseHostFacts(const std::string& text, const std::string& source);
+StatusOr<std::vector<HostFact>> LoadHostFacts(const std::string& path);
+
+// One end of a link: a switch (or host) and its port.
+struct LinkEnd {
+  std::string node;
+  std::string port;  // Interface label; "" for a host end or when unresolved.
+};
+
+struct DiscoveredLink {
+  LinkEnd a, b;
+  double speed_bps = 0;
+  int members = 1;  // LAG members (1 for a plain link).
+  std::string how;  // "lldp", "lldp (one side)", "fdb".
+};
+
+struct DiscoveredTree {
+  Topology topology;
+  std::vector<DiscoveredLink> links;  // Same order as topology.links().
+  std::vector<std::string> warnings;  // Decoding warnings of the walks first, then the builder's.
+  int lldp_hosts = 0;
+  int fdb_hosts = 0;
+  int blocked_or_down_links = 0;  // Switch links left out: a port down or not STP-forwarding.
+};
+
+// Builds the tree. The first walk's switch anchors it: switches and hosts not
+// connected to it are left out with a warning. Fails when no switch was
+// walked, when no host was found, or when the links form a cycle.
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts);
+
+// The ifIndex of the local port of an LLDP row of `walk` (the rule above), or
+// nullopt when it resolves to no interface.
+std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row);
+
+// The tree as topology YAML (DumpTopology), followed by comments that name
+// the switch ports of every link and list the warnings.
+std::string FormatDiscoveredTree(const DiscoveredTree& tree);
+
+}  // namespace topotune::discovery
