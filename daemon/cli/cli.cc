@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cli/discover_cmd.h"
 #include "tuner/bounds.h"
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
@@ -56,7 +57,8 @@ constexpr const char* kTopFooter =
     "EXAMPLES\n"
     "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
     "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"
-    "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml --algorithm tree_scheduled\n";
+    "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml --algorithm tree_scheduled\n"
+    "  topotune discover --seed 198.18.0.1 --out cluster.yaml\n";
 
 constexpr const char* kPlacementHelp =
     "PLACEMENT\n"
@@ -514,6 +516,11 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                 "  topotune schedule --topology deploy/examples/three-level.yaml --collective allgather \\\n"
                 "      --algorithm switch_ordered_ring\n");
 
+  // discover
+  DiscoverArgs discover_args;
+  AddDiscoverCommand(app, &discover_args);
+  help->Describe(discover_args.command, discover_args.description);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -525,6 +532,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (*exp) return RunExport(export_args, out, err);
   if (*bound) return RunBound(bound_args, out, err);
   if (*sched) return RunSchedule(sched_args, out, err);
+  if (*discover_args.command) return RunDiscover(discover_args, out, err);
   err << "topotune: no command given\n";
   return kExitUsage;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -223,6 +224,23 @@ struct SwitchLink {
   bool both_sides = false;
 };
 
+// A short form of a walk's source for names: "198.18.0.1" from
+// "198.18.0.1:161", "core-1" from "/path/core-1.snmprec".
+std::string ShortSource(std::string s) {
+  if (size_t slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  for (const char* ext : {".snmprec", ".txt", ".walk"})
+    if (s.size() > strlen(ext) && s.ends_with(ext)) s.resize(s.size() - strlen(ext));
+  if (size_t colon = s.rfind(':'); colon != std::string::npos && s.find(':') == colon) s.resize(colon);
+  return s;
+}
+
+// "host-001b21bbe6f0": a name for a host known only by its MAC.
+std::string MacName(const Mac& mac) {
+  std::string s = FormatMac(mac);
+  std::erase(s, ':');
+  return "host-" + s;
+}
+
 std::string SafeName(std::string s) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) >= 0x7f) c = '-';
@@ -253,7 +271,7 @@ struct Builder {
       const SwitchWalk& w = walks[i];
       std::string name = SafeName(w.sys_name);
       if (name.empty() || name_count[w.sys_name] > 1 || used.count(name)) {
-        std::string alt = SafeName(fmt::format("{}{}{}", name.empty() ? "switch" : name, "@", w.source));
+        std::string alt = SafeName(fmt::format("{}@{}", name.empty() ? "switch" : name, ShortSource(w.source)));
         if (!name.empty())
           warnings.push_back(fmt::format("{} ({}): sysName '{}' is not unique; the switch is named '{}'", w.sys_name,
                                          w.source, w.sys_name, alt));
@@ -486,7 +504,7 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         placed_facts.insert(it->second);
       }
     if (name.empty()) name = SafeName(row.sys_name);
-    if (name.empty() && mac) name = "host-" + SafeName(FormatMac(*mac));
+    if (name.empty() && mac) name = MacName(*mac);
     if (name.empty()) name = "host-" + SafeName(row.chassis_id);
     if (b.by_sysname.count(name) ||
         std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {

@@ -336,7 +336,7 @@ elseif(CASE STREQUAL "usage_errors")
   expect_rc(2)
 
 elseif(CASE STREQUAL "help")
-  foreach(cmd "--help" "topology;--help" "topology;show;--help" "bound;--help" "schedule;--help")
+  foreach(cmd "--help" "topology;--help" "topology;show;--help" "bound;--help" "schedule;--help" "discover;--help")
     run_topotune(${cmd})
     expect_rc(0)
     expect_empty(stderr)
@@ -350,6 +350,46 @@ elseif(CASE STREQUAL "help")
   run_topotune(--version)
   expect_rc(0)
   expect_match(stdout "^topotune [0-9]+\\.[0-9]+")
+
+elseif(CASE STREQUAL "discover_from_walks")
+  # A recorded walk builds a tree with no socket: four LLDP neighbours of the
+  # Arista recording are hosts on Ethernet1/3/5/47, and Ethernet48's bridge
+  # neighbour, never walked, is a warning naming switch, port and reason.
+  set(walk "${EXAMPLES}/../../../shared/fixtures/snmp/vendor/arista_eos.snmprec")
+  run_topotune(discover --from-walks "${walk}" --out "${WORK_DIR}/tree.yaml")
+  expect_rc(0)
+  expect_empty(stdout)
+  expect_match(stderr "discovered 1 switch\\(es\\), 4 host\\(s\\) \\(4 by LLDP, 0 by FDB\\), 4 link\\(s\\)"
+    "port Ethernet48: LLDP neighbour 4900M-CORE.example.net \\(c4:7d:4f:c4:46:c0\\) is a bridge or router that was not walked"
+    "wrote ")
+  file(READ "${WORK_DIR}/tree.yaml" yaml)
+  if(NOT yaml MATCHES "host-001b21bbe6f0.*3750E-Estudio1.example.net" OR NOT yaml MATCHES ":Ethernet47  10Gbps")
+    fail("tree.yaml lacks the expected hosts and ports:\n${yaml}")
+  endif()
+  # The written file is a valid topology.
+  run_topotune(topology show "${WORK_DIR}/tree.yaml" --ascii)
+  expect_rc(0)
+
+elseif(CASE STREQUAL "discover_errors")
+  run_topotune(discover)
+  expect_rc(2)
+  expect_match(stderr "give --seed ADDR")
+  run_topotune(discover --seed 127.0.0.1 --v3-user u --v3-auth short --v3-priv alsoshort)
+  expect_rc(2)
+  expect_match(stderr "at least 8 characters")
+  run_topotune(discover --seed 127.0.0.1 --port 70000)
+  expect_rc(2)
+  run_topotune(discover --from-walks "${WORK_DIR}/none.snmprec")
+  expect_rc(2)
+  # Nothing answers SNMP on the discard port: the seed times out, reported.
+  run_topotune(discover --seed 127.0.0.1 --port 9 --timeout 0.2 --retries 0)
+  expect_rc(1)
+  expect_match(stderr "no switch could be walked from the seeds" "127.0.0.1: not walked: 127.0.0.1:9: no response \\(timeout\\)")
+  # A file that is not a walk gives warnings, and no tree.
+  file(WRITE "${WORK_DIR}/garbage.snmprec" "not a walk\n1.3.6|4x|zz\n")
+  run_topotune(discover --from-walks "${WORK_DIR}/garbage.snmprec")
+  expect_rc(1)
+  expect_match(stderr "no host found")
 
 else()
   message(FATAL_ERROR "cli_test.cmake: unknown CASE '${CASE}'")

@@ -1,0 +1,186 @@
+// `topotune discover`: crawl the switches over SNMP from seed addresses (or
+// read recorded walks), build the tree and write it as a topology file, with
+// progress on stderr and a summary at the end.
+#include "daemon/cli/discover_cmd.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <mutex>
+#include <ostream>
+
+#include "daemon/discovery/discover.h"
+#include "daemon/discovery/tree_builder.h"
+
+namespace topotune::cli {
+
+namespace dsc = topotune::discovery;
+
+void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
+  CLI::App* cmd = app.add_subcommand("discover", "Discover the switch tree over SNMP (LLDP, IF, BRIDGE, STP, LAG)");
+  args->command = cmd;
+  args->description =
+      ("Discovers the Ethernet switch tree and writes it as a topology file. Starting from the seed switches, it\n"
+       "walks each switch's LLDP-MIB (or LLDP-V2-MIB), IF-MIB, BRIDGE-MIB (ports, STP, FDB), Q-BRIDGE-MIB and\n"
+       "IEEE8023-LAG-MIB with SNMP GETBULK, and crawls on to the neighbours' LLDP management addresses, many\n"
+       "switches at once. It keeps links that are up and STP-forwarding, folds LAG members into one link (the sum\n"
+       "of their speeds), and finds hosts as LLDP neighbours that are not bridges or routers and, with --hosts, as\n"
+       "known MACs learned on edge ports. What it cannot resolve is a warning naming the switch, port and reason;\n"
+       "forwarding links that form a cycle are an error naming them.\n"
+       "\n"
+       "With --from-walks it reads recorded walks instead (one file per switch: .snmprec, or the output of\n"
+       "'snmpwalk -On'), with no network: a walk saved with --save-walks reproduces a discovery exactly.\n");
+  cmd->add_option("--seed", args->seeds, "Switch address(es) to start from (comma-separated)")
+      ->delimiter(',')
+      ->type_name("ADDR[,ADDR...]");
+  cmd->add_option("--from-walks", args->walk_files, "Build from recorded walks instead of SNMP, one file per switch")
+      ->type_name("FILE...")
+      ->check(CLI::ExistingFile.description(""));
+  cmd->add_option("--community", args->community, "SNMP v2c community")->type_name("C")->capture_default_str();
+  cmd->add_option("--v3-user", args->v3_user, "Use SNMP v3 authPriv as this user")->type_name("U");
+  cmd->add_option("--v3-auth", args->v3_auth, "SNMP v3 authentication pass phrase (8+ characters)")->type_name("PASS");
+  cmd->add_option("--v3-priv", args->v3_priv, "SNMP v3 privacy pass phrase (8+ characters)")->type_name("PASS");
+  cmd->add_option("--v3-auth-protocol", args->v3_auth_protocol, "SHA, SHA-256 or MD5")
+      ->type_name("P")
+      ->capture_default_str();
+  cmd->add_option("--v3-priv-protocol", args->v3_priv_protocol, "AES or DES")->type_name("P")->capture_default_str();
+  cmd->add_option("--port", args->port, "SNMP UDP port of every switch")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for each SNMP response")
+      ->type_name("S")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  cmd->add_option("--retries", args->retries, "Retries of each SNMP request")
+      ->type_name("N")
+      ->check(CLI::Range(0, 20))
+      ->capture_default_str();
+  cmd->add_option("--max-repetitions", args->max_repetitions, "GETBULK max-repetitions")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--concurrency", args->concurrency, "Switches walked at once")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--max-switches", args->max_switches, "Stop crawling after this many switch addresses")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_flag("--no-crawl", args->no_crawl, "Walk the seeds only; do not follow LLDP management addresses");
+  cmd->add_option("--hosts", args->hosts_file,
+                  "Hosts and their MACs (YAML 'hosts: [{name, macs: [..]}]'), to name LLDP hosts and find hosts "
+                  "known only by MAC")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile.description(""));
+  cmd->add_option("--out", args->out, "Write the topology file here (default: stdout)")->type_name("FILE");
+  cmd->add_option("--save-walks", args->save_walks, "Save each switch's walk as DIR/ADDRESS.snmprec")->type_name("DIR");
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  cmd->footer(
+      "EXIT STATUS\n"
+      "  0  a tree was discovered (warnings, if any, are printed)\n"
+      "  1  no tree: no seed answered, no host was found, or the links form a cycle\n"
+      "  2  usage error\n"
+      "\nEXAMPLES\n"
+      "  topotune discover --seed 198.18.0.1 --community public --out cluster.yaml\n"
+      "  topotune discover --seed 10.0.0.2,10.0.0.3 --v3-user topotune --v3-auth 'auth pass' \\\n"
+      "      --v3-priv 'priv pass' --hosts hosts.yaml --save-walks walks/\n"
+      "  topotune discover --from-walks walks/*.snmprec --hosts hosts.yaml\n");
+}
+
+int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.seeds.empty() == args.walk_files.empty()) {
+    err << "topotune discover: give --seed ADDR[,ADDR...] or --from-walks FILE..., not both and not neither\n"
+           "Run 'topotune discover --help' for usage.\n";
+    return kExitUsage;
+  }
+  std::vector<dsc::HostFact> facts;
+  if (!args.hosts_file.empty()) {
+    auto loaded = dsc::LoadHostFacts(args.hosts_file);
+    if (!loaded.ok()) {
+      err << "topotune discover: " << loaded.status().message() << "\n";
+      return kExitFailure;
+    }
+    facts = std::move(*loaded);
+  }
+
+  StatusOr<dsc::DiscoveryReport> report = Status::Internal("not run");
+  if (!args.walk_files.empty()) {
+    auto walks = dsc::WalksFromFiles(args.walk_files);
+    if (!walks.ok()) {
+      err << "topotune discover: " << walks.status().message() << "\n";
+      return kExitFailure;
+    }
+    int64_t requests = 0;
+    for (const dsc::SwitchWalk& w : *walks) requests += w.requests;
+    int n = static_cast<int>(walks->size());
+    auto tree = dsc::BuildTree(*walks, facts);
+    if (tree.ok())
+      report = dsc::DiscoveryReport{std::move(*tree), n, 0, requests, 0.0};
+    else
+      report = tree.status();
+  } else {
+    dsc::CrawlOptions options;
+    options.seeds = args.seeds;
+    if (!args.v3_user.empty() || !args.v3_auth.empty() || !args.v3_priv.empty()) {
+      options.credentials.version = dsc::SnmpVersion::kV3;
+      options.credentials.v3_user = args.v3_user;
+      options.credentials.v3_auth_pass = args.v3_auth;
+      options.credentials.v3_priv_pass = args.v3_priv;
+      options.credentials.v3_auth_protocol = args.v3_auth_protocol;
+      options.credentials.v3_priv_protocol = args.v3_priv_protocol;
+    } else {
+      options.credentials.community = args.community;
+    }
+    if (Status s = dsc::ValidateCredentials(options.credentials); !s.ok()) {
+      err << "topotune discover: " << s.message() << "\nRun 'topotune discover --help' for usage.\n";
+      return kExitUsage;
+    }
+    options.transport.port = args.port;
+    options.transport.timeout_s = args.timeout_s;
+    options.transport.retries = args.retries;
+    options.transport.max_repetitions = args.max_repetitions;
+    options.concurrency = args.concurrency;
+    options.max_switches = args.max_switches;
+    options.follow_lldp = !args.no_crawl;
+    options.save_walks_dir = args.save_walks;
+    if (!args.quiet) {
+      options.progress = [&err](const dsc::CrawlProgress& p) {
+        err << fmt::format("discover: [{} walked, {} failed, {} pending] {}\n", p.walked, p.failed, p.pending, p.last);
+        err.flush();
+      };
+    }
+    report = dsc::Discover(options, facts);
+  }
+  if (!report.ok()) {
+    err << "topotune discover: " << report.status().message() << "\n";
+    return kExitFailure;
+  }
+  const dsc::DiscoveredTree& tree = report->tree;
+  std::string yaml = dsc::FormatDiscoveredTree(tree);
+  if (args.out.empty() || args.out == "-") {
+    out << yaml;
+  } else {
+    std::ofstream f(args.out);
+    f << yaml;
+    f.close();
+    if (!f) {
+      err << fmt::format("topotune discover: cannot write {}: {}\n", args.out, std::strerror(errno));
+      return kExitFailure;
+    }
+  }
+  for (const std::string& w : tree.warnings) err << "warning: " << w << "\n";
+  const Topology& t = tree.topology;
+  int switches = t.num_nodes() - static_cast<int>(t.hosts().size());
+  err << fmt::format(
+      "discovered {} switch(es), {} host(s) ({} by LLDP, {} by FDB), {} link(s), {} warning(s); {} switch(es) walked, "
+      "{} unreachable, {} SNMP request(s) in {:.2f} s{}\n",
+      switches, t.hosts().size(), tree.lldp_hosts, tree.fdb_hosts, t.links().size(), tree.warnings.size(),
+      report->switches_walked, report->unreachable, report->requests, report->seconds,
+      args.out.empty() || args.out == "-" ? "" : fmt::format("; wrote {}", args.out));
+  return kExitOk;
+}
+
+}  // namespace topotune::cli
