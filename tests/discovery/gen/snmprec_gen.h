@@ -1,0 +1,142 @@
+// The .snmprec fixture generator: turns a TRUE switch tree (a Topology) into
+// the SNMP recordings its switches would answer with (one .snmprec file per
+// switch, in the format snmpsimd 0.4.5 serves and our discovery parses
+// directly), together with the truth that discovery must reproduce.
+//
+// What a switch's recording holds (the MIB layout is described in detail at
+// the top of snmprec_gen.cc): system group, IF-MIB ifTable/ifXTable,
+// BRIDGE-MIB (base port table, STP port state, dot1dTpFdbTable), Q-BRIDGE-MIB
+// (dot1qVlanFdbId, dot1qTpFdbTable), IEEE8023-LAG-MIB dot3adAggPortTable, and
+// LLDP-MIB v1 or LLDP-V2-MIB (local system, local ports, remote systems,
+// remote management addresses).
+//
+// The truth: the input's switches, hosts and links, each host with slots = 1
+// and every latency 0 (SNMP carries neither). Link speeds are unchanged: the
+// LAG is made from an input switch-switch link by giving each of its two
+// member ports HALF the input speed, so the speed discovery must report (the
+// sum over the members) is the input speed and truth equals the input. The
+// redundant STP-blocked link and the stale LLDP row on a down port exist only
+// in the recordings, never in the truth.
+//
+// Quirks (see Quirks() for the table) are spread over the switches
+// deterministically from the seed; every quirk lands on at least one switch
+// of any tree with >= 6 switches (fewer switches: as many as fit).
+//
+// Determinism: the same topology and options give byte-identical output on
+// every platform (the generator uses its own integer draws from
+// std::mt19937_64, never the implementation-defined std distributions).
+//
+// Thread-safety: the functions share no state and may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tuner/status.h"
+#include "tuner/topology.h"
+
+namespace topotune::snmprec_gen {
+
+struct GenOptions {
+  uint64_t seed = 1;
+  // 0: every switch has just the ports it uses; else every switch is padded
+  // to this many physical ports (unused ones oper-down, without LLDP). A
+  // switch that needs more ports than this is an error.
+  int ports_per_switch = 0;
+  // Switch i (in topology order) gets the IPv4 management address base+i+1.
+  std::string mgmt_base = "127.1.0.0";
+  // Spread the quirks of Quirks() (all but stp_blocked and lag) over the
+  // switches.
+  bool quirks = true;
+  // One redundant switch-switch link that STP blocks on one side (quirk
+  // stp_blocked, on the blocking switch), plus one oper-down port with a
+  // stale LLDP row on that switch. Neither is in the truth.
+  bool add_blocked_link = true;
+  // Turn one switch-switch link into a 2-port LAG whose members run at half
+  // the link speed (quirk lag, on both ends).
+  bool add_lag = true;
+  // Fraction of the hosts that send no LLDP and are known only through the
+  // FDB of their edge switch (matched by MAC through hosts.yaml).
+  double fdb_only_host_fraction = 0.3;
+};
+
+struct GeneratedSwitch {
+  std::string name;          // sysName, from the input topology.
+  std::string mgmt_address;  // dotted IPv4.
+  std::string community;     // the name made safe for a file name; unique.
+  std::string snmprec;       // the whole recording, OID-sorted, one "OID|TAG|VALUE" per line.
+  std::vector<std::string> quirks;  // names from Quirks(), in table order.
+};
+
+struct GeneratedTree {
+  std::vector<GeneratedSwitch> switches;  // topology order.
+  Topology truth;                         // what discovery must produce.
+  // Host name -> its MACs ("02:00:00:00:00:01"), in topology host order. Some
+  // hosts have a second MAC (an unconnected NIC) that appears nowhere else.
+  std::vector<std::pair<std::string, std::vector<std::string>>> host_macs;
+  // The hosts that send no LLDP (known only through the FDB), topology order.
+  std::vector<std::string> fdb_only_hosts;
+};
+
+// The quirk table: the single source of quirk names and what each one does.
+struct QuirkInfo {
+  std::string_view name;
+  std::string_view description;
+};
+const std::vector<QuirkInfo>& Quirks();
+
+// Generates the recordings. Errors (InvalidArgument) name what is wrong: a
+// host not linked to a switch, a speed that is not a whole number of Mbit/s
+// (ifHighSpeed cannot carry it), a bad mgmt_base, too many ports or switches.
+StatusOr<GeneratedTree> GenerateTree(const Topology& topo, const GenOptions& options);
+
+enum class Layout {
+  // <dir>/<community>.snmprec: one snmpsimd serves every switch on one
+  // address, selected by community.
+  kByCommunity,
+  // <dir>/public/1.3.6.1.6.1.1.<i>.snmprec plus <dir>/snmpsimd.args: one
+  // snmpsimd (with --v2c-arch) serves switch i at its own management address
+  // with community "public". snmpsimd numbers its UDP/IPv4 endpoints 0, 1, ...
+  // in command-line order (transport domain 1.3.6.1.6.1.1.<n>) and, in
+  // --v2c-arch mode, looks a request up as <community>/<domain>/<source ip>,
+  // then <community>/<domain>, then <community>; snmpsimd.args lists the
+  // endpoints in switch order so that endpoint i is switch i.
+  kByAddress,
+};
+
+struct WriteOptions {
+  Layout layout = Layout::kByCommunity;
+  int snmp_port = 161;  // the UDP port written into snmpsimd.args (kByAddress).
+};
+
+// Writes <dir>/truth.yaml (DumpTopology), <dir>/hosts.yaml, <dir>/switches.yaml
+// and the recordings in `options.layout`; creates `dir` if needed. In the
+// by-address layout switches.yaml gives every switch community "public".
+Status WriteTree(const GeneratedTree& tree, const std::string& dir, const WriteOptions& options = {});
+
+// The snmpsimd command line that serves a tree written to `dir` (absolute
+// paths recommended), without the privilege options (--process-user/group)
+// that root needs.
+std::string SnmpsimdCommand(const std::string& dir, const WriteOptions& options);
+
+// hosts.yaml and switches.yaml as WriteTree writes them.
+std::string HostsYaml(const GeneratedTree& tree);
+std::string SwitchesYaml(const GeneratedTree& tree, Layout layout);
+
+// Trees to feed the generator.
+//
+// A random switch tree with exactly `switches` switches s0.. (s0 the root) on
+// at most `depth` levels (s0..s<depth-1> form a chain, so the deepest level is
+// reached), `hosts_per_switch` (>= 1) hosts h0.. on every switch, random speeds of
+// whole Mbit/s. Deterministic in `seed`.
+StatusOr<Topology> RandomSwitchTree(uint64_t seed, int switches, int hosts_per_switch, int depth);
+// A three-level fan-out: core0, `aggregation` switches agg<a> (40 Gbit/s to the
+// core), each with `edge_per_aggregation` switches edge<a>-<e> (10 Gbit/s),
+// each with `hosts_per_edge` hosts h<n> (1 Gbit/s). 9, 10, 40 gives 100
+// switches (1 + 9 + 90) of at most 41 used ports, with 3600 hosts.
+StatusOr<Topology> FanoutTree(int aggregation, int edge_per_aggregation, int hosts_per_edge);
+
+}  // namespace topotune::snmprec_gen

@@ -1,0 +1,81 @@
+# Sourced by the SNMP tests: start and stop a real snmpsimd (Debian snmpsim
+# 0.4.5) serving .snmprec files, so that discovery walks them over UDP
+# through net-snmp exactly as it walks a switch.
+#
+#   snmpsim_start DATA_DIR ENDPOINT... [-- EXTRA_SNMPSIMD_ARGS...]
+#       ENDPOINT is ADDR:PORT on loopback. Waits until every endpoint answers
+#       (a sysName GET with the first file's community) or fails after 120 s.
+#       Sets SNMPSIM_PID and SNMPSIM_DIR (its cache and log).
+#   snmpsim_stop
+#       Kills exactly the snmpsimd this script started. Call it from a trap.
+#   snmpsim_free_port
+#       Prints a free UDP port on 127.0.0.1.
+#
+# snmpsimd as root must drop privileges (--process-user/--process-group), so
+# its cache directory and the data are made readable and writable for nobody.
+
+snmpsim_free_port() {
+  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+snmpsim_start() {
+  local data=$1
+  shift
+  local endpoints=() extra=()
+  while (($#)); do
+    if [[ $1 == -- ]]; then
+      shift
+      extra=("$@")
+      break
+    fi
+    endpoints+=("$1")
+    shift
+  done
+  SNMPSIM_DIR=$(mktemp -d /tmp/topotune-snmpsim.XXXXXX)
+  chmod 755 "$SNMPSIM_DIR"
+  mkdir -p "$SNMPSIM_DIR/cache"
+  chmod -R a+rX "$data"
+  local user_args=()
+  if ((EUID == 0)); then
+    chown nobody "$SNMPSIM_DIR/cache"
+    user_args=(--process-user=nobody --process-group=nogroup)
+  fi
+  local endpoint_args=()
+  for e in "${endpoints[@]}"; do endpoint_args+=("--agent-udpv4-endpoint=$e"); done
+  snmpsimd --data-dir="$data" --cache-dir="$SNMPSIM_DIR/cache" "${user_args[@]}" "${endpoint_args[@]}" \
+    --logging-method=file:"$SNMPSIM_DIR/snmpsimd.log" "${extra[@]}" >"$SNMPSIM_DIR/stdout" 2>&1 &
+  SNMPSIM_PID=$!
+  # Wait until each endpoint answers; indexing large files takes seconds.
+  local community
+  community=$(find "$data" -name '*.snmprec' | head -1)
+  community=${community#"$data"/}
+  community=${community%.snmprec}
+  local deadline=$((SECONDS + 120))
+  for e in "${endpoints[@]}"; do
+    until snmpget -v2c -c "$community" -On -t 1 -r 0 "udp:$e" 1.3.6.1.2.1.1.5.0 >/dev/null 2>&1; do
+      if ! kill -0 "$SNMPSIM_PID" 2>/dev/null; then
+        echo "snmpsimd exited early:" >&2
+        cat "$SNMPSIM_DIR/stdout" "$SNMPSIM_DIR/snmpsimd.log" >&2 2>/dev/null
+        return 1
+      fi
+      if ((SECONDS > deadline)); then
+        echo "snmpsimd does not answer on $e after 120 s" >&2
+        return 1
+      fi
+      sleep 0.5
+    done
+  done
+}
+
+snmpsim_stop() {
+  if [[ -n ${SNMPSIM_PID:-} ]]; then
+    kill "$SNMPSIM_PID" 2>/dev/null || true
+    wait "$SNMPSIM_PID" 2>/dev/null || true
+    SNMPSIM_PID=
+  fi
+  if [[ -n ${SNMPSIM_DIR:-} ]]; then
+    rm -rf "$SNMPSIM_DIR"
+    SNMPSIM_DIR=
+  fi
+  return 0
+}
