@@ -112,8 +112,14 @@ std::optional<int> ResolveLocalPort(const Sw& s, int num) {
   const SwitchWalk& w = *s.walk;
   auto lp = w.local_ports.find(num);
   if (lp != w.local_ports.end()) {
-    if (auto i = MatchName(s, lp->second.id)) return i;
-    if (auto i = MatchName(s, lp->second.desc)) return i;
+    // The port ID is a name unless its subtype says MAC (3) or it is a
+    // locally assigned number (7): "3" must not match an ifName "3" that
+    // belongs to another port, as on switches that name ports by number.
+    const LldpLocalPort& p = lp->second;
+    bool number = !p.id.empty() && std::all_of(p.id.begin(), p.id.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (p.subtype != 3 && !(p.subtype == 7 && number))
+      if (auto i = MatchName(s, p.id)) return i;
+    if (auto i = MatchName(s, p.desc)) return i;
   }
   auto by_bridge = [&]() -> std::optional<int> {
     auto it = w.base_port_if_index.find(num);
@@ -362,7 +368,8 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         switch_facing[si].insert(Group(s, *local));
         const Sw& r = b.sws[*peer];
         auto remote = ResolveRemotePort(r, row);
-        if (remote) switch_facing[*peer].insert(Group(r, *remote));
+        // A row on a port that is down may be stale: it says nothing of the far port.
+        if (remote && NotForwarding(s, *local).empty()) switch_facing[*peer].insert(Group(r, *remote));
         std::string why = NotForwarding(s, *local);
         if (why.empty() && remote) why = NotForwarding(r, *remote).empty() ? "" : "remote " + NotForwarding(r, *remote);
         if (!why.empty()) {

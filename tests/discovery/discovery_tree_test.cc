@@ -1,0 +1,242 @@
+// Discovery against synthetic switch trees with a known truth: the fixture
+// generator (gen/snmprec_gen.h) writes what each switch of a random 3-level
+// tree would answer, with every vendor quirk spread over the switches
+// (bridge port != ifIndex, TimeMarks and duplicated rows, text chassis IDs,
+// LLDP-V2-MIB, a redundant link blocked by STP, a 2-port LAG, hosts known
+// only through the FDB, ...). The tree that discovery builds from those walks
+// must equal the truth: the same switches and hosts, the same links with the
+// same speeds. Then faults: garbage values, truncated tables, a switch that
+// times out, an unreachable seed: discovery completes, with warnings.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "daemon/discovery/discover.h"
+#include "daemon/discovery/recorded_walk.h"
+#include "daemon/discovery/switch_walk.h"
+#include "daemon/discovery/tree_builder.h"
+#include "tests/discovery/gen/snmprec_gen.h"
+
+namespace topotune::discovery {
+namespace {
+
+namespace gen = topotune::snmprec_gen;
+
+// One line per node and per link, sorted: equal sets mean equal trees.
+std::set<std::string> Canonical(const Topology& t) {
+  std::set<std::string> out;
+  for (const Node& n : t.nodes())
+    out.insert(fmt::format("{} {}", n.kind == NodeKind::kHost ? "host" : "switch", n.name));
+  for (const Link& l : t.links()) {
+    std::string a = t.nodes()[l.a].name, b = t.nodes()[l.b].name;
+    if (b < a) std::swap(a, b);
+    out.insert(fmt::format("link {} -- {} {}", a, b, FormatSpeed(l.speed_bps)));
+  }
+  return out;
+}
+
+::testing::AssertionResult SameTree(const Topology& got, const Topology& want) {
+  std::set<std::string> g = Canonical(got), w = Canonical(want);
+  if (g == w) return ::testing::AssertionSuccess();
+  std::vector<std::string> missing, extra;
+  std::set_difference(w.begin(), w.end(), g.begin(), g.end(), std::back_inserter(missing));
+  std::set_difference(g.begin(), g.end(), w.begin(), w.end(), std::back_inserter(extra));
+  return ::testing::AssertionFailure() << "\n  missing: " << fmt::format("{}", fmt::join(missing, "\n           "))
+                                       << "\n  extra:   " << fmt::format("{}", fmt::join(extra, "\n           "));
+}
+
+std::vector<HostFact> Facts(const gen::GeneratedTree& tree) {
+  std::vector<HostFact> facts;
+  for (const auto& [name, macs] : tree.host_macs) {
+    HostFact f{name, {}};
+    for (const std::string& m : macs) f.macs.push_back(*ParseMac(m));
+    facts.push_back(std::move(f));
+  }
+  return facts;
+}
+
+std::vector<SwitchWalk> Walks(const gen::GeneratedTree& tree, std::vector<std::string>* parse_warnings = nullptr) {
+  std::vector<SwitchWalk> walks;
+  for (const gen::GeneratedSwitch& s : tree.switches) {
+    ParsedWalk parsed = ParseSnmprec(s.snmprec, s.community);
+    if (parse_warnings) parse_warnings->insert(parse_warnings->end(), parsed.warnings.begin(), parsed.warnings.end());
+    RecordedSource src(s.mgmt_address + ":161", std::move(parsed.vars));
+    walks.push_back(*WalkSwitch(src));
+  }
+  return walks;
+}
+
+gen::GeneratedTree Generate(uint64_t seed, int switches, int hosts_per_switch, int depth) {
+  auto topo = gen::RandomSwitchTree(seed, switches, hosts_per_switch, depth);
+  EXPECT_TRUE(topo.ok()) << topo.status().message();
+  gen::GenOptions options;
+  options.seed = seed;
+  auto tree = gen::GenerateTree(*topo, options);
+  EXPECT_TRUE(tree.ok()) << tree.status().message();
+  return std::move(*tree);
+}
+
+// A crawl over recorded sources, one per management address; addresses in
+// `timeouts` behave like a switch that never answers.
+CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string> timeouts = {}) {
+  auto by_address = std::make_shared<std::map<std::string, std::string>>();
+  for (const gen::GeneratedSwitch& s : tree.switches) (*by_address)[s.mgmt_address] = s.snmprec;
+  CrawlOptions options;
+  options.seeds = {tree.switches.front().mgmt_address};
+  options.concurrency = 4;
+  options.open = [by_address, timeouts](const std::string& address) -> StatusOr<std::unique_ptr<SnmpSource>> {
+    if (timeouts.count(address)) return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
+    auto it = by_address->find(address);
+    if (it == by_address->end()) return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
+    return std::unique_ptr<SnmpSource>(new RecordedSource(address + ":161", ParseSnmprec(it->second, address).vars));
+  };
+  return options;
+}
+
+TEST(GeneratedTree, EveryQuirkAppearsAtSeedOne) {
+  gen::GeneratedTree tree = Generate(1, 8, 2, 3);
+  std::set<std::string> seen;
+  for (const gen::GeneratedSwitch& s : tree.switches) seen.insert(s.quirks.begin(), s.quirks.end());
+  for (const gen::QuirkInfo& q : gen::Quirks()) EXPECT_TRUE(seen.count(std::string(q.name))) << q.name;
+  EXPECT_FALSE(tree.fdb_only_hosts.empty());
+}
+
+// The property: over many random trees (fixed seeds), discovery from the
+// recordings equals the truth, with no warning (every quirk is resolvable).
+TEST(GeneratedTree, DiscoveryEqualsTruthOverRandomTrees) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    int switches = 6 + static_cast<int>(seed % 7);
+    gen::GeneratedTree tree = Generate(seed, switches, 1 + static_cast<int>(seed % 3), 3);
+    std::vector<std::string> parse_warnings;
+    auto built = BuildTree(Walks(tree, &parse_warnings), Facts(tree));
+    ASSERT_TRUE(built.ok()) << "seed " << seed << ": " << built.status().message();
+    EXPECT_TRUE(parse_warnings.empty()) << "seed " << seed << ": " << parse_warnings.front();
+    EXPECT_TRUE(SameTree(built->topology, tree.truth)) << "seed " << seed;
+    EXPECT_TRUE(built->warnings.empty()) << "seed " << seed << ": "
+                                         << fmt::format("{}", fmt::join(built->warnings, "\n"));
+    EXPECT_EQ(built->fdb_hosts, static_cast<int>(tree.fdb_only_hosts.size())) << "seed " << seed;
+    EXPECT_GE(built->blocked_or_down_links, 1) << "seed " << seed;
+  }
+}
+
+TEST(GeneratedTree, CrawlFromOneSeedFindsEverySwitch) {
+  for (uint64_t seed : {3, 17, 42}) {
+    gen::GeneratedTree tree = Generate(seed, 10, 2, 3);
+    std::vector<CrawlProgress> progress;
+    CrawlOptions options = RecordedCrawl(tree);
+    options.progress = [&](const CrawlProgress& p) { progress.push_back(p); };
+    auto report = Discover(options, Facts(tree));
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->switches_walked, 10);
+    EXPECT_EQ(report->unreachable, 0);
+    EXPECT_TRUE(SameTree(report->tree.topology, tree.truth)) << "seed " << seed;
+    ASSERT_FALSE(progress.empty());
+    EXPECT_EQ(progress.back().walked, 10);
+    EXPECT_EQ(progress.back().pending, 0);
+    EXPECT_GT(report->requests, 0);
+  }
+}
+
+TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
+  gen::GeneratedTree tree = Generate(5, 6, 1, 3);
+  // Unblock the blocked port: set every dot1dStpPortState to forwarding.
+  for (gen::GeneratedSwitch& s : tree.switches) {
+    std::string out;
+    for (std::string_view rest = s.snmprec; !rest.empty();) {
+      size_t nl = rest.find('\n');
+      std::string line(rest.substr(0, nl));
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      if (line.starts_with("1.3.6.1.2.1.17.2.15.1.3.")) line = line.substr(0, line.rfind('|') + 1) + "5";
+      out += line + "\n";
+    }
+    s.snmprec = out;
+  }
+  auto built = BuildTree(Walks(tree), Facts(tree));
+  ASSERT_FALSE(built.ok());
+  EXPECT_NE(built.status().message().find("the forwarding links form a cycle: "), std::string::npos)
+      << built.status().message();
+  EXPECT_NE(built.status().message().find(" -- "), std::string::npos);
+}
+
+// ---- Faults -------------------------------------------------------------------
+
+TEST(Faults, SwitchThatTimesOutAndUnreachableSeedGiveWarnings) {
+  gen::GeneratedTree tree = Generate(7, 8, 2, 3);
+  // A leaf switch of the truth times out: its hosts are lost, the rest stays.
+  std::string leaf;
+  for (int n = 0; n < tree.truth.num_nodes(); ++n) {
+    if (tree.truth.is_host(n)) continue;
+    int switch_links = 0;
+    for (int l : tree.truth.incident(n)) switch_links += !tree.truth.is_host(tree.truth.Other(l, n));
+    if (switch_links == 1 && n != 0) leaf = tree.truth.nodes()[n].name;
+  }
+  ASSERT_FALSE(leaf.empty());
+  std::string leaf_address;
+  for (const gen::GeneratedSwitch& s : tree.switches)
+    if (s.name == leaf) leaf_address = s.mgmt_address;
+  CrawlOptions options = RecordedCrawl(tree, {leaf_address});
+  options.seeds.push_back("127.255.255.254");  // Unreachable seed.
+  auto report = Discover(options, Facts(tree));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->switches_walked, 7);
+  EXPECT_EQ(report->unreachable, 2);
+  std::string all = fmt::format("{}", fmt::join(report->tree.warnings, "\n"));
+  EXPECT_NE(all.find(leaf_address + ": not walked: " + leaf_address + ":161: no response (timeout)"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("127.255.255.254: not walked"), std::string::npos) << all;
+  EXPECT_FALSE(report->tree.topology.Find(leaf));
+  EXPECT_GT(report->tree.topology.hosts().size(), 0u);
+}
+
+TEST(Faults, GarbageValuesAndTruncatedTablesCompleteWithWarnings) {
+  std::mt19937_64 rng(99);
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    gen::GeneratedTree tree = Generate(seed, 7, 2, 3);
+    // Corrupt one switch in three: junk in one value of each table, then cut
+    // the recording short somewhere in its second half.
+    for (size_t i = 0; i < tree.switches.size(); i += 3) {
+      std::string& rec = tree.switches[i].snmprec;
+      std::vector<std::string> lines;
+      for (std::string_view rest = rec; !rest.empty();) {
+        size_t nl = rest.find('\n');
+        lines.emplace_back(rest.substr(0, nl));
+        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      }
+      static const char* const kJunk[] = {"4x|zz", "2|up", "66|-5", "6|x.y", "4|", "2|99999999999"};
+      for (int k = 0; k < 8; ++k) {
+        std::string& l = lines[rng() % lines.size()];
+        l = l.substr(0, l.find('|') + 1) + kJunk[rng() % std::size(kJunk)];
+      }
+      lines.resize(lines.size() / 2 + rng() % (lines.size() / 2));
+      rec.clear();
+      for (const std::string& l : lines) rec += l + "\n";
+    }
+    std::vector<std::string> parse_warnings;
+    std::vector<SwitchWalk> walks = Walks(tree, &parse_warnings);
+    EXPECT_FALSE(parse_warnings.empty()) << "seed " << seed;
+    auto built = BuildTree(walks, Facts(tree));
+    // Either a (smaller) tree with warnings, or a clear error: never a crash.
+    if (built.ok()) {
+      EXPECT_FALSE(built->warnings.empty()) << "seed " << seed;
+      EXPECT_LE(built->topology.num_nodes(), tree.truth.num_nodes()) << "seed " << seed;
+    } else {
+      EXPECT_FALSE(built.status().message().empty());
+    }
+  }
+}
+
+TEST(Faults, NoWalkAndNoHostAreClearErrors) {
+  EXPECT_NE(BuildTree({}, {}).status().message().find("no switch could be walked"), std::string::npos);
+  RecordedSource empty("198.18.0.9:161", {});
+  auto walk = WalkSwitch(empty);
+  ASSERT_TRUE(walk.ok());
+  auto built = BuildTree({*walk}, {});
+  ASSERT_FALSE(built.ok());
+  EXPECT_NE(built.status().message().find("no host found"), std::string::npos) << built.status().message();
+}
+
+}  // namespace
+}  // namespace topotune::discovery
