@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tuner/topology_diff.h"
+
 namespace topotune {
 namespace {
 
@@ -539,6 +541,31 @@ TEST(TopologyIoFileTest, FarajYuanFigure1) {
     EXPECT_EQ(t->nodes()[t->links()[i].b].name, kLinks[i][1]) << "link " << i;
     EXPECT_EQ(t->links()[i].speed_bps, 100e6);
   }
+}
+
+}  // namespace
+}  // namespace topotune
+
+namespace topotune {
+namespace {
+
+TEST(DiffTopologies, ReportsAddedRemovedAndChangedByName) {
+  auto a = ParseTopology(
+      "switches: [{name: s0}, {name: s1}]\nhosts: [{name: h0}, {name: h1, slots: 2}]\n"
+      "links: [[s0, s1, 10Gbps], [h0, s0, 1Gbps], [h1, s1, 1Gbps]]\n",
+      "a");
+  auto b = ParseTopology(
+      "switches: [{name: s1}, {name: s0}]\nhosts: [{name: h1, slots: 2}, {name: h0}]\n"
+      "links: [[h1, s1, 1Gbps], [s1, s0, 10Gbps], [s0, h0, 1Gbps]]\n",
+      "b");
+  auto c = ParseTopology(
+      "switches: [{name: s0}]\nhosts: [{name: h0}, {name: h2}]\nlinks: [[h0, s0, 10Gbps], [h2, s0, 1Gbps]]\n", "c");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_TRUE(DiffTopologies(*a, *b).empty());
+  EXPECT_EQ(DiffTopologies(*a, *c),
+            (std::vector<std::string>{"- host h1 slots 2", "+ host h2", "+ link h0 -- s0 10Gbps",
+                                      "- link h0 -- s0 1Gbps", "- link h1 -- s1 1Gbps", "+ link h2 -- s0 1Gbps",
+                                      "- link s0 -- s1 10Gbps", "- switch s1"}));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
 #include "tuner/simgrid_export.h"
+#include "tuner/topology_diff.h"
 #include "tuner/topology_io.h"
 
 #ifndef TOPOTUNE_VERSION
@@ -164,6 +165,24 @@ int RunShow(const ShowArgs& args, std::ostream& out, std::ostream& err) {
   if (!job) return code;
   out << DrawTopology(job->topo, job->placement, job->tree, DrawOptions{.ascii = args.ascii});
   return kExitOk;
+}
+
+struct DiffArgs {
+  std::string before, after;
+};
+
+// Exit status as diff(1): 0 the same, 1 different, 2 trouble.
+int RunDiff(const DiffArgs& args, std::ostream& out, std::ostream& err) {
+  auto before = LoadTopologyFile(args.before);
+  auto after = before.ok() ? LoadTopologyFile(args.after) : before;
+  if (!before.ok() || !after.ok()) {
+    err << "topotune: " << (before.ok() ? after : before).status().message() << "\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> diff = DiffTopologies(*before, *after);
+  for (const std::string& line : diff) out << line << "\n";
+  if (diff.empty()) out << "same switches, hosts and links\n";
+  return diff.empty() ? kExitOk : kExitFailure;
 }
 
 struct ExportArgs {
@@ -411,6 +430,22 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
                "  topotune topology show deploy/examples/two-switch-4x4.yaml --hosts h0,h1,h4:2 --ascii\n");
 
+  // topology diff
+  DiffArgs diff_args;
+  CLI::App* diff = topology->add_subcommand("diff", "Compare two topology files: nodes and links added or removed");
+  help->Describe(diff,
+                 "Compares two topology files by name: switches and hosts (with their slots) and links (with their\n"
+                 "speed and latency) that are in only one of them, one line each: '- ' only in BEFORE, '+ ' only in\n"
+                 "AFTER. The order of nodes and links in the files does not matter. Use it to check a discovered\n"
+                 "tree against a known one, or what changed between two discoveries.\n"
+                 "\n"
+                 "Exit status as diff(1): 0 the same, 1 different, 2 a file could not be read or is invalid.\n");
+  diff->add_option("BEFORE", diff_args.before, "Topology file (YAML)")->required()->type_name("");
+  diff->add_option("AFTER", diff_args.after, "Topology file (YAML)")->required()->type_name("");
+  diff->footer(
+      "EXAMPLES\n"
+      "  topotune discover --seed 198.18.0.1 --out today.yaml && topotune topology diff cluster.yaml today.yaml\n");
+
   // topology export
   ExportArgs export_args;
   CLI::App* exp = topology->add_subcommand("export", "Write the topology as a SimGrid platform (and smpirun hostfile)");
@@ -530,6 +565,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   if (*show) return RunShow(show_args, out, err);
   if (*exp) return RunExport(export_args, out, err);
+  if (*diff) return RunDiff(diff_args, out, err);
   if (*bound) return RunBound(bound_args, out, err);
   if (*sched) return RunSchedule(sched_args, out, err);
   if (*discover_args.command) return RunDiscover(discover_args, out, err);

@@ -19,33 +19,17 @@
 #include "daemon/discovery/switch_walk.h"
 #include "daemon/discovery/tree_builder.h"
 #include "tests/discovery/gen/snmprec_gen.h"
+#include "tuner/topology_diff.h"
 
 namespace topotune::discovery {
 namespace {
 
 namespace gen = topotune::snmprec_gen;
 
-// One line per node and per link, sorted: equal sets mean equal trees.
-std::set<std::string> Canonical(const Topology& t) {
-  std::set<std::string> out;
-  for (const Node& n : t.nodes())
-    out.insert(fmt::format("{} {}", n.kind == NodeKind::kHost ? "host" : "switch", n.name));
-  for (const Link& l : t.links()) {
-    std::string a = t.nodes()[l.a].name, b = t.nodes()[l.b].name;
-    if (b < a) std::swap(a, b);
-    out.insert(fmt::format("link {} -- {} {}", a, b, FormatSpeed(l.speed_bps)));
-  }
-  return out;
-}
-
 ::testing::AssertionResult SameTree(const Topology& got, const Topology& want) {
-  std::set<std::string> g = Canonical(got), w = Canonical(want);
-  if (g == w) return ::testing::AssertionSuccess();
-  std::vector<std::string> missing, extra;
-  std::set_difference(w.begin(), w.end(), g.begin(), g.end(), std::back_inserter(missing));
-  std::set_difference(g.begin(), g.end(), w.begin(), w.end(), std::back_inserter(extra));
-  return ::testing::AssertionFailure() << "\n  missing: " << fmt::format("{}", fmt::join(missing, "\n           "))
-                                       << "\n  extra:   " << fmt::format("{}", fmt::join(extra, "\n           "));
+  std::vector<std::string> diff = DiffTopologies(want, got);
+  if (diff.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  " << fmt::format("{}", fmt::join(diff, "\n  "));
 }
 
 std::vector<HostFact> Facts(const gen::GeneratedTree& tree) {
