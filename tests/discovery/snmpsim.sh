@@ -4,7 +4,8 @@
 #
 #   snmpsim_start DATA_DIR ENDPOINT... [-- EXTRA_SNMPSIMD_ARGS...]
 #       ENDPOINT is ADDR:PORT on loopback. Waits until every endpoint answers
-#       (a sysName GET with the first file's community) or fails after 120 s.
+#       (a sysName GET with community $SNMPSIM_COMMUNITY, default the first
+#       file's name) or fails after 120 s.
 #       Sets SNMPSIM_PID and SNMPSIM_DIR (its cache and log).
 #   snmpsim_stop
 #       Kills exactly the snmpsimd this script started. Call it from a trap.
@@ -46,10 +47,12 @@ snmpsim_start() {
     --logging-method=file:"$SNMPSIM_DIR/snmpsimd.log" "${extra[@]}" >"$SNMPSIM_DIR/stdout" 2>&1 &
   SNMPSIM_PID=$!
   # Wait until each endpoint answers; indexing large files takes seconds.
-  local community
-  community=$(find "$data" -name '*.snmprec' | head -1)
-  community=${community#"$data"/}
-  community=${community%.snmprec}
+  local community=${SNMPSIM_COMMUNITY:-}
+  if [[ -z $community ]]; then
+    community=$(find "$data" -name '*.snmprec' | head -1)
+    community=${community#"$data"/}
+    community=${community%.snmprec}
+  fi
   local deadline=$((SECONDS + 120))
   for e in "${endpoints[@]}"; do
     until snmpget -v2c -c "$community" -On -t 1 -r 0 "udp:$e" 1.3.6.1.2.1.1.5.0 >/dev/null 2>&1; do

@@ -146,8 +146,8 @@ class Recording {
     std::string out;
     for (size_t i = 0; i < records_.size(); ++i) {
       if (i > 0 && records_[i].oid == records_[i - 1].oid)
-        return Status::Internal(fmt::format("snmprec generator: switch '{}': duplicate OID {}", switch_name,
-                                            OidText(records_[i].oid)));
+        return Status::Internal(
+            fmt::format("snmprec generator: switch '{}': duplicate OID {}", switch_name, OidText(records_[i].oid)));
       out += OidText(records_[i].oid);
       out += '|';
       out += records_[i].tag;
@@ -296,7 +296,7 @@ struct SwitchModel {
   int style = 0;
   uint8_t caps_enabled = kCapBridge;
   bool down_speed_zero = false;
-  int chassis_format = 0;  // text_chassis: format of the local chassis ID.
+  int chassis_format = 0;   // text_chassis: format of the local chassis ID.
   std::vector<Port> ports;  // Index = front-panel position - 1.
   std::vector<Aggregate> aggs;
   uint32_t vlan_if_index = 0;
@@ -366,8 +366,8 @@ std::optional<uint32_t> ParseIpv4(std::string_view text) {
 std::string SafeCommunity(const std::string& name) {
   std::string out;
   for (char c : name) {
-    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' ||
-              c == '.';
+    bool ok =
+        (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
     out += ok ? c : '_';
   }
   if (out.empty() || out[0] == '.') out = "s" + out;
@@ -415,8 +415,7 @@ void NamePort(int style, int pos, Port& p) {
 
 void NameAggregate(int style, int k, Aggregate& a) {
   static const char* const kNames[kNumStyles] = {"Po{}", "ae{}", "bond{}", "Port-Channel{}", "Trk{}"};
-  static const char* const kDescrs[kNumStyles] = {"Port-channel{}", "ae{}", "bond{}", "Port-Channel{}",
-                                                  "Trunk {}"};
+  static const char* const kDescrs[kNumStyles] = {"Port-channel{}", "ae{}", "bond{}", "Port-Channel{}", "Trunk {}"};
   int number = style == 1 ? k : k + 1;
   a.if_name = fmt::format(fmt::runtime(kNames[style]), number);
   a.if_descr = fmt::format(fmt::runtime(kDescrs[style]), number);
@@ -492,7 +491,8 @@ class Generator {
       int i = static_cast<int>(switches_.size());
       if (i + 1 > 0xfffe) return Status::InvalidArgument("topology: more than 65534 switches");
       if (static_cast<uint64_t>(*base) + static_cast<uint64_t>(i) + 1 > 0xffffffffULL)
-        return Status::InvalidArgument(fmt::format("mgmt_base: {} + {} switches overflows IPv4", opt_.mgmt_base, i + 1));
+        return Status::InvalidArgument(
+            fmt::format("mgmt_base: {} + {} switches overflows IPv4", opt_.mgmt_base, i + 1));
       switch_of_[n] = i;
       SwitchModel s;
       s.name = node.name;
@@ -512,9 +512,9 @@ class Generator {
       if (topo_.is_host(link.a) && topo_.is_host(link.b))
         return Status::InvalidArgument(where + ": links two hosts; a host must hang off a switch");
       if (!WholeMbps(link.speed_bps))
-        return Status::InvalidArgument(fmt::format(
-            "{}: speed {} is not a whole number of Mbit/s (>= 1Mbps), which ifHighSpeed cannot carry", where,
-            FormatSpeed(link.speed_bps)));
+        return Status::InvalidArgument(
+            fmt::format("{}: speed {} is not a whole number of Mbit/s (>= 1Mbps), which ifHighSpeed cannot carry",
+                        where, FormatSpeed(link.speed_bps)));
     }
     return Status::Ok();
   }
@@ -572,34 +572,39 @@ class Generator {
       }
       Cable(a, b, PortUse::kSwitch, mbps);
     }
-    // The redundant link, blocked on one side, and the stale LLDP row.
-    if (opt_.add_blocked_link && switches_.size() >= 2) {
-      std::vector<std::set<int>> adjacent(switches_.size());
-      for (size_t s = 0; s < att_.size(); ++s)
-        for (const Port& p : att_[s])
-          if (p.peer >= 0) adjacent[s].insert(p.peer);
-      std::vector<std::pair<int, int>> pairs, fallback;
-      int n = static_cast<int>(switches_.size());
-      for (int a = 0; a < n; ++a)
-        for (int b = a + 1; b < n; ++b) (adjacent[a].count(b) ? fallback : pairs).emplace_back(a, b);
-      auto [a, b] = rng_.Pick(pairs.empty() ? fallback : pairs);
-      if (rng_.OneIn(2)) std::swap(a, b);  // a blocks.
-      int pa = Cable(a, b, PortUse::kBlocked, 1000);
-      att_[a][pa].stp = kStpBlocking;
-      switches_[a].quirk[kStpBlocked] = true;
-      std::vector<int> others;
+    if (opt_.add_blocked_link) AddBlockedLink();
+  }
+
+  // The redundant link, blocked on one side (preferably between two switches
+  // that are not neighbours), and the stale LLDP row on the blocking switch.
+  void AddBlockedLink() {
+    int n = static_cast<int>(switches_.size());
+    std::vector<std::set<int>> adjacent(switches_.size());
+    for (size_t s = 0; s < att_.size(); ++s)
+      for (const Port& p : att_[s])
+        if (p.peer >= 0) adjacent[s].insert(p.peer);
+    std::vector<std::pair<int, int>> pairs, fallback;
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) (adjacent[a].count(b) ? fallback : pairs).emplace_back(a, b);
+    const auto& choices = pairs.empty() ? fallback : pairs;
+    if (choices.empty()) return;  // A single switch.
+    auto [a, b] = rng_.Pick(choices);
+    if (rng_.OneIn(2)) std::swap(a, b);  // a blocks.
+    int pa = Cable(a, b, PortUse::kBlocked, 1000);
+    att_[a][pa].stp = kStpBlocking;
+    switches_[a].quirk[kStpBlocked] = true;
+    std::vector<int> others;
+    for (int z = 0; z < n; ++z)
+      if (z != a && !adjacent[a].count(z) && z != b) others.push_back(z);
+    if (others.empty())
       for (int z = 0; z < n; ++z)
-        if (z != a && !adjacent[a].count(z) && z != b) others.push_back(z);
-      if (others.empty())
-        for (int z = 0; z < n; ++z)
-          if (z != a) others.push_back(z);
-      Port stale;
-      stale.use = PortUse::kStale;
-      stale.peer = rng_.Pick(others);
-      stale.peer_port = 0;  // Front-panel position 1 of the peer, whatever it is now.
-      stale.mbps = 1000;
-      att_[a].push_back(stale);
-    }
+        if (z != a) others.push_back(z);
+    Port stale;
+    stale.use = PortUse::kStale;
+    stale.peer = rng_.Pick(others);
+    stale.peer_port = 0;  // Front-panel position 1 of the peer, whatever it is now.
+    stale.mbps = 1000;
+    att_[a].push_back(stale);
   }
 
   // A cable between switches a and b; returns the index of a's port.
@@ -643,6 +648,11 @@ class Generator {
   }
 
   Status CheckCapacity() const {
+    // Port MACs 02:53:ii:ii:pp:pp and LAG MACs 02:53:ii:ii:80:kk stay apart.
+    constexpr size_t kMaxPorts = 4096;
+    for (size_t s = 0; s < switches_.size(); ++s)
+      if (std::max(att_[s].size(), static_cast<size_t>(opt_.ports_per_switch)) > kMaxPorts)
+        return Status::InvalidArgument(fmt::format("switch '{}': more than {} ports", switches_[s].name, kMaxPorts));
     if (opt_.ports_per_switch <= 0) return Status::Ok();
     for (size_t s = 0; s < switches_.size(); ++s)
       if (att_[s].size() > static_cast<size_t>(opt_.ports_per_switch))
@@ -657,8 +667,8 @@ class Generator {
     std::vector<int> order(hosts_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     rng_.Shuffle(order);
-    size_t fdb_only = static_cast<size_t>(
-        std::llround(opt_.fdb_only_host_fraction * static_cast<double>(hosts_.size())));
+    size_t fdb_only =
+        static_cast<size_t>(std::llround(opt_.fdb_only_host_fraction * static_cast<double>(hosts_.size())));
     for (size_t i = 0; i < fdb_only && i < order.size(); ++i) hosts_[order[i]].lldp = false;
     static const char* const kNics[] = {"eth0", "ens1f0", "eno1", "enp65s0f0"};
     for (size_t k = 0; k < hosts_.size(); ++k) {
@@ -810,7 +820,11 @@ class Generator {
           break;
       }
       uint16_t id = static_cast<uint16_t>((s.bridge_mac[2] << 8) | s.bridge_mac[3]);
-      p.mac = {0x02, 0x53, static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), static_cast<uint8_t>(pos >> 8),
+      p.mac = {0x02,
+               0x53,
+               static_cast<uint8_t>(id >> 8),
+               static_cast<uint8_t>(id),
+               static_cast<uint8_t>(pos >> 8),
                static_cast<uint8_t>(pos)};
       NamePort(s.style, static_cast<int>(pos), p);
       max_if = std::max(max_if, p.if_index);
@@ -842,8 +856,7 @@ class Generator {
         case PortUse::kSwitch:
         case PortUse::kLagMember:
         case PortUse::kBlocked:
-          p.if_alias =
-              fmt::format("to {} {}", switches_[p.peer].name, switches_[p.peer].ports[p.peer_port].if_name);
+          p.if_alias = fmt::format("to {} {}", switches_[p.peer].name, switches_[p.peer].ports[p.peer_port].if_name);
           break;
         case PortUse::kStale:
           p.if_alias = fmt::format("old link to {}", switches_[p.peer].name);
@@ -953,8 +966,8 @@ class Generator {
     // Switch neighbours through forwarding links (LAGs once, on the aggregate).
     std::vector<std::pair<int, uint32_t>> neighbours;
     for (const Port& p : s.ports) {
-      if (p.use == PortUse::kHost) entries.push_back({hosts_[p.host].macs[0], p.bridge_port, kFdbLearned,
-                                                      hosts_[p.host].vlan});
+      if (p.use == PortUse::kHost)
+        entries.push_back({hosts_[p.host].macs[0], p.bridge_port, kFdbLearned, hosts_[p.host].vlan});
       if (p.use == PortUse::kSwitch) neighbours.emplace_back(p.peer, p.bridge_port);
     }
     for (const Aggregate& a : s.aggs) neighbours.emplace_back(a.peer, a.bridge_port);
@@ -1331,8 +1344,8 @@ StatusOr<Topology> RandomSwitchTree(uint64_t seed, int switches, int hosts_per_s
 
 StatusOr<Topology> FanoutTree(int aggregation, int edge_per_aggregation, int hosts_per_edge) {
   if (aggregation < 1 || edge_per_aggregation < 1 || hosts_per_edge < 1)
-    return Status::InvalidArgument(fmt::format("fanout {},{},{}: every count must be >= 1", aggregation,
-                                               edge_per_aggregation, hosts_per_edge));
+    return Status::InvalidArgument(
+        fmt::format("fanout {},{},{}: every count must be >= 1", aggregation, edge_per_aggregation, hosts_per_edge));
   std::vector<Node> nodes;
   std::vector<Link> links;
   nodes.push_back(Node{"core0", NodeKind::kSwitch, 1, {}});

@@ -64,10 +64,10 @@ struct GenOptions {
 };
 
 struct GeneratedSwitch {
-  std::string name;          // sysName, from the input topology.
-  std::string mgmt_address;  // dotted IPv4.
-  std::string community;     // the name made safe for a file name; unique.
-  std::string snmprec;       // the whole recording, OID-sorted, one "OID|TAG|VALUE" per line.
+  std::string name;                 // sysName, from the input topology.
+  std::string mgmt_address;         // dotted IPv4.
+  std::string community;            // the name made safe for a file name; unique.
+  std::string snmprec;              // the whole recording, OID-sorted, one "OID|TAG|VALUE" per line.
   std::vector<std::string> quirks;  // names from Quirks(), in table order.
 };
 

@@ -40,8 +40,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", options.seed, "seed of the quirks, numbering, FDB-only hosts (and a random tree)")
       ->capture_default_str();
-  app.add_option("--mgmt-base", options.mgmt_base, "switch i gets management address base+i+1")
-      ->capture_default_str();
+  app.add_option("--mgmt-base", options.mgmt_base, "switch i gets management address base+i+1")->capture_default_str();
   app.add_option("--fdb-only-fraction", options.fdb_only_host_fraction,
                  "fraction of hosts without LLDP, known only through the FDB")
       ->capture_default_str()

@@ -236,13 +236,15 @@ std::set<std::string> QuirksOf(const GeneratedTree& tree) {
   return seen;
 }
 
-TEST(SnmprecGen, EveryQuirkAppearsInAThreeLevelTreeOfSevenSwitchesAtSeedOne) {
-  auto topo = RandomSwitchTree(1, 7, 2, 3);
-  ASSERT_TRUE(topo.ok());
-  auto tree = GenerateTree(*topo, WithSeed(1));
-  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
-  std::set<std::string> seen = QuirksOf(*tree);
-  for (const QuirkInfo& q : Quirks()) EXPECT_TRUE(seen.count(std::string(q.name))) << q.name;
+TEST(SnmprecGen, EveryQuirkAppearsInAThreeLevelTreeOfSixOrSevenSwitchesAtSeedOne) {
+  for (int switches : {6, 7}) {
+    auto topo = RandomSwitchTree(1, switches, 2, 3);
+    ASSERT_TRUE(topo.ok());
+    auto tree = GenerateTree(*topo, WithSeed(1));
+    ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+    std::set<std::string> seen = QuirksOf(*tree);
+    for (const QuirkInfo& q : Quirks()) EXPECT_TRUE(seen.count(std::string(q.name))) << q.name << ", " << switches;
+  }
 }
 
 TEST(SnmprecGen, EveryQuirkAppearsInAnyTreeOfSixOrMoreSwitches) {
@@ -373,8 +375,8 @@ TEST(SnmprecGen, RecordingsSayWhatTheQuirksPromise) {
       ASSERT_EQ(members.size(), 2u) << s.name;
       uint32_t agg_if = static_cast<uint32_t>(std::stoul(agg));
       EXPECT_EQ(rec.Get(Cat(kIfType, {agg_if})), "161");
-      int64_t sum = std::stoll(*rec.Get(Cat(kIfHighSpeed, {members[0]}))) +
-                    std::stoll(*rec.Get(Cat(kIfHighSpeed, {members[1]})));
+      int64_t sum =
+          std::stoll(*rec.Get(Cat(kIfHighSpeed, {members[0]}))) + std::stoll(*rec.Get(Cat(kIfHighSpeed, {members[1]})));
       EXPECT_EQ(std::to_string(sum), rec.Get(Cat(kIfHighSpeed, {agg_if})));
     } else {
       EXPECT_TRUE(rec.Under(kAggId).empty()) << s.name;
@@ -433,8 +435,7 @@ TEST(SnmprecGen, LagMembersCarryHalfTheInputSpeed) {
       if (a != s.name && b != s.name) continue;
       const std::string& other = a == s.name ? b : a;
       for (const GeneratedSwitch& t : tree->switches)
-        if (t.name == other && HasQuirk(t, "lag") && static_cast<double>(2 * member) * 1e6 == l.speed_bps)
-          found = true;
+        if (t.name == other && HasQuirk(t, "lag") && static_cast<double>(2 * member) * 1e6 == l.speed_bps) found = true;
     }
     EXPECT_TRUE(found) << s.name;
   }
@@ -486,8 +487,9 @@ TEST(SnmprecGen, WriteTreeLayouts) {
     EXPECT_EQ(hosts["hosts"][i]["name"].as<std::string>(), tree->host_macs[i].first);
     EXPECT_EQ(hosts["hosts"][i]["macs"].as<std::vector<std::string>>(), tree->host_macs[i].second);
   }
-  EXPECT_EQ(ReadFile(dir / "community" / "hosts.yaml").rfind("hosts:\n  - name: h0\n    macs: [\"02:00:00:00:00:01\"", 0),
-            0u);
+  EXPECT_EQ(
+      ReadFile(dir / "community" / "hosts.yaml").rfind("hosts:\n  - name: h0\n    macs: [\"02:00:00:00:00:01\"", 0),
+      0u);
   YAML::Node switches = YAML::LoadFile((dir / "community" / "switches.yaml").string());
   ASSERT_EQ(switches["switches"].size(), tree->switches.size());
   EXPECT_EQ(switches["switches"][0]["address"].as<std::string>(), "127.1.0.1");
