@@ -87,7 +87,8 @@ CrawlResult Crawl(const CrawlOptions& options) {
       int64_t requests = 0;
       auto source = open(address);
       if (source.ok()) {
-        walk = WalkSwitch(**source, options.save_walks_dir.empty() ? nullptr : &raw);
+        walk =
+            WalkSwitch(**source, WalkOptions{.fdb = options.walk_fdb}, options.save_walks_dir.empty() ? nullptr : &raw);
         requests = (*source)->requests();
       } else {
         walk = source.status();
@@ -150,7 +151,9 @@ StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>&
 StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts) {
   if (options.seeds.empty()) return Status::InvalidArgument("no seed address to start discovery from (--seed)");
   if (!options.open) TOPOTUNE_RETURN_IF_ERROR(ValidateCredentials(options.credentials));
-  CrawlResult crawl = Crawl(options);
+  CrawlOptions opts = options;
+  opts.walk_fdb = options.walk_fdb && !facts.empty();  // The FDB serves only to place known MACs.
+  CrawlResult crawl = Crawl(opts);
   if (crawl.walks.empty()) {
     std::string why;
     for (const std::string& w : crawl.warnings) why += "\n  " + w;

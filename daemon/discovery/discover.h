@@ -39,6 +39,7 @@ struct CrawlOptions {
   int concurrency = 16;        // Switches walked at once.
   int max_switches = 4096;     // Stop queueing beyond this many addresses.
   bool follow_lldp = true;     // Crawl through neighbours' management addresses.
+  bool walk_fdb = true;        // Walk the FDB (Discover skips it when no host MACs are known).
   std::string save_walks_dir;  // If set, each walk is saved as <dir>/<address>.snmprec.
   std::function<void(const CrawlProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // Set to stop queueing and return what was walked.

@@ -270,11 +270,13 @@ void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& s
 }  // namespace
 
 std::vector<Oid> SwitchWalkRoots() {
-  return {kSysDescr,    kSysName,           kLldpLoc,         kLldpRem,      kLldpRemMan,
-          kIfDescr,     kIfPhysAddress,     kIfOperStatus,    kIfName,       kIfHighSpeed,
-          kIfAlias,     kBaseBridgeAddress, kBasePortIfIndex, kStpPortState, kTpFdbPort,
-          kTpFdbStatus, kQTpFdbPort,        kQTpFdbStatus,    kQVlanFdbId,   kAggPortAttachedAggId};
+  return {kSysDescr, kSysName,           kLldpLoc,         kLldpRem,      kLldpRemMan,
+          kIfDescr,  kIfPhysAddress,     kIfOperStatus,    kIfName,       kIfHighSpeed,
+          kIfAlias,  kBaseBridgeAddress, kBasePortIfIndex, kStpPortState, kAggPortAttachedAggId};
 }
+
+std::vector<Oid> QBridgeFdbWalkRoots() { return {kQTpFdbPort, kQVlanFdbId}; }
+std::vector<Oid> BridgeFdbWalkRoots() { return {kTpFdbPort}; }
 
 std::vector<Oid> LldpV2WalkRoots() { return {kLldpV2Loc, kLldpV2Rem, kLldpV2RemMan}; }
 
@@ -434,13 +436,22 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
   return sw;
 }
 
-StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, std::vector<VarBind>* raw) {
+StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, const WalkOptions& options, std::vector<VarBind>* raw) {
   auto vars = source.Walk(SwitchWalkRoots());
   if (!vars.ok()) return vars.status();
-  if (!HasRows(*vars, kLldpRem) && !HasRows(*vars, kLldpLoc)) {
-    auto v2 = source.Walk(LldpV2WalkRoots());
-    if (!v2.ok()) return v2.status();
-    vars->insert(vars->end(), v2->begin(), v2->end());
+  auto more = [&](const std::vector<Oid>& roots) -> Status {
+    auto extra = source.Walk(roots);
+    if (!extra.ok()) return extra.status();
+    vars->insert(vars->end(), extra->begin(), extra->end());
+    return Status::Ok();
+  };
+  if (!HasRows(*vars, kLldpRem) && !HasRows(*vars, kLldpLoc)) TOPOTUNE_RETURN_IF_ERROR(more(LldpV2WalkRoots()));
+  if (options.fdb) {
+    // Only the port column: the MAC is in the index, and self entries sit on
+    // port 0. Q-BRIDGE first (every VLAN); the plain BRIDGE-MIB table, often a
+    // subset (the default VLAN), only when Q-BRIDGE has none.
+    TOPOTUNE_RETURN_IF_ERROR(more(QBridgeFdbWalkRoots()));
+    if (!HasRows(*vars, kQTpFdbPort)) TOPOTUNE_RETURN_IF_ERROR(more(BridgeFdbWalkRoots()));
   }
   SwitchWalk sw = DecodeSwitchWalk(*vars, source.name());
   sw.requests = source.requests();

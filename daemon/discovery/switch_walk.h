@@ -20,10 +20,21 @@
 
 namespace topotune::discovery {
 
-// The subtrees walked on every switch (LLDP v1 and everything else).
+// The subtrees walked on every switch: system, LLDP-MIB, IF-MIB, BRIDGE-MIB
+// ports and STP, LAG membership.
 std::vector<Oid> SwitchWalkRoots();
 // The LLDP-V2-MIB subtrees, walked when the v1 tables are empty.
 std::vector<Oid> LldpV2WalkRoots();
+// The forwarding database: the port column of Q-BRIDGE-MIB's
+// dot1qTpFdbTable (and dot1qVlanFdbId), else of BRIDGE-MIB's dot1dTpFdbTable.
+std::vector<Oid> QBridgeFdbWalkRoots();
+std::vector<Oid> BridgeFdbWalkRoots();
+
+struct WalkOptions {
+  // Walk the FDB. It is by far the largest table (every MAC the switch has
+  // learned) and serves only to place hosts known by MAC (HostFact).
+  bool fdb = true;
+};
 
 struct Interface {
   int if_index = 0;
@@ -101,8 +112,10 @@ std::string NormalisePortId(int subtype, const std::string& raw);
 // SwitchWalkRoots and, if used, LldpV2WalkRoots).
 SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source);
 
-// Walks a switch through `source`: the common roots, then LLDP-V2-MIB if the
-// v1 tables are empty. An error only when the agent cannot be read at all.
-StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, std::vector<VarBind>* raw = nullptr);
+// Walks a switch through `source`: the common roots, LLDP-V2-MIB if the v1
+// tables are empty, then the FDB. An error only when the agent cannot be read
+// at all. `raw`, if given, receives every binding walked.
+StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, const WalkOptions& options = {},
+                                std::vector<VarBind>* raw = nullptr);
 
 }  // namespace topotune::discovery

@@ -510,7 +510,13 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         name = b.facts[it->second].name;
         placed_facts.insert(it->second);
       }
-    if (name.empty()) name = SafeName(row.sys_name);
+    if (name.empty()) {
+      name = SafeName(row.sys_name);
+      // A host whose LLDP MAC is not among its reported MACs (another NIC)
+      // is still the known host of that name.
+      for (size_t i = 0; i < b.facts.size(); ++i)
+        if (!name.empty() && b.facts[i].name == name) placed_facts.insert(static_cast<int>(i));
+    }
     if (name.empty() && mac) name = MacName(*mac);
     if (name.empty()) name = "host-" + SafeName(row.chassis_id);
     if (b.by_sysname.count(name) ||

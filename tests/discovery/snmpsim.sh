@@ -6,14 +6,19 @@
 #       ENDPOINT is ADDR:PORT on loopback. Waits until every endpoint answers
 #       (a sysName GET with community $SNMPSIM_COMMUNITY, default the first
 #       file's name) or fails after 120 s.
-#       Sets SNMPSIM_PID and SNMPSIM_DIR (its cache and log).
+#       Sets SNMPSIM_PID and SNMPSIM_DIR (its cache and log). May be called
+#       several times: each process is remembered (SNMPSIM_PIDS, SNMPSIM_DIRS).
 #   snmpsim_stop
-#       Kills exactly the snmpsimd this script started. Call it from a trap.
+#       Kills exactly the snmpsimd processes this script started, and removes
+#       their directories. Call it from a trap.
 #   snmpsim_free_port
 #       Prints a free UDP port on 127.0.0.1.
 #
 # snmpsimd as root must drop privileges (--process-user/--process-group), so
 # its cache directory and the data are made readable and writable for nobody.
+
+SNMPSIM_PIDS=()
+SNMPSIM_DIRS=()
 
 snmpsim_free_port() {
   python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -46,6 +51,8 @@ snmpsim_start() {
   snmpsimd --data-dir="$data" --cache-dir="$SNMPSIM_DIR/cache" "${user_args[@]}" "${endpoint_args[@]}" \
     --logging-method=file:"$SNMPSIM_DIR/snmpsimd.log" "${extra[@]}" >"$SNMPSIM_DIR/stdout" 2>&1 &
   SNMPSIM_PID=$!
+  SNMPSIM_PIDS+=("$SNMPSIM_PID")
+  SNMPSIM_DIRS+=("$SNMPSIM_DIR")
   # Wait until each endpoint answers; indexing large files takes seconds.
   local community=${SNMPSIM_COMMUNITY:-}
   if [[ -z $community ]]; then
@@ -71,14 +78,15 @@ snmpsim_start() {
 }
 
 snmpsim_stop() {
-  if [[ -n ${SNMPSIM_PID:-} ]]; then
-    kill "$SNMPSIM_PID" 2>/dev/null || true
-    wait "$SNMPSIM_PID" 2>/dev/null || true
-    SNMPSIM_PID=
-  fi
-  if [[ -n ${SNMPSIM_DIR:-} ]]; then
-    rm -rf "$SNMPSIM_DIR"
-    SNMPSIM_DIR=
-  fi
+  local pid dir
+  for pid in "${SNMPSIM_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  for dir in "${SNMPSIM_DIRS[@]}"; do rm -rf "$dir"; done
+  SNMPSIM_PIDS=()
+  SNMPSIM_DIRS=()
+  SNMPSIM_PID=
+  SNMPSIM_DIR=
   return 0
 }

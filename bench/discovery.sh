@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Benchmarks SNMP discovery on a simulated data-centre tree: 100 switches of 48
+# ports (a core, 9 aggregation and 90 edge switches with 40 hosts each: 3600
+# hosts, 30 % of them known only through the FDB), every vendor quirk of the
+# fixture generator spread over the switches. snmpsimd serves each switch at
+# its own loopback address (its LLDP management address); `topotune discover`
+# crawls them all from one seed.
+#
+# Two runs, each timed and checked against the generator's truth with
+# `topotune topology diff`:
+#   with-fdb   --hosts given: hosts known only by MAC are found in the FDBs,
+#              the largest tables (every MAC each switch has learned)
+#   lldp-only  no --hosts: the FDB is not walked; FDB-only hosts are missing
+#              by design, so only the switches and switch links are compared
+#
+# snmpsimd is one Python process per agent group; it, not discovery, is the
+# bottleneck (about 10^4 values/s each). A real switch is its own agent, so
+# the endpoints are split over --agents snmpsimd processes (default: the
+# number of cores), each serving its share of the switches.
+#
+# The target (issue: discovery) is <= 30 s for the 100 switches. Prints a
+# table with the time, the SNMP requests and values, and the verdict; the
+# results directory keeps the tree, the discovered topologies and the logs.
+#
+# Usage: bench/discovery.sh [OPTIONS]
+#   --aggregation N    aggregation switches (default 9)
+#   --edge N           edge switches per aggregation switch (default 10)
+#   --hosts N          hosts per edge switch (default 40)
+#   --ports N          ports of every switch (default 48)
+#   --agents N         snmpsimd processes (default: nproc)
+#   --seed N           generator seed (default 1)
+#   --out DIR          results directory (default: bench/results/discovery-DATE-TIME/)
+#   -h, --help         this help
+# Environment:
+#   BUILD    the build tree with topotune and topotune-snmprec-gen (default: build/)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD:-$root/build}
+aggregation=9 edge=10 hosts=40 ports=48 agents=$(nproc) seed=1 out=
+while (($#)); do
+  case $1 in
+    --aggregation) aggregation=$2; shift 2 ;;
+    --edge) edge=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --ports) ports=$2; shift 2 ;;
+    --agents) agents=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "discovery.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+topotune=$build/daemon/cli/topotune
+gen=$build/tests/discovery/gen/topotune-snmprec-gen
+for bin in "$topotune" "$gen"; do
+  [[ -x $bin ]] || { echo "discovery.sh: $bin is missing; build first (cmake --build build)" >&2; exit 1; }
+done
+out=${out:-$root/bench/results/discovery-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+chmod 755 "$out"  # snmpsimd drops to nobody, who must read the recordings.
+# shellcheck source=../tests/discovery/snmpsim.sh
+source "$root/tests/discovery/snmpsim.sh"
+trap snmpsim_stop EXIT
+
+port=$(snmpsim_free_port)
+echo "==> generating the tree ($aggregation x $edge x $hosts, $ports ports, seed $seed)" >&2
+"$gen" --fanout "$aggregation,$edge,$hosts" --ports "$ports" --seed "$seed" --layout by-address \
+  --snmp-port "$port" --out "$out/tree" | tee "$out/generator.txt" >&2
+mapfile -t endpoints < <(sed -n 's/^--agent-udpv4-endpoint=//p' "$out/tree/snmpsimd.args")
+n=${#endpoints[@]}
+values=$(cat "$out"/tree/public/*.snmprec | wc -l)
+
+echo "==> starting $agents snmpsimd process(es) for $n switches" >&2
+per=$(((n + agents - 1) / agents))
+for ((first = 0; first < n; first += per)); do
+  SNMPSIM_COMMUNITY=public snmpsim_start "$out/tree" "${endpoints[@]:first:per}" -- --v2c-arch \
+    --transport-id-offset="$first"
+done
+
+results=()
+run() {
+  local name=$1
+  shift
+  echo "==> $name: topotune discover --seed ${endpoints[0]%:*} $*" >&2
+  local start=$EPOCHREALTIME
+  "$topotune" discover -q --seed "${endpoints[0]%:*}" --port "$port" --timeout 5 --out "$out/$name.yaml" "$@" \
+    2>"$out/$name.log"
+  local seconds
+  seconds=$(python3 -c "print(f'{$EPOCHREALTIME - $start:.2f}')")
+  local summary requests check
+  summary=$(grep '^discovered' "$out/$name.log")
+  requests=$(sed -n 's/.* \([0-9]*\) SNMP request(s).*/\1/p' <<<"$summary")
+  if [[ $name == with-fdb ]]; then
+    "$topotune" topology diff "$out/tree/truth.yaml" "$out/$name.yaml" >"$out/$name.diff" && check=equal || check=DIFFERENT
+  else
+    # Without host MACs the FDB-only hosts are missing by design: compare
+    # everything but host lines.
+    "$topotune" topology diff "$out/tree/truth.yaml" "$out/$name.yaml" >"$out/$name.diff" || true
+    if grep -v '^- \(host h[0-9]*$\|link .*\<h[0-9]*\>.*\)' "$out/$name.diff" | grep -q .; then check=DIFFERENT; else check="equal (switch links)"; fi
+  fi
+  local verdict=ok
+  python3 -c "import sys; sys.exit(0 if $seconds <= 30 else 1)" || verdict="over 30 s"
+  results+=("$(printf '%-10s %8s s %9s %-22s %s' "$name" "$seconds" "$requests" "$check" "$verdict")")
+  echo "    $summary" >&2
+}
+run with-fdb --hosts "$out/tree/hosts.yaml"
+run lldp-only
+
+{
+  echo "SNMP discovery of $n switches x $ports ports ($(grep -o '[0-9]* hosts' "$out/generator.txt")), $values recorded values,"
+  echo "served by $agents snmpsimd process(es) on loopback; target <= 30 s"
+  printf '%-10s %10s %9s %-22s %s\n' run time requests "tree vs truth" verdict
+  printf '%s\n' "${results[@]}"
+} | tee "$out/summary.txt"
+echo "results in $out" >&2
