@@ -28,7 +28,7 @@ PACKAGES=(
   # Simulation of large platforms
   libsimgrid-dev
   # Emulated cluster
-  iproute2 util-linux procps
+  iproute2 util-linux procps python3 python3-yaml
   # Monitoring tests
   prometheus
   # Plots for benchmark reports
