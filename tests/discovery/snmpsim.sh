@@ -21,7 +21,25 @@ SNMPSIM_PIDS=()
 SNMPSIM_DIRS=()
 
 snmpsim_free_port() {
-  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  # Free on 127.0.0.1 and on the first switch addresses of the generator.
+  python3 - <<'PY'
+import socket
+for _ in range(100):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    try:
+        for addr in ("127.1.0.1", "127.1.0.2", "127.1.0.3"):
+            t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            t.bind((addr, port))
+            t.close()
+    except OSError:
+        s.close()
+        continue
+    s.close()
+    print(port)
+    break
+PY
 }
 
 snmpsim_start() {

@@ -26,65 +26,19 @@ for tool in snmpsimd snmpsim-datafile snmpwalk snmpbulkwalk snmpget python3; do
   fi
 done
 
+# shellcheck source=../snmpsim.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../snmpsim.sh"
 work=$(mktemp -d /tmp/snmpsim-serve-test.XXXXXX)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+chmod 755 "$work"  # snmpsimd drops to nobody, who must read the data.
+trap 'snmpsim_stop; rm -rf "$work"' EXIT
 
 fail() {
   echo "FAIL: $*" >&2
   local log
-  for log in "$work"/*.log; do
+  for log in "$work"/*.log "${SNMPSIM_DIRS[@]/%//snmpsimd.log}"; do
     [ -f "$log" ] && { echo "--- tail of $log" >&2; tail -n 20 "$log" >&2; }
   done
   exit 1
-}
-
-# snmpsimd drops privileges when run as root; that user must read the data
-# and write the index cache.
-privileges=()
-if [ "$(id -u)" = 0 ]; then
-  privileges=(--process-user=nobody --process-group=nogroup)
-fi
-
-# A UDP port free on 127.0.0.1, 127.1.0.1 and 127.1.0.2.
-free_port() {
-  python3 - <<'EOF'
-import socket
-for _ in range(100):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    try:
-        for addr in ("127.1.0.1", "127.1.0.2"):
-            t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            t.bind((addr, port))
-            t.close()
-    except OSError:
-        s.close()
-        continue
-    s.close()
-    print(port)
-    break
-EOF
-}
-
-# start_snmpsimd NAME ARGS...: runs snmpsimd in the background, remembers its PID.
-start_snmpsimd() {
-  local name=$1
-  shift
-  mkdir -p "$work/cache-$name"
-  chmod 777 "$work/cache-$name"
-  snmpsimd --v2c-arch "${privileges[@]}" --cache-dir="$work/cache-$name" "$@" >"$work/$name.log" 2>&1 &
-  pids+=($!)
-  echo "started: snmpsimd --v2c-arch ${privileges[*]} --cache-dir=$work/cache-$name $* (pid $!)"
 }
 
 # wait_for COMMUNITY HOST:PORT EXPECTED_SYSNAME
@@ -179,9 +133,9 @@ for file in "$work"/tree/*.snmprec; do
 done
 echo "snmpsim-datafile reads back all $(ls "$work"/tree/*.snmprec | wc -l) recordings byte for byte, in order"
 
-port=$(free_port)
+port=$(snmpsim_free_port)
 [ -n "$port" ] || fail "no free UDP port"
-start_snmpsimd community --data-dir="$work/tree" --agent-udpv4-endpoint="127.0.0.1:$port"
+SNMPSIM_COMMUNITY=s0 snmpsim_start "$work/tree" "127.0.0.1:$port" -- --v2c-arch || fail "snmpsimd did not start"
 wait_for s0 "127.0.0.1:$port" s0
 for file in "$work"/tree/*.snmprec; do
   community=$(basename "$file" .snmprec)
@@ -190,12 +144,12 @@ for file in "$work"/tree/*.snmprec; do
 done
 
 # --- 2. by address: one snmpsimd, one address per switch -------------------
-port2=$(free_port)
+port2=$(snmpsim_free_port)
 [ -n "$port2" ] || fail "no free UDP port"
 "$gen" --random-switches 2 --depth 2 --hosts-per-switch 2 --seed 1 --layout by-address --mgmt-base 127.1.0.0 \
   --snmp-port "$port2" --out "$work/addr"
-chmod -R a+rX "$work/addr"
-start_snmpsimd address --data-dir="$work/addr" --args-from-file="$work/addr/snmpsimd.args"
+mapfile -t endpoints < <(sed -n 's/^--agent-udpv4-endpoint=//p' "$work/addr/snmpsimd.args")
+SNMPSIM_COMMUNITY=public snmpsim_start "$work/addr" "${endpoints[@]}" -- --v2c-arch || fail "snmpsimd did not start"
 wait_for public "127.1.0.1:$port2" s0
 wait_for public "127.1.0.2:$port2" s1
 walk_and_compare "$work/addr/public/1.3.6.1.6.1.1.0.snmprec" public "127.1.0.1:$port2"
