@@ -1,0 +1,355 @@
+#!/usr/bin/env bash
+# Tests of the emulated cluster (deploy/testbed/testbed.py), one case per
+# ctest test. Every case uses its own namespace prefix (tt<pid>-), and an EXIT
+# trap always runs `testbed.py down`, so a failing test leaves nothing behind.
+#
+# Usage: testbed_test.sh CASE [TOPOLOGY]
+#   topology TOPOLOGY  brings TOPOLOGY up and checks, from the head namespace:
+#                      on every switch, lldpRemTable (1.0.8802.1.1.2.1.4.1.1)
+#                      lists exactly its topology neighbours and sysName is its
+#                      namespace name (SNMPv2c and SNMPv3 authPriv); on both ends
+#                      of every inter-switch link, ifName finds the recorded port,
+#                      ifHighSpeed is the link speed in Mbit/s and lldpRemTable
+#                      has the other switch on that port; a host pings a host
+#                      behind another switch; `exec` sets the hostname; a TCP
+#                      transfer across switches is no faster than the slowest
+#                      link on its path. Then `down` must leave no namespace,
+#                      process or state directory with the prefix, twice.
+#   bad_input          `up` refuses a missing file, a cycle, a name with '_',
+#                      a too-long prefix, an existing namespace and a non-root
+#                      user, with a clear message and nothing created.
+#   fail_midway        `up` failing at each step (TOPOTUNE_TESTBED_FAIL_AT),
+#                      and `up` killed with SIGKILL then `down`, leave nothing.
+# Exit status 77 (skipped) when not root or `ip netns` is unavailable.
+# Environment: PYTHON (default python3) runs testbed.py.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+testbed=$root/deploy/testbed/testbed.py
+transfer=$here/tcp_transfer.py
+python=${PYTHON:-python3}
+case_name=${1:?usage: testbed_test.sh CASE [TOPOLOGY]}
+topology=${2:-}
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: the testbed needs root" >&2
+  exit 77
+fi
+if ! ip netns list >/dev/null 2>&1; then
+  echo "SKIP: ip netns is unavailable" >&2
+  exit 77
+fi
+
+prefix="tt$$-"
+state=/run/topotune-testbed/$prefix
+work=$(mktemp -d /tmp/topotune-testbed-test.XXXXXX)
+
+tb() { "$python" "$testbed" --prefix "$prefix" "$@"; }
+in_head() { tb exec head -- "$@"; }
+
+cleanup() {
+  local status=$?
+  set +e  # clean up as much as possible
+  if [[ $status -ne 0 && -d $state ]]; then
+    for f in "$state"/*.log; do
+      if [[ -s $f ]]; then
+        echo "--- $f" >&2
+        tail -n 20 "$f" >&2
+      fi
+    done
+  fi
+  local pids
+  mapfile -t pids < <(jobs -p)
+  ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null
+  tb down --kill-strays >/dev/null 2>&1
+  local left
+  left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$prefix")
+  [[ -z $left ]] || echo "cleanup: namespaces left: $left" >&2
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL [$case_name]: $*" >&2
+  exit 1
+}
+
+# Runs a command, recording its exit status in $status and its streams in
+# $work/stdout and $work/stderr.
+run() {
+  set +e
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  status=$?
+  set -e
+}
+
+expect_failure_with() {
+  [[ $status -eq 1 ]] || fail "exit status $status, expected 1 ($(head -c 600 "$work/stderr"))"
+  grep -qF -- "$1" "$work/stderr" || fail "stderr lacks '$1': $(head -c 600 "$work/stderr")"
+}
+
+expect_nothing_left() {
+  local left
+  left=$(ip netns list | awk '{print $1}' | grep "^$prefix" || true)
+  [[ -z $left ]] || fail "namespaces left after $1: $left"
+  left=$(pgrep -af -- "$prefix" || true)
+  [[ -z $left ]] || fail "processes left after $1: $left"
+  # lldpd rewrites its command line, but its log stays open: any process
+  # with a file of the state directory open is left over.
+  left=$(find /proc/[0-9]*/fd -lname "$state/*" 2>/dev/null || true)
+  [[ -z $left ]] || fail "processes with files in $state open after $1: $left"
+  [[ ! -e $state ]] || fail "state directory $state left after $1"
+}
+
+# Evaluates a Python expression over testbed.json (bound to d), e.g.
+# state_get 'd["switches"]["s0"]["ip"]'.
+state_get() {
+  "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+    "$state/testbed.json" "$1"
+}
+
+snmp() { in_head "$1" -v2c -c public -On -Oq -t 2 -r 2 "${@:2}"; }
+
+case_topology() {
+  [[ -f $topology ]] || fail "no topology file '$topology'"
+  local t0=$SECONDS
+  run tb up "$topology"
+  [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
+  echo "up took $((SECONDS - t0)) s; $(grep -o 'testbed up in .*' "$work/stderr")"
+
+  # What the topology file says, independently of testbed.py: per switch its
+  # neighbours; per inter-switch link its speed; a host pair across switches
+  # with the slowest link on its path.
+  "$python" - "$topology" >"$work/expect" <<'EOF'
+import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))
+switches = [s["name"] for s in t["switches"]]
+hosts = [h["name"] for h in t["hosts"]]
+def speed(text):
+    units = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+    for u in sorted(units, key=len, reverse=True):
+        if text.lower().endswith(u):
+            return float(text[:-len(u)]) * units[u]
+links = [(l["a"], l["b"], speed(l["speed"])) if isinstance(l, dict) else (l[0], l[1], speed(l[2]))
+         for l in t["links"]]
+adj = {n: [] for n in switches + hosts}
+for a, b, bps in links:
+    adj[a].append((b, bps)); adj[b].append((a, bps))
+for s in switches:
+    print("switch", s, *sorted(n for n, _ in adj[s]))
+for a, b, bps in links:
+    if a in switches and b in switches:
+        print("isl", a, b, int(bps // 1e6))
+def path_min(src, dst):  # the slowest link on the tree path
+    stack = [(src, None, float("inf"))]
+    while stack:
+        n, parent, low = stack.pop()
+        if n == dst:
+            return low
+        stack += [(m, n, min(low, bps)) for m, bps in adj[n] if m != parent]
+switch_of = {h: adj[h][0][0] for h in hosts}
+src = hosts[0]
+dst = next(h for h in reversed(hosts) if switch_of[h] != switch_of[src])
+print("pair", src, dst, int(path_min(src, dst) // 1e6))
+EOF
+
+  local kind s a b mbps neighbours ip ns got want rows
+  while read -r kind s neighbours; do
+    [[ $kind == switch ]] || continue
+    ip=$(state_get "d['switches']['$s']['ip']")
+    ns=$prefix$s
+    got=$(snmp snmpget "$ip" 1.3.6.1.2.1.1.5.0 | awk '{print $2}' | tr -d '"')
+    [[ $got == "$ns" ]] || fail "sysName of $s ($ip) is '$got', expected '$ns'"
+    got=$(in_head snmpget -v3 -l authPriv -u topotune -a SHA -A topotune-auth -x AES -X topotune-priv \
+      -On -Oqv "$ip" 1.3.6.1.2.1.1.5.0 | tr -d '"')
+    [[ $got == "$ns" ]] || fail "SNMPv3 sysName of $s ($ip) is '$got', expected '$ns'"
+    snmp snmpwalk "$ip" 1.0.8802.1.1.2.1.4.1.1 >"$work/rem.$s"
+    rows=$(grep -c '^\.1\.0\.8802\.1\.1\.2\.1\.4\.1\.1\.9\.' "$work/rem.$s" || true)
+    got=$(grep '^\.1\.0\.8802\.1\.1\.2\.1\.4\.1\.1\.9\.' "$work/rem.$s" | awk '{print $2}' | tr -d '"' | sort | xargs)
+    want=$(for n in $neighbours; do echo "$prefix$n"; done | sort | xargs)
+    [[ $got == "$want" ]] || fail "lldpRemSysName of $s: '$got', expected '$want'"
+    echo "switch $s: lldpRemTable has $rows neighbours ($(wc -l <"$work/rem.$s") values), sysName ok, v3 ok"
+  done <"$work/expect"
+
+  local end other port index speed
+  while read -r kind a b mbps; do
+    for end in "$a" "$b"; do
+      other=$([[ $end == "$a" ]] && echo "$b" || echo "$a")
+      ip=$(state_get "d['switches']['$end']['ip']")
+      port=$(state_get "next(l['interfaces']['$end'] for l in d['links'] if {l['a'], l['b']} == {'$a', '$b'})")
+      index=$(snmp snmpwalk "$ip" 1.3.6.1.2.1.31.1.1.1.1 |
+        awk -v p="$port" '{gsub(/"/, "", $2)} $2 == p {n = split($1, o, "."); print o[n]}')
+      [[ -n $index ]] || fail "ifName of $end has no port '$port'"
+      speed=$(snmp snmpget "$ip" "1.3.6.1.2.1.31.1.1.1.15.$index" | awk '{print $2}')
+      [[ $speed == "$mbps" ]] || fail "ifHighSpeed of $end:$port is '$speed', expected $mbps"
+      # lldpRemTable's index is (time mark, local port = ifIndex, remote index).
+      got=$(grep "^\.1\.0\.8802\.1\.1\.2\.1\.4\.1\.1\.9\.[0-9]*\.$index\." "$work/rem.$end" |
+        awk '{print $2}' | tr -d '"')
+      [[ $got == "$prefix$other" ]] ||
+        fail "lldpRemTable of $end port $port (ifIndex $index): '$got', expected $prefix$other"
+      echo "link $a-$b: $end:$port is ifIndex $index, ifHighSpeed $speed, LLDP neighbour $got"
+    done
+  done < <(grep '^isl ' "$work/expect")
+
+  local src dst
+  read -r _ src dst mbps < <(grep '^pair ' "$work/expect")
+  run tb ping "$src" "$dst"
+  [[ $status -eq 0 ]] || fail "ping $src -> $dst failed: $(cat "$work/stdout" "$work/stderr")"
+  echo "ping $src -> $dst: $(cat "$work/stdout")"
+  got=$(tb exec "$src" -- hostname)
+  [[ $got == "$prefix$src" ]] || fail "exec $src -- hostname printed '$got'"
+
+  # Shaping: about 0.4 s of traffic at the path's slowest link, at least 5 MB.
+  local bytes=$((mbps * 50000)) rate
+  ((bytes >= 5000000)) || bytes=5000000
+  ip=$(state_get "d['hosts']['$dst']['ip']")
+  tb exec "$dst" -- "$python" "$transfer" serve 5201 >"$work/server" 2>&1 &
+  for _ in $(seq 50); do grep -q listening "$work/server" && break; sleep 0.1; done
+  got=$(tb exec "$src" -- "$python" "$transfer" send "$ip" 5201 "$bytes")
+  wait
+  rate=$(awk '{print $(NF-1)}' <<<"$got")
+  echo "transfer $src -> $dst (slowest link $mbps Mbit/s): $got"
+  awk -v r="$rate" -v m="$mbps" 'BEGIN {exit !(r <= 1.1 * m)}' ||
+    fail "$rate Mbit/s from $src to $dst exceeds the $mbps Mbit/s link: links are not shaped"
+  awk -v r="$rate" -v m="$mbps" 'BEGIN {exit !(r >= 0.2 * m)}' ||
+    fail "$rate Mbit/s from $src to $dst is far below the $mbps Mbit/s link"
+
+  run tb down
+  [[ $status -eq 0 ]] || fail "down failed: $(cat "$work/stderr")"
+  expect_nothing_left down
+  run tb down
+  [[ $status -eq 0 ]] || fail "a second down failed: $(cat "$work/stderr")"
+}
+
+case_bad_input() {
+  local example=$root/deploy/examples/two-switch-4x4.yaml
+  run tb up "$work/missing.yaml"
+  expect_failure_with "cannot read topology file"
+  expect_nothing_left "a missing file"
+
+  cat >"$work/cycle.yaml" <<'EOF'
+switches:
+  - name: s0
+  - name: s1
+hosts:
+  - name: h0
+links:
+  - [s0, s1, 1Gbps]
+  - [s1, s0, 1Gbps]
+  - [h0, s0, 1Gbps]
+EOF
+  run tb up "$work/cycle.yaml"
+  expect_failure_with "cycle.yaml:8: links: [s1, s0] closes a cycle"
+  expect_nothing_left "a cycle"
+
+  sed 's/\bh0\b/h_0/' "$example" >"$work/underscore.yaml"
+  run tb up "$work/underscore.yaml"
+  expect_failure_with "name 'h_0' cannot be a hostname"
+  expect_nothing_left "a name with '_'"
+
+  run "$python" "$testbed" --prefix "tt$$-$(printf 'x%.0s' $(seq 60))-" up "$example"
+  expect_failure_with "is too long"
+  expect_nothing_left "a long prefix"
+
+  # An existing namespace with one of the names: refused, and left alone.
+  ip netns add "${prefix}h3"
+  run tb up "$example"
+  ip netns list | grep -q "^${prefix}h3" || fail "up deleted a namespace it did not create"
+  ip netns del "${prefix}h3"
+  expect_failure_with "namespaces already exist: ${prefix}h3"
+  expect_nothing_left "an existing namespace"
+
+  if command -v setpriv >/dev/null && /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
+    run setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 "$testbed" --prefix "$prefix" up "$example"
+    expect_failure_with "must run as root"
+    expect_nothing_left "a non-root user"
+  else
+    echo "not checked: non-root user (no setpriv, or /usr/bin/python3 without yaml)"
+  fi
+  echo "bad input: all refused cleanly"
+}
+
+case_fail_midway() {
+  local example=$root/deploy/examples/two-switch-4x4.yaml step
+  for step in namespaces links shaping snmpd lldpd converge; do
+    run env TOPOTUNE_TESTBED_FAIL_AT=$step "$python" "$testbed" --prefix "$prefix" up "$example"
+    expect_failure_with "failing at step '$step'"
+    expect_nothing_left "a failure at step $step"
+    echo "failure at $step: cleaned up"
+  done
+  # Killed without a chance to clean up: `down` works from the state file.
+  # A simple command, so that $! is testbed.py itself (not a subshell).
+  "$python" "$testbed" --prefix "$prefix" up "$example" >/dev/null 2>"$work/up.err" &
+  local pid=$!
+  for _ in $(seq 100); do grep -q "starting lldpd on ${prefix}h0" "$work/up.err" && break; sleep 0.1; done
+  kill -KILL "$pid"
+  { wait "$pid"; } 2>/dev/null || true
+  ip netns list | grep -q "^$prefix" || fail "up was killed before it created anything"
+  run tb down
+  [[ $status -eq 0 ]] || fail "down after a killed up failed: $(cat "$work/stderr")"
+  expect_nothing_left "down after a killed up"
+  echo "killed up: down cleaned up"
+}
+
+# Discovery end to end: `topotune discover` in the head namespace crawls the
+# emulated switches (real snmpd serving lldpd's LLDP-MIB over AgentX) from the
+# first switch, over SNMP v2c and then v3 authPriv, and must find exactly the
+# topology file's tree (names carry the testbed's prefix: sysName, LLDP system
+# name and hostname are the namespace names). A seed where nothing answers is
+# a warning, not a failure; a wrong v3 pass phrase is a clear error.
+case_discover() {
+  local topotune=${3:?usage: testbed_test.sh discover TOPOLOGY TOPOTUNE}
+  [[ -f $topology ]] || fail "no topology file '$topology'"
+  run tb up "$topology"
+  [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
+  # The truth: the topology file with every name prefixed, one slot per host
+  # and no latencies (SNMP carries neither).
+  "$python" - "$topology" "$prefix" >"$work/truth.yaml" <<'EOF'
+import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))
+p = sys.argv[2]
+print("switches:")
+for s in t["switches"]:
+    print(f"  - name: {p}{s['name']}")
+print("hosts:")
+for h in t["hosts"]:
+    print(f"  - name: {p}{h['name']}")
+print("links:")
+for l in t["links"]:
+    a, b, speed = (l[0], l[1], l[2]) if isinstance(l, list) else (l["a"], l["b"], l["speed"])
+    print(f"  - [{p}{a}, {p}{b}, {speed}]")
+EOF
+  local seed=198.18.0.1 t0=$EPOCHREALTIME
+  run in_head "$topotune" discover --seed "$seed,198.18.0.250" --timeout 0.5 --retries 1 --out "$work/v2c.yaml"
+  [[ $status -eq 0 ]] || fail "discover (v2c) failed: $(cat "$work/stderr")"
+  echo "v2c: $(grep '^discovered' "$work/stderr") [$("$python" -c "print(f'{$EPOCHREALTIME - $t0:.2f}')") s wall]"
+  grep -q "198.18.0.250: not walked" "$work/stderr" || fail "the dead seed is not reported: $(cat "$work/stderr")"
+  run "$topotune" topology diff "$work/truth.yaml" "$work/v2c.yaml"
+  [[ $status -eq 0 ]] || fail "v2c discovery differs from the truth: $(cat "$work/stdout")"
+
+  run in_head "$topotune" discover --seed "$seed" --v3-user topotune --v3-auth topotune-auth \
+    --v3-priv topotune-priv --out "$work/v3.yaml"
+  [[ $status -eq 0 ]] || fail "discover (v3) failed: $(cat "$work/stderr")"
+  echo "v3:  $(grep '^discovered' "$work/stderr")"
+  run "$topotune" topology diff "$work/truth.yaml" "$work/v3.yaml"
+  [[ $status -eq 0 ]] || fail "v3 discovery differs from the truth: $(cat "$work/stdout")"
+
+  run in_head "$topotune" discover --seed "$seed" --v3-user topotune --v3-auth wrong-pass-phrase \
+    --v3-priv topotune-priv --timeout 0.5 --retries 0
+  [[ $status -eq 1 ]] || fail "discover with a wrong pass phrase: exit $status, expected 1"
+  grep -q "no switch could be walked" "$work/stderr" || fail "no clear error: $(cat "$work/stderr")"
+  run tb down
+  [[ $status -eq 0 ]] || fail "down failed: $(cat "$work/stderr")"
+  expect_nothing_left "down"
+}
+
+case "$case_name" in
+  topology) case_topology ;;
+  discover) case_discover "$@" ;;
+  bad_input) case_bad_input ;;
+  fail_midway) case_fail_midway ;;
+  *) fail "unknown case '$case_name'" ;;
+esac
+echo "PASS [$case_name]"
