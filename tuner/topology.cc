@@ -9,6 +9,8 @@
 #include <numeric>
 #include <queue>
 
+#include "tuner/dsu.h"
+
 namespace topotune {
 namespace {
 
@@ -25,23 +27,6 @@ std::string LinkRef(const std::vector<Node>& nodes, const Link& l) {
   if (l.pos.line > 0) return fmt::format("[{}] (line {})", LinkName(nodes, l), l.pos.line);
   return fmt::format("[{}]", LinkName(nodes, l));
 }
-
-// Union-find over node indices, used for cycle and connectivity checks.
-struct Dsu {
-  std::vector<int> parent;
-  explicit Dsu(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  int Find(int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  bool Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    parent[a] = b;
-    return true;
-  }
-};
 
 // Link indices on the path from `from` to `to` over the links accepted so far.
 std::vector<int> ForestPath(int n, const std::vector<Link>& links, const std::vector<int>& accepted, int from, int to) {

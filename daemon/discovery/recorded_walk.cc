@@ -104,6 +104,15 @@ std::optional<std::string> DecodeEscaped(std::string_view s) {
   return out;
 }
 
+// Takes the next line off `text` (without its "\n" or "\r\n").
+std::string_view NextLine(std::string_view& text) {
+  size_t nl = text.find('\n');
+  std::string_view line = text.substr(0, nl);
+  text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
 // Sorts by OID and drops later duplicates, reporting them.
 void SortAndDedupe(ParsedWalk& walk, std::string_view source) {
   std::stable_sort(walk.vars.begin(), walk.vars.end(),
@@ -183,11 +192,8 @@ ParsedWalk ParseSnmprec(std::string_view text, std::string_view source) {
   ParsedWalk walk;
   int line_no = 0;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    std::string_view line = NextLine(text);
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (Trim(line).empty() || Trim(line).front() == '#') continue;
     auto bad = [&](std::string_view why) {
       walk.warnings.push_back(fmt::format("{}:{}: {}: '{}'", source, line_no, why, Printable(line, 80)));
@@ -327,11 +333,8 @@ ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
   std::vector<WalkRecord> records;
   int line_no = 0;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    std::string_view line = NextLine(text);
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     size_t eq = line.find(" = ");
     std::string_view head = eq == std::string_view::npos ? std::string_view() : Trim(line.substr(0, eq));
     bool starts_record = !head.empty() && ParseOid(head).has_value();
@@ -362,9 +365,7 @@ ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
 
 ParsedWalk ParseRecordedWalk(std::string_view text, std::string_view source) {
   for (std::string_view rest = text; !rest.empty();) {
-    size_t nl = rest.find('\n');
-    std::string_view line = Trim(rest.substr(0, nl));
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    std::string_view line = Trim(NextLine(rest));
     if (line.empty() || line.front() == '#') continue;
     if (line.find(" = ") != std::string_view::npos && line.find('|') == std::string_view::npos)
       return ParseSnmpwalkOutput(text, source);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "tuner/dsu.h"
 #include "tuner/topology_io.h"
 
 namespace topotune::discovery {
@@ -310,20 +311,6 @@ struct Builder {
       if (auto it = by_address.find(a); it != by_address.end()) return it->second;
     if (auto it = by_sysname.find(row.sys_name); it != by_sysname.end()) return it->second;
     return std::nullopt;
-  }
-};
-
-// Union-find over node indices, for connectivity and cycles.
-struct Dsu {
-  std::vector<int> p;
-  explicit Dsu(int n) : p(n) { std::iota(p.begin(), p.end(), 0); }
-  int Find(int x) { return p[x] == x ? x : p[x] = Find(p[x]); }
-  bool Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    p[a] = b;
-    return true;
   }
 };
 

@@ -27,14 +27,8 @@ fail() {
   exit 1
 }
 
-# Runs a command, recording its exit status in $status and its streams in
-# $work/stdout and $work/stderr.
-run() {
-  set +e
-  "$@" >"$work/stdout" 2>"$work/stderr"
-  status=$?
-  set -e
-}
+# shellcheck source=../testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 
 expect_status() { [[ $status -eq $1 ]] || fail "exit status $status, expected $1"; }
 expect_in() { grep -qF -- "$2" "$work/$1" || fail "$1 lacks '$2'"; }

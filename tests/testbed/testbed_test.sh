@@ -76,14 +76,8 @@ fail() {
   exit 1
 }
 
-# Runs a command, recording its exit status in $status and its streams in
-# $work/stdout and $work/stderr.
-run() {
-  set +e
-  "$@" >"$work/stdout" 2>"$work/stderr"
-  status=$?
-  set -e
-}
+# shellcheck source=../testlib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 
 expect_failure_with() {
   [[ $status -eq 1 ]] || fail "exit status $status, expected 1 ($(head -c 600 "$work/stderr"))"
