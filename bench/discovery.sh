@@ -71,10 +71,19 @@ n=${#endpoints[@]}
 values=$(cat "$out"/tree/public/*.snmprec | wc -l)
 
 echo "==> starting $agents snmpsimd process(es) for $n switches" >&2
-per=$(((n + agents - 1) / agents))
-for ((first = 0; first < n; first += per)); do
-  SNMPSIM_COMMUNITY=public snmpsim_start "$out/tree" "${endpoints[@]:first:per}" -- --v2c-arch \
-    --transport-id-offset="$first"
+# Switch i goes to process i % agents, so that switches walked one after the
+# other (a crawl goes level by level) load every process, as independent
+# switches would. Process k serves its switches as transport ids 0, 1, ...:
+# its data directory links each id to the switch's recording.
+for ((k = 0; k < agents && k < n; k++)); do
+  dir=$out/agent$k
+  mkdir -p "$dir/public"
+  mine=()
+  for ((i = k, j = 0; i < n; i += agents, j++)); do
+    ln -sf "$out/tree/public/1.3.6.1.6.1.1.$i.snmprec" "$dir/public/1.3.6.1.6.1.1.$j.snmprec"
+    mine+=("${endpoints[i]}")
+  done
+  SNMPSIM_COMMUNITY=public snmpsim_start "$dir" "${mine[@]}" -- --v2c-arch
 done
 
 results=()

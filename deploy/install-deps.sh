@@ -19,8 +19,9 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   # Metrics
   prometheus-cpp-dev
-  # SNMP client and test peers
-  libsnmp-dev snmp snmpd snmpsim lldpd
+  # SNMP client and test peers (python3-gdbm: snmpsimd indexes its recordings
+  # with gdbm; without it, dbm.dumb makes it several times slower)
+  libsnmp-dev snmp snmpd snmpsim python3-gdbm lldpd
   # Config, CLI, JSON, logging
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   # Tests and benchmarks

@@ -148,17 +148,88 @@ StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>&
   return walks;
 }
 
+namespace {
+
+// Phase 2 of a discovery with host MACs: walks the FDB of the switches that
+// SwitchesNeedingFdb picks, `concurrency` at a time, into `crawl`.
+void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& facts, CrawlResult& crawl) {
+  std::vector<int> need = SwitchesNeedingFdb(crawl.walks, facts);
+  auto start = std::chrono::steady_clock::now();
+  SourceOpener open = options.open;
+  if (!open) {
+    open = [&](const std::string& address) { return OpenNetSnmp(address, options.credentials, options.transport); };
+  }
+  std::mutex mu;
+  size_t next = 0;
+  int done = 0;
+  auto worker = [&] {
+    while (true) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == need.size() || (options.cancel && options.cancel->load())) return;
+        i = next++;
+      }
+      SwitchWalk& walk = crawl.walks[need[i]];
+      std::string address = walk.source.substr(0, walk.source.rfind(':'));
+      std::vector<VarBind> raw;
+      int64_t requests = 0;
+      Status status = Status::Ok();
+      auto source = open(address);
+      if (source.ok()) {
+        status = WalkFdb(**source, walk, options.save_walks_dir.empty() ? nullptr : &raw);
+        requests = (*source)->requests();
+      } else {
+        status = source.status();
+      }
+      if (status.ok() && !options.save_walks_dir.empty()) {
+        // Add the FDB to the walk saved in phase 1.
+        std::string path = (std::filesystem::path(options.save_walks_dir) / (address + ".snmprec")).string();
+        if (auto saved = LoadRecordedWalk(path); saved.ok()) {
+          saved->vars.insert(saved->vars.end(), raw.begin(), raw.end());
+          std::ofstream(path) << FormatSnmprec(saved->vars);
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      crawl.requests += requests;
+      ++done;
+      if (!status.ok()) {
+        crawl.warnings.push_back(fmt::format("{}: FDB not walked (hosts known only by MAC may be missing): {}",
+                                             walk.label(), status.message()));
+      }
+      if (options.progress) {
+        CrawlProgress p;
+        p.walked = static_cast<int>(crawl.walks.size());
+        p.pending = static_cast<int>(need.size()) - done;
+        p.last = fmt::format("FDB of {}: {} entries", walk.label(), walk.fdb.size());
+        options.progress(p);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  int threads = std::max(1, std::min<int>(options.concurrency, static_cast<int>(need.size())));
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  crawl.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts) {
   if (options.seeds.empty()) return Status::InvalidArgument("no seed address to start discovery from (--seed)");
   if (!options.open) TOPOTUNE_RETURN_IF_ERROR(ValidateCredentials(options.credentials));
-  CrawlOptions opts = options;
-  opts.walk_fdb = options.walk_fdb && !facts.empty();  // The FDB serves only to place known MACs.
-  CrawlResult crawl = Crawl(opts);
+  // The FDB, by far the largest table, serves only to place hosts known by
+  // MAC: walk it after the rest, and only on switches with unexplained edge
+  // ports (not on cores, whose FDB holds every MAC of the network).
+  CrawlOptions first = options;
+  first.walk_fdb = false;
+  CrawlResult crawl = Crawl(first);
   if (crawl.walks.empty()) {
     std::string why;
     for (const std::string& w : crawl.warnings) why += "\n  " + w;
     return Status::NotFound(fmt::format("no switch could be walked from the seeds:{}", why));
   }
+  if (options.walk_fdb && !facts.empty()) WalkNeededFdbs(options, facts, crawl);
   auto tree = BuildTree(crawl.walks, facts);
   if (!tree.ok()) return tree.status();
   DiscoveryReport report{std::move(*tree)};

@@ -39,7 +39,7 @@ struct CrawlOptions {
   int concurrency = 16;        // Switches walked at once.
   int max_switches = 4096;     // Stop queueing beyond this many addresses.
   bool follow_lldp = true;     // Crawl through neighbours' management addresses.
-  bool walk_fdb = true;        // Walk the FDB (Discover skips it when no host MACs are known).
+  bool walk_fdb = true;        // Walk the FDB (Discover: afterwards, only where a known MAC may be).
   std::string save_walks_dir;  // If set, each walk is saved as <dir>/<address>.snmprec.
   std::function<void(const CrawlProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // Set to stop queueing and return what was walked.
@@ -69,7 +69,9 @@ struct DiscoveryReport {
   double seconds = 0;
 };
 
-// Crawl, then BuildTree; crawl warnings come first in the tree's warnings.
+// Crawl without the FDB; then, with host facts, walk the FDB of the switches
+// that SwitchesNeedingFdb picks; then BuildTree. Crawl warnings come first in
+// the tree's warnings.
 StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts);
 
 }  // namespace topotune::discovery

@@ -436,26 +436,39 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
   return sw;
 }
 
+Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw) {
+  // Only the port column: the MAC is in the index, and self entries sit on
+  // port 0. Q-BRIDGE first (every VLAN); the plain BRIDGE-MIB table, often a
+  // subset (the default VLAN), only when Q-BRIDGE has none.
+  int64_t before = source.requests();
+  auto vars = source.Walk(QBridgeFdbWalkRoots());
+  if (!vars.ok()) return vars.status();
+  if (!HasRows(*vars, kQTpFdbPort)) {
+    auto d = source.Walk(BridgeFdbWalkRoots());
+    if (!d.ok()) return d.status();
+    vars->insert(vars->end(), d->begin(), d->end());
+  }
+  SwitchWalk f = DecodeSwitchWalk(*vars, sw.source);
+  sw.fdb.insert(sw.fdb.end(), f.fdb.begin(), f.fdb.end());
+  sw.vlan_fdb_id.insert(f.vlan_fdb_id.begin(), f.vlan_fdb_id.end());
+  for (const std::string& w : f.warnings) sw.warnings.push_back(w);
+  sw.requests += source.requests() - before;
+  if (raw) raw->insert(raw->end(), vars->begin(), vars->end());
+  return Status::Ok();
+}
+
 StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, const WalkOptions& options, std::vector<VarBind>* raw) {
   auto vars = source.Walk(SwitchWalkRoots());
   if (!vars.ok()) return vars.status();
-  auto more = [&](const std::vector<Oid>& roots) -> Status {
-    auto extra = source.Walk(roots);
-    if (!extra.ok()) return extra.status();
-    vars->insert(vars->end(), extra->begin(), extra->end());
-    return Status::Ok();
-  };
-  if (!HasRows(*vars, kLldpRem) && !HasRows(*vars, kLldpLoc)) TOPOTUNE_RETURN_IF_ERROR(more(LldpV2WalkRoots()));
-  if (options.fdb) {
-    // Only the port column: the MAC is in the index, and self entries sit on
-    // port 0. Q-BRIDGE first (every VLAN); the plain BRIDGE-MIB table, often a
-    // subset (the default VLAN), only when Q-BRIDGE has none.
-    TOPOTUNE_RETURN_IF_ERROR(more(QBridgeFdbWalkRoots()));
-    if (!HasRows(*vars, kQTpFdbPort)) TOPOTUNE_RETURN_IF_ERROR(more(BridgeFdbWalkRoots()));
+  if (!HasRows(*vars, kLldpRem) && !HasRows(*vars, kLldpLoc)) {
+    auto v2 = source.Walk(LldpV2WalkRoots());
+    if (!v2.ok()) return v2.status();
+    vars->insert(vars->end(), v2->begin(), v2->end());
   }
   SwitchWalk sw = DecodeSwitchWalk(*vars, source.name());
   sw.requests = source.requests();
   if (raw) *raw = std::move(*vars);
+  if (options.fdb) TOPOTUNE_RETURN_IF_ERROR(WalkFdb(source, sw, raw));
   return sw;
 }
 

@@ -112,6 +112,10 @@ std::string NormalisePortId(int subtype, const std::string& raw);
 // SwitchWalkRoots and, if used, LldpV2WalkRoots).
 SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source);
 
+// Walks the FDB of a switch already walked without it, and adds its entries
+// (and decoding warnings) to `sw`. `raw`, if given, receives the bindings.
+Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw = nullptr);
+
 // Walks a switch through `source`: the common roots, LLDP-V2-MIB if the v1
 // tables are empty, then the FDB. An error only when the agent cannot be read
 // at all. `raw`, if given, receives every binding walked.

@@ -314,27 +314,26 @@ struct Builder {
   }
 };
 
-}  // namespace
+// One LLDP row that describes a host on a forwarding port.
+struct LldpHost {
+  int sw, if_index;
+  const LldpRemote* row;
+};
 
-StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
-  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
-  b.Index();
-  struct {
-    std::vector<DiscoveredLink> links;
-    std::vector<std::string> warnings;
-    int lldp_hosts = 0, fdb_hosts = 0, blocked_or_down_links = 0;
-  } out;
-  for (const SwitchWalk& w : walks) out.warnings.insert(out.warnings.end(), w.warnings.begin(), w.warnings.end());
-
-  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
+// What the LLDP rows of all switches say (step 1 of BuildTree).
+struct LldpPass {
   std::vector<HalfLink> halves;
-  std::vector<std::set<int>> switch_facing(walks.size());  // Port groups with a switch behind them.
-  struct LldpHost {
-    int sw, if_index;
-    const LldpRemote* row;
-  };
+  std::vector<std::set<int>> switch_facing;  // Per switch, port groups with a switch behind them.
   std::vector<LldpHost> lldp_hosts;
+  int blocked_or_down = 0;
+};
+
+LldpPass ReadLldp(Builder& b) {
+  LldpPass pass;
+  pass.switch_facing.resize(b.sws.size());
+  auto& halves = pass.halves;
+  auto& switch_facing = pass.switch_facing;
+  auto& lldp_hosts = pass.lldp_hosts;
   for (size_t si = 0; si < b.sws.size(); ++si) {
     const Sw& s = b.sws[si];
     if (s.walk->lldp_mib == 0)
@@ -360,7 +359,7 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         std::string why = NotForwarding(s, *local);
         if (why.empty() && remote) why = NotForwarding(r, *remote).empty() ? "" : "remote " + NotForwarding(r, *remote);
         if (!why.empty()) {
-          ++out.blocked_or_down_links;
+          ++pass.blocked_or_down;
           continue;
         }
         halves.push_back({static_cast<int>(si), Group(s, *local), *peer,
@@ -381,6 +380,47 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
       }
     }
   }
+
+  return pass;
+}
+
+// The name of the host an LLDP row describes, and the HostFact it is (by a
+// MAC, else by name), or -1.
+std::pair<std::string, int> LldpHostName(const Builder& b, const LldpRemote& row) {
+  std::optional<Mac> mac;
+  if (row.port_subtype == 3) mac = ParseMac(row.port_raw);
+  if (!mac) mac = ParseMac(row.chassis_id);
+  if (mac)
+    if (auto it = b.fact_by_mac.find(*mac); it != b.fact_by_mac.end()) return {b.facts[it->second].name, it->second};
+  std::string name = SafeName(row.sys_name);
+  // A host whose LLDP MAC is not among its reported MACs (another NIC) is
+  // still the known host of that name.
+  for (size_t i = 0; i < b.facts.size(); ++i)
+    if (!name.empty() && b.facts[i].name == name) return {name, static_cast<int>(i)};
+  if (name.empty() && mac) name = MacName(*mac);
+  if (name.empty()) name = "host-" + SafeName(row.chassis_id);
+  return {name, -1};
+}
+
+}  // namespace
+
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
+  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
+  b.Index();
+  struct {
+    std::vector<DiscoveredLink> links;
+    std::vector<std::string> warnings;
+    int lldp_hosts = 0, fdb_hosts = 0, blocked_or_down_links = 0;
+  } out;
+  for (const SwitchWalk& w : walks) out.warnings.insert(out.warnings.end(), w.warnings.begin(), w.warnings.end());
+
+  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
+  LldpPass pass = ReadLldp(b);
+  out.blocked_or_down_links = pass.blocked_or_down;
+  std::vector<HalfLink>& halves = pass.halves;
+  const std::vector<std::set<int>>& switch_facing = pass.switch_facing;
+  const std::vector<LldpHost>& lldp_hosts = pass.lldp_hosts;
 
   // 2. Pair the half-links into switch links, one per (switch, port group) pair.
   std::vector<SwitchLink> links;
@@ -487,25 +527,8 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     hosts.push_back({std::move(name), sw, if_index, std::move(how)});
   };
   for (const LldpHost& lh : lldp_hosts) {
-    const LldpRemote& row = *lh.row;
-    std::optional<Mac> mac;
-    if (row.port_subtype == 3) mac = ParseMac(row.port_raw);
-    if (!mac) mac = ParseMac(row.chassis_id);
-    std::string name;
-    if (mac)
-      if (auto it = b.fact_by_mac.find(*mac); it != b.fact_by_mac.end()) {
-        name = b.facts[it->second].name;
-        placed_facts.insert(it->second);
-      }
-    if (name.empty()) {
-      name = SafeName(row.sys_name);
-      // A host whose LLDP MAC is not among its reported MACs (another NIC)
-      // is still the known host of that name.
-      for (size_t i = 0; i < b.facts.size(); ++i)
-        if (!name.empty() && b.facts[i].name == name) placed_facts.insert(static_cast<int>(i));
-    }
-    if (name.empty() && mac) name = MacName(*mac);
-    if (name.empty()) name = "host-" + SafeName(row.chassis_id);
+    auto [name, fact] = LldpHostName(b, *lh.row);
+    if (fact >= 0) placed_facts.insert(fact);
     if (b.by_sysname.count(name) ||
         std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
       b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
@@ -686,6 +709,36 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
   if (!topo.ok()) return topo.status();
   return DiscoveredTree{std::move(*topo), std::move(out.links), std::move(out.warnings),
                         out.lldp_hosts,   out.fdb_hosts,        out.blocked_or_down_links};
+}
+
+std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
+  if (facts.empty() || walks.empty()) return {};
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
+  b.Index();
+  LldpPass pass = ReadLldp(b);
+  std::set<int> placed;
+  std::set<std::pair<int, int>> host_ports;  // (switch, port group) with an LLDP host.
+  for (const LldpHost& lh : pass.lldp_hosts) {
+    if (int fact = LldpHostName(b, *lh.row).second; fact >= 0) placed.insert(fact);
+    host_ports.insert({lh.sw, Group(b.sws[lh.sw], lh.if_index)});
+  }
+  if (placed.size() == facts.size()) return {};
+  std::vector<int> out;
+  for (size_t si = 0; si < b.sws.size(); ++si) {
+    const Sw& s = b.sws[si];
+    std::set<int> bridge_ports;  // ifIndexes that are bridge ports; empty: unknown, all count.
+    for (const auto& [port, idx] : s.walk->base_port_if_index) bridge_ports.insert(idx);
+    for (const auto& [idx, itf] : s.walk->interfaces) {
+      (void)itf;
+      int g = Group(s, idx);
+      if (!bridge_ports.empty() && !bridge_ports.count(idx) && !bridge_ports.count(g)) continue;
+      if (!NotForwarding(s, idx).empty()) continue;
+      if (pass.switch_facing[si].count(g) || host_ports.count({static_cast<int>(si), g})) continue;
+      out.push_back(static_cast<int>(si));
+      break;
+    }
+  }
+  return out;
 }
 
 std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row) {

@@ -73,6 +73,13 @@ struct DiscoveredTree {
 // walked, when no host was found, or when the links form a cycle.
 StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts);
 
+// The switches (indexes into `walks`, walked without their FDB) whose FDB
+// can still place a host: some fact is not an LLDP neighbour, and the switch
+// has an edge port that is up and forwarding, with no switch and no LLDP host
+// behind it. Empty when every fact is placed or there are none. Cores and
+// aggregation switches, whose FDBs hold every MAC of the network, drop out.
+std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts);
+
 // The ifIndex of the local port of an LLDP row of `walk` (the rule above), or
 // nullopt when it resolves to no interface.
 std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row);

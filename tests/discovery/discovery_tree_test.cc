@@ -145,6 +145,40 @@ TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
   EXPECT_NE(built.status().message().find(" -- "), std::string::npos);
 }
 
+TEST(GeneratedTree, FdbIsWalkedOnlyWhereAKnownMacMayBe) {
+  auto topo = gen::FanoutTree(2, 3, 4);
+  ASSERT_TRUE(topo.ok());
+  gen::GenOptions options;
+  options.seed = 4;
+  auto tree = gen::GenerateTree(*topo, options);
+  ASSERT_TRUE(tree.ok());
+  // Walks without the FDB, as the first phase of Discover does.
+  std::vector<SwitchWalk> walks;
+  for (const gen::GeneratedSwitch& s : tree->switches) {
+    RecordedSource src(s.mgmt_address + ":161", ParseSnmprec(s.snmprec, s.community).vars);
+    walks.push_back(*WalkSwitch(src, WalkOptions{.fdb = false}));
+  }
+  std::set<std::string> need;
+  for (int i : SwitchesNeedingFdb(walks, Facts(*tree))) need.insert(walks[i].sys_name);
+  // Edge switches with hosts known only by MAC need it; the core and the
+  // aggregation switches (every port faces a switch) never do.
+  std::set<std::string> edges_with_fdb_hosts;
+  for (const std::string& h : tree->fdb_only_hosts) {
+    int n = *tree->truth.Find(h);
+    edges_with_fdb_hosts.insert(tree->truth.nodes()[tree->truth.Other(tree->truth.incident(n)[0], n)].name);
+  }
+  EXPECT_FALSE(edges_with_fdb_hosts.empty());
+  for (const std::string& e : edges_with_fdb_hosts) EXPECT_TRUE(need.count(e)) << e;
+  for (const std::string& s : need) EXPECT_TRUE(s.starts_with("edge")) << s;
+  // When LLDP places every known host, no FDB is walked at all.
+  std::vector<HostFact> lldp_only;
+  for (const HostFact& f : Facts(*tree))
+    if (std::find(tree->fdb_only_hosts.begin(), tree->fdb_only_hosts.end(), f.name) == tree->fdb_only_hosts.end())
+      lldp_only.push_back(f);
+  EXPECT_TRUE(SwitchesNeedingFdb(walks, lldp_only).empty());
+  EXPECT_TRUE(SwitchesNeedingFdb(walks, {}).empty());
+}
+
 // ---- Faults -------------------------------------------------------------------
 
 TEST(Faults, SwitchThatTimesOutAndUnreachableSeedGiveWarnings) {
