@@ -527,8 +527,10 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     hosts.push_back({std::move(name), sw, if_index, std::move(how)});
   };
   for (const LldpHost& lh : lldp_hosts) {
-    auto [name, fact] = LldpHostName(b, *lh.row);
-    if (fact >= 0) placed_facts.insert(fact);
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    std::pair<std::string, int> named = LldpHostName(b, *lh.row);
+    std::string& name = named.first;
+    if (named.second >= 0) placed_facts.insert(named.second);
     if (b.by_sysname.count(name) ||
         std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
       b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
