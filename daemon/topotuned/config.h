@@ -1,0 +1,74 @@
+// topotuned's configuration: one YAML file (default /etc/topotune/topotuned.yaml;
+// deploy/topotuned.yaml documents every key) plus command-line overrides.
+// With no file at all it runs on loopback with a local SQLite database and a
+// static topology file or no topology until one is discovered.
+//
+// Loading is strict: an unknown key, a value of the wrong type or out of
+// range is an error naming the file, the line and the key, so a typo never
+// silently falls back to a default.
+//
+// Thread-safety: a value; LoadConfig shares no state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tuner/status.h"
+
+namespace topotune::daemon {
+
+struct DiscoveryConfig {
+  std::vector<std::string> seeds;  // Empty: no discovery (topology.file is used).
+  std::string community = "public";
+  std::string v3_user, v3_auth, v3_priv;  // v3 authPriv when v3_user is set.
+  std::string v3_auth_protocol = "SHA";
+  std::string v3_priv_protocol = "AES";
+  int port = 161;
+  double timeout_s = 1.0;
+  int retries = 2;
+  int concurrency = 16;
+  double interval_s = 3600;  // Between periodic discoveries.
+};
+
+struct TuningConfig {
+  // The command that launches a benchmark job; {np}, {hostfile}, {hosts},
+  // {ranks_per_node} and {command} are replaced. Default: mpirun.
+  std::string launcher = "mpirun -np {np} --hostfile {hostfile} --map-by ppr:{ranks_per_node}:node {command}";
+  double job_timeout_s = 1800;  // A benchmark job running longer is killed.
+  std::vector<std::string> collectives = {"alltoall", "alltoallv", "allgather"};
+  std::vector<int> ranks_per_node = {1};
+  std::vector<std::string> sizes = {"1KiB", "16KiB", "256KiB", "4MiB"};  // Before bisection.
+  int iterations = 20;
+  double alpha = 0.05;  // Significance level of the crossover tests.
+};
+
+struct Config {
+  std::string source;                             // The file loaded, or "(defaults)".
+  std::string listen = "127.0.0.1:50051";         // gRPC.
+  std::string metrics_listen = "127.0.0.1:9464";  // Prometheus /metrics.
+  std::string database;                           // Default: see DefaultDatabasePath().
+  std::string tls_cert, tls_key;                  // Both or neither; PEM files.
+  std::string token_file;                         // Bearer token for agent and admin writes.
+  int max_concurrent_rpcs = 64;
+  int64_t max_message_bytes = 4 << 20;
+  std::string topology_file;  // Static topology when discovery is off (or before it succeeds).
+  std::string hosts_file;     // Host MACs for discovery, besides what agents report.
+  DiscoveryConfig discovery;
+  TuningConfig tuning;
+  int64_t plan_cache_bytes = 64 << 20;
+  double agent_timeout_s = 90;  // An agent with no heartbeat for this long is not alive.
+  std::string log_level = "info";
+};
+
+// /var/lib/topotune/topotune.db for root, else
+// $XDG_DATA_HOME (or ~/.local/share)/topotune/topotune.db.
+std::string DefaultDatabasePath();
+
+// Parses YAML text; `source` names it in errors.
+StatusOr<Config> ParseConfig(const std::string& text, const std::string& source);
+// Reads and parses a file; a missing file is an error naming it.
+StatusOr<Config> LoadConfig(const std::string& path);
+// Checks cross-field rules (TLS pair, listen addresses, launcher placeholders).
+Status ValidateConfig(const Config& config);
+
+}  // namespace topotune::daemon

@@ -1,0 +1,70 @@
+#include "daemon/topotuned/config.h"
+
+#include <gtest/gtest.h>
+
+namespace topotune::daemon {
+namespace {
+
+TEST(Config, EmptyMeansDefaults) {
+  auto c = ParseConfig("", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->listen, "127.0.0.1:50051");
+  EXPECT_EQ(c->metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(c->max_concurrent_rpcs, 64);
+  EXPECT_TRUE(c->discovery.seeds.empty());
+  EXPECT_EQ(c->tuning.collectives, (std::vector<std::string>{"alltoall", "alltoallv", "allgather"}));
+}
+
+TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
+  auto c = LoadConfig(std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/topotuned.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto d = ParseConfig("", "defaults");
+  EXPECT_EQ(c->listen, d->listen);
+  EXPECT_EQ(c->plan_cache_bytes, d->plan_cache_bytes);
+  EXPECT_EQ(c->max_message_bytes, d->max_message_bytes);
+  EXPECT_EQ(c->agent_timeout_s, d->agent_timeout_s);
+  EXPECT_EQ(c->discovery.interval_s, d->discovery.interval_s);
+  EXPECT_EQ(c->discovery.timeout_s, d->discovery.timeout_s);
+  EXPECT_EQ(c->tuning.launcher, d->tuning.launcher);
+  EXPECT_EQ(c->tuning.sizes, d->tuning.sizes);
+  EXPECT_EQ(c->tuning.job_timeout_s, d->tuning.job_timeout_s);
+}
+
+TEST(Config, ReadsEveryKind) {
+  auto c = ParseConfig(
+      "listen: 0.0.0.0:6000\nplan_cache_size: 1MiB\nagent_timeout: 1500ms\n"
+      "discovery:\n  seeds: 198.18.0.1,198.18.0.2\n  v3_user: u\n  timeout: 2\n"
+      "tuning:\n  ranks_per_node: [1, 4]\n  launcher: 'srun -n {np} {command}'\n",
+      "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->listen, "0.0.0.0:6000");
+  EXPECT_EQ(c->plan_cache_bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(c->agent_timeout_s, 1.5);
+  EXPECT_EQ(c->discovery.seeds, (std::vector<std::string>{"198.18.0.1", "198.18.0.2"}));
+  EXPECT_DOUBLE_EQ(c->discovery.timeout_s, 2);
+  EXPECT_EQ(c->tuning.ranks_per_node, (std::vector<int>{1, 4}));
+}
+
+TEST(Config, ErrorsNameTheFileLineAndKey) {
+  auto unknown = ParseConfig("listen: 127.0.0.1:1\nlisten_port: 5\n", "t.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("t.yaml:2: listen_port: unknown key; known keys here:"), std::string::npos)
+      << unknown.status().message();
+  auto nested = ParseConfig("discovery:\n  port: 70000\n", "t.yaml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("t.yaml:2: discovery.port: 70000 is out of range [1, 65535]"),
+            std::string::npos)
+      << nested.status().message();
+  auto size = ParseConfig("plan_cache_size: lots\n", "t.yaml");
+  EXPECT_NE(size.status().message().find("'lots' is not a size"), std::string::npos) << size.status().message();
+  auto tls = ParseConfig("tls_cert: a.pem\n", "t.yaml");
+  EXPECT_NE(tls.status().message().find("give both or neither"), std::string::npos);
+  auto launcher = ParseConfig("tuning:\n  launcher: mpirun -np 4\n", "t.yaml");
+  EXPECT_NE(launcher.status().message().find("{command}"), std::string::npos);
+  auto yaml = ParseConfig("listen: [\n", "t.yaml");
+  EXPECT_FALSE(yaml.ok());
+  EXPECT_FALSE(LoadConfig("/nonexistent/topotuned.yaml").ok());
+}
+
+}  // namespace
+}  // namespace topotune::daemon
