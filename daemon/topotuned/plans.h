@@ -1,0 +1,89 @@
+// Plans: what GetPlan hands a job for one collective where a scheduled
+// algorithm is chosen: the per-rank programs compiled from the schedule of
+// that algorithm for the job's placement on the topology. Building one can
+// take a second for a thousand ranks, so plans are cached in memory (an LRU
+// bounded in bytes) and persisted (EncodePlan/DecodePlan, a versioned binary
+// form stored as a BLOB) so that a restart does not lose them.
+//
+// Thread-safety: CompilePlan, PlacementHash and the codec are pure; a
+// PlanCache may be used from many threads.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tuner/rank_program.h"
+#include "tuner/status.h"
+#include "tuner/topology.h"
+
+namespace topotune::daemon {
+
+// FNV-1a 64 of the rank hosts, one per rank in rank order: the same
+// placement always hashes the same, on every platform and run.
+uint64_t PlacementHash(const std::vector<std::string>& rank_hosts);
+
+struct PlanKey {
+  int64_t topology_version = 0;
+  uint64_t placement_hash = 0;
+  std::string collective;
+  std::string algorithm;
+  friend bool operator==(const PlanKey&, const PlanKey&) = default;
+};
+
+struct CompiledPlan {
+  std::string collective;
+  std::string algorithm;
+  std::vector<RankProgram> programs;  // One per rank, in rank order.
+  // Approximate memory held, for the cache's bound.
+  size_t bytes() const;
+};
+
+// Builds the schedule of `algorithm` (schedule_registry.h) for the ranks of
+// `rank_hosts` on `topo`, verifies nothing (the generators are verified by
+// their tests) and compiles every rank's program. InvalidArgument for an
+// unknown host or algorithm.
+StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
+                                   std::string_view collective, std::string_view algorithm);
+
+// A compact, versioned binary form (little-endian, varints) and its strict
+// decoder: a truncated or corrupt blob is an error, never a crash.
+std::string EncodePlan(const CompiledPlan& plan);
+StatusOr<CompiledPlan> DecodePlan(std::string_view blob);
+
+class PlanCache {
+ public:
+  explicit PlanCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // The plan, or nullptr; a hit makes it the most recently used.
+  std::shared_ptr<const CompiledPlan> Get(const PlanKey& key);
+  // Inserts (or replaces) and evicts least recently used plans beyond the bound.
+  void Put(const PlanKey& key, std::shared_ptr<const CompiledPlan> plan);
+  // Drops every plan of a topology version below `version`.
+  void InvalidateBefore(int64_t version);
+
+  struct Stats {
+    int64_t hits = 0, misses = 0, evictions = 0;
+    size_t bytes = 0, entries = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const PlanKey& k) const;
+  };
+  using Entry = std::pair<PlanKey, std::shared_ptr<const CompiledPlan>>;
+  void EvictLocked();
+
+  const size_t max_bytes_;
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // Most recent first.
+  std::unordered_map<PlanKey, std::list<Entry>::iterator, KeyHash> index_;
+  Stats stats_;
+};
+
+}  // namespace topotune::daemon

@@ -1,0 +1,128 @@
+#include "daemon/topotuned/plans.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "tuner/rank_tree.h"
+#include "tuner/schedule_registry.h"
+#include "tuner/topology_io.h"
+
+namespace topotune::daemon {
+namespace {
+
+Topology TwoSwitch() {
+  auto t = LoadTopologyFile(std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/two-switch-4x4.yaml");
+  EXPECT_TRUE(t.ok());
+  return std::move(*t);
+}
+
+std::vector<std::string> Ranks() { return {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"}; }
+
+TEST(PlacementHash, IsStableAndOrderSensitive) {
+  EXPECT_EQ(PlacementHash({}), 14695981039346656037ull);
+  EXPECT_EQ(PlacementHash({"h0", "h1"}), PlacementHash({"h0", "h1"}));
+  EXPECT_NE(PlacementHash({"h0", "h1"}), PlacementHash({"h1", "h0"}));
+  EXPECT_NE(PlacementHash({"h0h1"}), PlacementHash({"h0", "h1"}));
+}
+
+TEST(CompilePlan, MatchesTheRegistryScheduleCompiledDirectly) {
+  Topology topo = TwoSwitch();
+  auto plan = CompilePlan(topo, Ranks(), "alltoall", "tree_scheduled");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->programs.size(), 8u);
+  auto placement = PlacementFromRankHosts(topo, Ranks());
+  auto tree = RankTree::Build(topo, *placement);
+  auto schedule = FindScheduleAlgorithm("alltoall", "tree_scheduled")->make(*tree);
+  auto direct = CompileRankPrograms(*schedule);
+  ASSERT_TRUE(direct.ok());
+  for (size_t r = 0; r < 8; ++r) EXPECT_EQ(plan->programs[r].steps, (*direct)[r].steps) << "rank " << r;
+  EXPECT_GT(plan->bytes(), 8 * sizeof(RankProgram));
+}
+
+TEST(CompilePlan, UnknownHostOrAlgorithmIsAnError) {
+  Topology topo = TwoSwitch();
+  EXPECT_FALSE(CompilePlan(topo, {"h0", "nowhere"}, "alltoall", "tree_scheduled").ok());
+  auto bad = CompilePlan(topo, Ranks(), "alltoall", "warp_drive");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("warp_drive"), std::string::npos);
+}
+
+TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
+  Topology topo = TwoSwitch();
+  for (const char* alg : {"tree_scheduled", "ring", "pairwise"}) {
+    auto plan = CompilePlan(topo, Ranks(), "alltoall", alg);
+    ASSERT_TRUE(plan.ok()) << alg << ": " << plan.status().message();
+    std::string blob = EncodePlan(*plan);
+    auto back = DecodePlan(blob);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->collective, "alltoall");
+    EXPECT_EQ(back->algorithm, alg);
+    ASSERT_EQ(back->programs.size(), plan->programs.size());
+    for (size_t r = 0; r < plan->programs.size(); ++r) {
+      EXPECT_EQ(back->programs[r].rank, plan->programs[r].rank);
+      EXPECT_EQ(back->programs[r].steps, plan->programs[r].steps);
+    }
+    for (size_t n = 0; n < blob.size(); ++n) EXPECT_FALSE(DecodePlan(blob.substr(0, n)).ok()) << n;
+    EXPECT_FALSE(DecodePlan(blob + "x").ok());
+    // Random corruption: an error or a plan, never a crash.
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 500; ++i) {
+      std::string c = blob;
+      c[4 + rng() % (c.size() - 4)] ^= static_cast<char>(1 + rng() % 255);
+      (void)DecodePlan(c);
+    }
+  }
+}
+
+std::shared_ptr<const CompiledPlan> FakePlan(int ranks) {
+  auto p = std::make_shared<CompiledPlan>();
+  p->collective = "alltoall";
+  p->algorithm = "ring";
+  p->programs.resize(ranks);
+  return p;
+}
+
+PlanKey Key(int64_t version, uint64_t placement) { return {version, placement, "alltoall", "ring"}; }
+
+TEST(PlanCache, EvictsLeastRecentlyUsedBeyondItsBound) {
+  size_t one = FakePlan(100)->bytes();
+  PlanCache cache(3 * one);
+  for (uint64_t i = 0; i < 3; ++i) cache.Put(Key(1, i), FakePlan(100));
+  ASSERT_NE(cache.Get(Key(1, 0)), nullptr);  // 0 is now the most recent; 1 the least.
+  cache.Put(Key(1, 3), FakePlan(100));
+  EXPECT_EQ(cache.Get(Key(1, 1)), nullptr);
+  EXPECT_NE(cache.Get(Key(1, 0)), nullptr);
+  EXPECT_NE(cache.Get(Key(1, 2)), nullptr);
+  EXPECT_NE(cache.Get(Key(1, 3)), nullptr);
+  PlanCache::Stats s = cache.stats();
+  EXPECT_EQ(s.entries, 3u);
+  EXPECT_EQ(s.evictions, 1);
+  EXPECT_EQ(s.hits, 4);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_LE(s.bytes, 3 * one);
+  cache.Put(Key(2, 9), FakePlan(10));
+  cache.InvalidateBefore(2);
+  EXPECT_EQ(cache.stats().entries, 1u);
+  EXPECT_NE(cache.Get(Key(2, 9)), nullptr);
+}
+
+TEST(PlanCache, ManyThreadsAtOnce) {
+  PlanCache cache(50 * FakePlan(10)->bytes());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&cache, t] {
+      for (int i = 0; i < 2000; ++i) {
+        PlanKey k = Key(1, static_cast<uint64_t>((i * 7 + t) % 80));
+        if (!cache.Get(k)) cache.Put(k, FakePlan(10));
+      }
+    });
+  for (auto& th : threads) th.join();
+  PlanCache::Stats s = cache.stats();
+  EXPECT_EQ(s.hits + s.misses, 16000);
+  EXPECT_LE(s.entries, 50u);
+}
+
+}  // namespace
+}  // namespace topotune::daemon
