@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 
 #include "daemon/discovery/snmp_source.h"
 
@@ -18,9 +19,12 @@ namespace topotune::discovery {
 namespace {
 
 std::once_flag g_init_once;
-// Serialises session opens: v3 engine-ID probing and the USM user list are
-// process-wide in net-snmp.
-std::mutex g_open_mutex;
+// net-snmp keeps the SNMPv3 USM user list process-wide and without locks: a
+// v3 session open (engine-ID probe, user creation) must not run beside any
+// other v3 request. Opens take it exclusively, v3 walks shared. v2c sessions
+// touch no shared state and take neither.
+std::shared_mutex g_v3_mutex;
+std::mutex g_open_mutex;  // Serialises opens (session list, init).
 
 void InitNetSnmp() {
   std::call_once(g_init_once, [] {
@@ -75,8 +79,8 @@ SnmpValue ConvertValue(const netsnmp_variable_list* v) {
 
 class NetSnmpSource : public SnmpSource {
  public:
-  NetSnmpSource(void* session, std::string name, int max_repetitions)
-      : session_(session), name_(std::move(name)), max_repetitions_(max_repetitions) {}
+  NetSnmpSource(void* session, std::string name, int max_repetitions, bool v3)
+      : session_(session), name_(std::move(name)), max_repetitions_(max_repetitions), v3_(v3) {}
   ~NetSnmpSource() override { snmp_sess_close(session_); }
   NetSnmpSource(const NetSnmpSource&) = delete;
   NetSnmpSource& operator=(const NetSnmpSource&) = delete;
@@ -85,6 +89,8 @@ class NetSnmpSource : public SnmpSource {
   int64_t requests() const override { return requests_; }
 
   StatusOr<std::vector<VarBind>> Walk(const std::vector<Oid>& roots) override {
+    std::shared_lock<std::shared_mutex> v3_lock(g_v3_mutex, std::defer_lock);
+    if (v3_) v3_lock.lock();
     std::vector<VarBind> out;
     for (const Oid& root : roots) TOPOTUNE_RETURN_IF_ERROR(WalkOne(root, out));
     return out;
@@ -155,6 +161,7 @@ class NetSnmpSource : public SnmpSource {
   void* session_;
   std::string name_;
   int max_repetitions_;
+  bool v3_;
   int64_t requests_ = 0;
 };
 
@@ -194,6 +201,8 @@ StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, co
   std::string user = creds.v3_user;
 
   std::lock_guard<std::mutex> lock(g_open_mutex);
+  std::unique_lock<std::shared_mutex> v3_lock(g_v3_mutex, std::defer_lock);
+  if (creds.version == SnmpVersion::kV3) v3_lock.lock();
   netsnmp_session s;
   snmp_sess_init(&s);
   s.peername = peer.data();
@@ -246,8 +255,8 @@ StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, co
     free(msg);
     return Status::IoError(fmt::format("{}:{}: cannot open an SNMP session: {}", address, transport.port, why));
   }
-  return std::unique_ptr<SnmpSource>(
-      new NetSnmpSource(handle, fmt::format("{}:{}", address, transport.port), transport.max_repetitions));
+  return std::unique_ptr<SnmpSource>(new NetSnmpSource(handle, fmt::format("{}:{}", address, transport.port),
+                                                       transport.max_repetitions, creds.version == SnmpVersion::kV3));
 }
 
 }  // namespace topotune::discovery

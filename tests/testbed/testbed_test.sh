@@ -323,7 +323,7 @@ EOF
   run "$topotune" topology diff "$work/truth.yaml" "$work/v2c.yaml"
   [[ $status -eq 0 ]] || fail "v2c discovery differs from the truth: $(cat "$work/stdout")"
 
-  run in_head "$topotune" discover --seed "$seed" --v3-user topotune --v3-auth topotune-auth \
+  run in_head "$topotune" discover --seed "$seed" --timeout 2 --v3-user topotune --v3-auth topotune-auth \
     --v3-priv topotune-priv --out "$work/v3.yaml"
   [[ $status -eq 0 ]] || fail "discover (v3) failed: $(cat "$work/stderr")"
   echo "v3:  $(grep '^discovered' "$work/stderr")"
