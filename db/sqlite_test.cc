@@ -1,0 +1,126 @@
+#include "db/sqlite.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "db/hash.h"
+#include "db/test_util.h"
+
+namespace topotune::db {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Must;
+using ::testing::StartsWith;
+using testing::TempDir;
+
+TEST(Fnv1a64Test, KnownVectors) {
+  // From the FNV reference test suite (Fowler, Noll, Vo).
+  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ULL);
+  EXPECT_EQ(Fnv1a64Hex("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(Fnv1a64Hex(""), "cbf29ce484222325");
+  static_assert(Fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
+}
+
+class SqliteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conn_ = Must(Connection::Open(dir_.File("t.db")));
+    ASSERT_TRUE(conn_->Exec("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, u TEXT UNIQUE)").ok());
+  }
+  int64_t Count() {
+    Statement st = Must(conn_->Prepare("SELECT count(*) FROM t"));
+    EXPECT_TRUE(Must(st.Step()));
+    return st.ColumnInt64(0);
+  }
+  TempDir dir_;
+  std::unique_ptr<Connection> conn_;
+};
+
+TEST_F(SqliteTest, BindsAndReadsEveryType) {
+  const std::string text("with\0nul", 8);
+  const std::string blob("\x00\x01\xff", 3);
+  Statement insert = Must(conn_->Prepare("INSERT INTO t (i, r, s, b, u) VALUES (?, ?, ?, ?, ?)"));
+  ASSERT_TRUE(insert.BindAll(std::numeric_limits<int64_t>::min(), 0.1, text, Blob{blob}, std::optional<std::string>())
+                  .Run()
+                  .ok());
+  ASSERT_TRUE(insert.Reset().BindAll(true, -2.5e300, "plain", Blob{""}, std::string_view("u")).Run().ok());
+
+  Statement select = Must(conn_->Prepare("SELECT i, r, s, b, u FROM t ORDER BY rowid"));
+  ASSERT_TRUE(Must(select.Step()));
+  EXPECT_EQ(select.ColumnInt64(0), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(select.ColumnDouble(1), 0.1);
+  EXPECT_EQ(select.ColumnText(2), text);
+  EXPECT_EQ(select.ColumnBlob(3), blob);
+  EXPECT_TRUE(select.ColumnIsNull(4));
+  EXPECT_EQ(select.ColumnOptionalInt64(4), std::nullopt);
+  ASSERT_TRUE(Must(select.Step()));
+  EXPECT_EQ(select.ColumnInt64(0), 1);
+  EXPECT_EQ(select.ColumnDouble(1), -2.5e300);
+  EXPECT_FALSE(select.ColumnIsNull(3));  // An empty blob is not NULL.
+  EXPECT_EQ(select.ColumnBlob(3), "");
+  EXPECT_EQ(select.ColumnText(4), "u");
+  EXPECT_FALSE(Must(select.Step()));
+}
+
+TEST_F(SqliteTest, TransactionRollsBackUnlessCommitted) {
+  {
+    Transaction txn = Must(Transaction::Begin(*conn_));
+    ASSERT_TRUE(conn_->Exec("INSERT INTO t (i) VALUES (1)").ok());
+    EXPECT_TRUE(conn_->InTransaction());
+  }
+  EXPECT_FALSE(conn_->InTransaction());
+  EXPECT_EQ(Count(), 0);
+  {
+    Transaction txn = Must(Transaction::Begin(*conn_, Transaction::Mode::kDeferred));
+    ASSERT_TRUE(conn_->Exec("INSERT INTO t (i) VALUES (1)").ok());
+    ASSERT_TRUE(txn.Commit().ok());
+    EXPECT_FALSE(txn.Commit().ok());  // Already committed.
+  }
+  EXPECT_EQ(Count(), 1);
+  // A second BEGIN inside a transaction is an error, not a nested transaction.
+  Transaction outer = Must(Transaction::Begin(*conn_));
+  EXPECT_FALSE(Transaction::Begin(*conn_).ok());
+}
+
+TEST_F(SqliteTest, ErrorsNameThePathAndSqlitesReason) {
+  StatusOr<Statement> bad = conn_->Prepare("SELEKT 1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), StartsWith(dir_.File("t.db") + ": "));
+  EXPECT_THAT(bad.status().message(), HasSubstr("syntax error"));
+
+  StatusOr<Statement> two = conn_->Prepare("SELECT 1; SELECT 2");
+  ASSERT_FALSE(two.ok());
+  EXPECT_THAT(two.status().message(), HasSubstr("more than one SQL statement"));
+
+  Statement dup = Must(conn_->Prepare("INSERT INTO t (u) VALUES (?)"));
+  ASSERT_TRUE(dup.BindAll("x").Run().ok());
+  Status st = dup.Reset().BindAll("x").Run();
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("UNIQUE constraint failed: t.u"));
+  EXPECT_THAT(st.message(), HasSubstr("(in: INSERT INTO t (u) VALUES (?))"));
+
+  Statement range = Must(conn_->Prepare("SELECT ?"));
+  st = range.BindAll(1, 2).Run();
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("binding parameters"));
+}
+
+TEST(ConnectionTest, OpenFailureNamesThePathAndTheSystemReason) {
+  TempDir dir;
+  std::string path = dir.File("missing/dir/t.db");
+  StatusOr<std::unique_ptr<Connection>> conn = Connection::Open(path);
+  ASSERT_FALSE(conn.ok());
+  EXPECT_EQ(conn.status().code(), Status::Code::kIoError);
+  EXPECT_THAT(conn.status().message(), StartsWith(path + ": cannot open database: unable to open database file"));
+}
+
+}  // namespace
+}  // namespace topotune::db
