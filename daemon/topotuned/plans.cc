@@ -2,22 +2,16 @@
 
 #include <fmt/format.h>
 
+#include "db/hash.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
 
 namespace topotune::daemon {
 
 uint64_t PlacementHash(const std::vector<std::string>& rank_hosts) {
-  uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 1099511628211ull;
-  };
-  for (const std::string& host : rank_hosts) {
-    for (unsigned char c : host) mix(c);
-    mix('\n');
-  }
-  return h;
+  std::string joined;
+  for (const std::string& host : rank_hosts) (joined += host) += '\n';
+  return db::Fnv1a64(joined);
 }
 
 size_t CompiledPlan::bytes() const {

@@ -24,7 +24,8 @@
 
 namespace topotune::daemon {
 
-// FNV-1a 64 of the rank hosts, one per rank in rank order: the same
+// FNV-1a 64 (db/hash.h) of the rank hosts, each followed by a newline, in
+// rank order: the same
 // placement always hashes the same, on every platform and run.
 uint64_t PlacementHash(const std::vector<std::string>& rank_hosts);
 

@@ -19,14 +19,6 @@ mpirun=("$@")
 python=${PYTHON:-python3}
 rm -rf "$work" && mkdir -p "$work"
 
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  for f in "$work"/*; do
-    [[ -f $f ]] && { echo "--- $f" >&2; head -c 4000 "$f" >&2; }
-  done
-  exit 1
-}
-
 # shellcheck source=../testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 

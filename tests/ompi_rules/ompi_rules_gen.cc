@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 4 && args[0] == "write") return Write(args[1], args[2], args[3]);
   if (args.size() == 3 && args[0] == "check-json") return CheckJson(args[1], args[2]);
-  std::cerr << "usage: ompi_rules_gen write FORMAT RULES_FILE EXPECT_FILE\n"
+  bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
+  (help ? std::cout : std::cerr) << "usage: ompi_rules_gen write FORMAT RULES_FILE EXPECT_FILE\n"
                "       ompi_rules_gen check-json RULES_FILE EXPECT_FILE\n";
-  return 2;
+  return help ? 0 : 2;
 }

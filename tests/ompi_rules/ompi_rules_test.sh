@@ -28,14 +28,6 @@ np=4
 ompi_info=${OMPI_INFO:-ompi_info}
 rm -rf "$work" && mkdir -p "$work"
 
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  for f in "$work"/*; do
-    [[ -f $f ]] && { echo "--- $f" >&2; head -c 6000 "$f" >&2; }
-  done
-  exit 1
-}
-
 # shellcheck source=../testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 

@@ -22,14 +22,6 @@ fig1=$source_dir/deploy/examples/faraj-yuan-fig1.yaml
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"  # smpirun may leave temporary files in the current directory.
 
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  for f in "$work"/*; do
-    [[ -f $f ]] && { echo "--- $f" >&2; tail -c 4000 "$f" >&2; }
-  done
-  exit 1
-}
-
 # shellcheck source=../testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 expect_status() { [[ $status -eq $1 ]] || fail "exit status $status, expected $1"; }

@@ -71,11 +71,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  exit 1
-}
-
 # shellcheck source=../testlib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 
