@@ -141,6 +141,17 @@ CREATE TABLE job_reports (
 CREATE INDEX job_reports_by_job ON job_reports(job_id);
 CREATE INDEX job_reports_by_time ON job_reports(received_at);
 )sql"},
+
+    {4, "sample batches: resending a batch (same run and sequence) stores nothing twice", R"sql(
+-- One row per batch AddSampleBatch committed, in the same transaction as its
+-- samples: a batch resent after a broken stream finds its row and is skipped.
+CREATE TABLE sample_batches (
+  run_id INTEGER NOT NULL REFERENCES bench_runs(id) ON DELETE CASCADE,
+  sequence INTEGER NOT NULL CHECK (sequence >= 0),
+  samples INTEGER NOT NULL,        -- rows the batch added to samples
+  PRIMARY KEY (run_id, sequence)
+) WITHOUT ROWID;
+)sql"},
 };
 
 // Guards against a gap or a wrong number when a migration is appended.

@@ -429,6 +429,10 @@ Status Store::FinishRun(int64_t run_id, RunState state, std::string_view message
 }
 
 Status Store::AddSamples(int64_t run_id, std::span<const Sample> batch) {
+  return AddSampleBatch(run_id, -1, batch).status();
+}
+
+StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch) {
   std::lock_guard lock(impl_->mu);
   for (size_t i = 0; i < batch.size(); ++i) {
     const Sample& s = batch[i];
@@ -444,6 +448,13 @@ Status Store::AddSamples(int64_t run_id, std::span<const Sample> batch) {
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn));
   TOPOTUNE_RETURN_IF_ERROR(impl_->RunStateOf(run_id).status());
+  if (sequence >= 0) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(
+        Statement mark,
+        conn.Prepare("INSERT OR IGNORE INTO sample_batches (run_id, sequence, samples) VALUES (?, ?, ?)"));
+    TOPOTUNE_RETURN_IF_ERROR(mark.BindAll(run_id, sequence, static_cast<int64_t>(batch.size())).Run());
+    if (conn.Changes() == 0) return false;  // Rolled back by txn's destructor: nothing was written.
+  }
   TOPOTUNE_DB_ASSIGN_OR_RETURN(
       Statement insert,
       conn.Prepare("INSERT INTO samples (run_id, algorithm, msize, seconds, recorded_at) VALUES (?, ?, ?, ?, ?)"));
@@ -451,7 +462,8 @@ Status Store::AddSamples(int64_t run_id, std::span<const Sample> batch) {
   for (const Sample& s : batch) {
     TOPOTUNE_RETURN_IF_ERROR(insert.Reset().BindAll(run_id, s.algorithm, s.msize, s.seconds, now).Run());
   }
-  return txn.Commit();
+  TOPOTUNE_RETURN_IF_ERROR(txn.Commit());
+  return true;
 }
 
 StatusOr<std::vector<SampleSet>> Store::Samples(const TuningKey& key) {

@@ -196,6 +196,11 @@ class Store {
   // and finite. Samples are accepted in any state of the run, so that late
   // ones are kept.
   Status AddSamples(int64_t run_id, std::span<const Sample> batch);
+  // AddSamples for a numbered batch (a ReportSamples message): the batch and
+  // its sequence are committed together, and a batch whose (run, sequence)
+  // is already stored is not stored again. Returns true when stored, false
+  // for such a duplicate.
+  StatusOr<bool> AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch);
   // Every sample of every run with `key`, grouped by (algorithm, msize) as
   // ChooseBySize wants them: sizes ascending, then algorithms by name; times
   // in the order they were recorded.

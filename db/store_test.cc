@@ -258,6 +258,24 @@ TEST_F(StoreTest, SamplesAreGroupedBySizeAndAlgorithm) {
   EXPECT_TRUE(Must(store().Samples({version_, "allgather", 7, 1})).empty());
 }
 
+TEST_F(StoreTest, ResentBatchesAreStoredOnce) {
+  TuningKey key{version_, "alltoall", 4, 1};
+  int64_t run = Must(store().StartRun(key));
+  std::vector<Sample> first = {{"ring", 8, 1e-5}, {"ring", 8, 2e-5}};
+  std::vector<Sample> second = {{"native", 8, 3e-5}};
+  EXPECT_TRUE(Must(store().AddSampleBatch(run, 0, first)));
+  EXPECT_TRUE(Must(store().AddSampleBatch(run, 1, second)));
+  EXPECT_FALSE(Must(store().AddSampleBatch(run, 0, first)));  // Resent after a broken stream.
+  EXPECT_FALSE(Must(store().AddSampleBatch(run, 1, first)));  // Same sequence, other content: still ignored.
+  EXPECT_EQ(Count("SELECT count(*) FROM samples"), 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM sample_batches"), 2);
+  // A bad batch stores neither its samples nor its sequence.
+  std::vector<Sample> bad = {{"ring", 8, -1}};
+  EXPECT_EQ(store().AddSampleBatch(run, 2, bad).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Must(store().AddSampleBatch(run, 2, second)));
+  EXPECT_EQ(store().AddSampleBatch(999, 0, second).status().code(), Status::Code::kNotFound);
+}
+
 TEST_F(StoreTest, ABadSampleRejectsTheWholeBatch) {
   int64_t run = Must(store().StartRun({version_, "alltoall", 7, 1}));
   std::vector<Sample> batch = {{"ring", 64, 1.0}, {"ring", 64, 0.0}};

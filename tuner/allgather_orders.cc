@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -104,6 +105,19 @@ Schedule RankOrderRingSchedule(const RankTree& tree) {
 
 Schedule SwitchOrderedRingSchedule(const RankTree& tree) {
   return std::move(RingAllgatherSchedule(SwitchOrderedRing(tree), "switch_ordered_ring")).value();
+}
+
+std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& ring_order) {
+  std::vector<int> out(tree.num_ranks(), 0);
+  std::map<int, int> index;  // Tree node of a switch -> dense index.
+  for (int r : ring_order) {
+    int node = tree.rank_node(r);
+    while (node >= 0 && tree.node(node).kind != RankTree::Kind::kSwitch) node = tree.parent(node);
+    if (node < 0) continue;  // No switch above: a single-host job.
+    auto it = index.emplace(node, static_cast<int>(index.size())).first;
+    out[r] = it->second;
+  }
+  return out;
 }
 
 }  // namespace topotune

@@ -45,6 +45,12 @@ std::vector<int> SwitchOrderedRing(const RankTree& tree);
 // permutation of 0..order.size()-1.
 StatusOr<Schedule> RingAllgatherSchedule(std::span<const int> order, std::string algorithm);
 
+// The switch of each rank's host, numbered 0, 1, ... in the order the
+// switch-ordered ring meets them (so ring position order and switch index
+// order agree). All ranks get 0 when the tree has no switch (one host).
+// What the allgather kernels and GetPlan's RingOrder carry beside the ring.
+std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& ring_order);
+
 // The schedules of the two orders above: algorithm "ring" and
 // "switch_ordered_ring", collective "allgather".
 Schedule RankOrderRingSchedule(const RankTree& tree);

@@ -2,8 +2,8 @@
 //   Accepts: an intracommunicator MPI_Allgather call and a context with
 //            ring_order (a permutation of the communicator's ranks,
 //            normally SwitchOrderedRing(tree)) and switch_of_rank (N group
-//            labels, normally bench::SwitchOfRank in bench_kernels/driver/
-//            context.h), the same on every rank; any datatypes, zero counts, MPI_IN_PLACE,
+//            labels, normally SwitchOfRank in tuner/allgather_orders.h),
+//            the same on every rank; any datatypes, zero counts, MPI_IN_PLACE,
 //            one process.
 //   Returns: Done with every block in place, or an MPI error code.
 //   Falls back: on an intercommunicator, or when ring_order or

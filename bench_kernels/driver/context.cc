@@ -74,19 +74,6 @@ StatusOr<std::string> ReadAndBroadcast(const std::string& path, MPI_Comm comm) {
   return text;
 }
 
-std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& ring_order) {
-  std::vector<int> out(tree.num_ranks(), 0);
-  std::map<int, int> index;  // Tree node of a switch -> dense index.
-  for (int r : ring_order) {
-    int node = tree.rank_node(r);
-    while (node >= 0 && tree.node(node).kind != RankTree::Kind::kSwitch) node = tree.parent(node);
-    if (node < 0) continue;  // No switch above: a single-host job.
-    auto it = index.emplace(node, static_cast<int>(index.size())).first;
-    out[r] = it->second;
-  }
-  return out;
-}
-
 ContextHolder::~ContextHolder() {
   if (ctx_.private_comm != MPI_COMM_NULL) {
     int finalized = 0;

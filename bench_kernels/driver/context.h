@@ -7,7 +7,7 @@
 //   * alltoall: this rank's tree_scheduled program (Faraj-Yuan §4 phases plus
 //     §5 synchronisations, compiled by CompileRankProgram);
 //   * allgather: the switch-ordered ring (SwitchOrderedRing, Jacunski §4.2)
-//     and the switch index of every rank (see SwitchOfRank);
+//     and the switch index of every rank (tuner/allgather_orders.h SwitchOfRank);
 //   * alltoallv: the Level 3 plan (CC-MPI §4.2) of one call shape, built on
 //     demand with SetAlltoallvPlan because it depends on the sizes;
 //   * always: a private duplicate of the communicator (MPI_Comm_dup).
@@ -59,11 +59,6 @@ StatusOr<JobTree> PlaceRanks(Topology topo, const PlacementSpec& spec, int comm_
 // contents, so that only rank 0 needs the file. On a read error every rank
 // gets the same IoError.
 StatusOr<std::string> ReadAndBroadcast(const std::string& path, MPI_Comm comm);
-
-// The switch of each rank's host, numbered 0, 1, ... in the order the
-// switch-ordered ring meets them (so ring position order and switch index
-// order agree). All ranks get 0 when the tree has no switch (one host).
-std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& ring_order);
 
 // Owns everything a KernelContext points to, for one communicator. The
 // context's pointers stay valid as long as the holder lives and the

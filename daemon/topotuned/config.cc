@@ -163,21 +163,29 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"concurrency", Number<int>(&d.concurrency, 1, 256)},
       {"interval", Seconds(&d.interval_s, 10, 7 * 86400)},
   };
+  auto int_list = [](std::vector<int>* out, int lo, int hi) -> Reader::Handler {
+    return [out, lo, hi](const YAML::Node& n) -> std::string {
+      if (!n.IsSequence()) return "expected a list of numbers";
+      out->clear();
+      for (const auto& v : n) {
+        int k = 0;
+        if (!v.IsScalar() || !YAML::convert<int>::decode(v, k)) return "expected a list of numbers";
+        if (k < lo || k > hi) return fmt::format("{} is out of range [{}, {}]", k, lo, hi);
+        out->push_back(k);
+      }
+      return "";
+    };
+  };
   std::map<std::string, Reader::Handler> tuning = {
       {"launcher", Str(&t.launcher)},
+      {"node_counts", int_list(&t.node_counts, 1, 65536)},
+      {"point_timeout", Seconds(&t.point_timeout_s, 1, 86400)},
+      {"max_refinement_rounds", Number<int>(&t.max_refinement_rounds, 0, 32)},
+      {"agent_command", Str(&t.agent_command)},
+      {"server_address", Str(&t.server_address)},
       {"job_timeout", Seconds(&t.job_timeout_s, 1, 7 * 86400)},
       {"collectives", StrList(&t.collectives)},
-      {"ranks_per_node",
-       [&t](const YAML::Node& n) -> std::string {
-         if (!n.IsSequence()) return "expected a list of numbers";
-         t.ranks_per_node.clear();
-         for (const auto& v : n) {
-           int k = v.as<int>();
-           if (k < 1 || k > 1024) return fmt::format("{} is out of range [1, 1024]", k);
-           t.ranks_per_node.push_back(k);
-         }
-         return "";
-       }},
+      {"ranks_per_node", int_list(&t.ranks_per_node, 1, 1024)},
       {"sizes", StrList(&t.sizes)},
       {"iterations", Number<int>(&t.iterations, 1, 100000)},
       {"alpha", Number<double>(&t.alpha, 1e-6, 0.5)},

@@ -40,6 +40,17 @@ struct TuningConfig {
   std::vector<std::string> sizes = {"1KiB", "16KiB", "256KiB", "4MiB"};  // Before bisection.
   int iterations = 20;
   double alpha = 0.05;  // Significance level of the crossover tests.
+  // Node counts swept when StartTuning names none: powers of two from 2 up to
+  // the live hosts, and the live hosts themselves.
+  std::vector<int> node_counts;
+  double point_timeout_s = 300;   // One (algorithm, size) point running longer aborts the job.
+  int max_refinement_rounds = 4;  // Bisection rounds per crossover search.
+  // The benchmark program; "" means topotune-agent beside the topotuned
+  // executable (else on PATH).
+  std::string agent_command;
+  // The address benchmark ranks dial; "" means the listen address (with a
+  // wildcard host replaced by this host's name).
+  std::string server_address;
 };
 
 struct Config {

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "db/hash.h"
+#include "tuner/bounds.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
 
@@ -37,12 +40,59 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   if (!schedule.ok()) return schedule.status();
   auto programs = CompileRankPrograms(*schedule);
   if (!programs.ok()) return programs.status();
-  return CompiledPlan{std::string(collective), std::string(algorithm), std::move(*programs)};
+  CompiledPlan plan{std::string(collective), std::string(algorithm), std::move(*programs)};
+  for (const RankProgram& p : plan.programs) {
+    plan.num_steps += static_cast<int64_t>(p.steps.size());
+    for (const RankStep& s : p.steps) {
+      plan.num_syncs += static_cast<int64_t>(s.notify.size());
+      plan.num_phases = std::max(plan.num_phases, s.phase + 1);
+    }
+  }
+  plan.bottleneck_load = BottleneckLoad(*tree);
+  return plan;
+}
+
+void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64_t max_steps,
+                 v1::CompiledSchedule* out) {
+  out->set_algorithm(plan.algorithm);
+  out->set_num_ranks(static_cast<int32_t>(plan.programs.size()));
+  out->set_num_phases(plan.num_phases);
+  out->set_bottleneck_load(plan.bottleneck_load);
+  out->set_num_syncs(plan.num_syncs);
+  int64_t steps = 0;
+  if (ranks.empty()) {
+    steps = plan.num_steps;
+  } else {
+    for (int32_t r : ranks) steps += static_cast<int64_t>(plan.programs[r].steps.size());
+  }
+  if (steps > max_steps) {
+    out->set_omitted_reason(fmt::format("the programs of {} ranks would have {} steps, more than {}",
+                                        ranks.empty() ? plan.programs.size() : ranks.size(), steps, max_steps));
+    return;
+  }
+  auto add = [out](const RankProgram& p) {
+    v1::RankProgram* rp = out->add_programs();
+    rp->set_rank(p.rank);
+    rp->mutable_steps()->Reserve(static_cast<int>(p.steps.size()));
+    for (const RankStep& s : p.steps) {
+      v1::RankStep* st = rp->add_steps();
+      st->set_phase(s.phase);
+      if (s.send_to >= 0) st->set_send_to(s.send_to);
+      if (s.recv_from >= 0) st->set_recv_from(s.recv_from);
+      st->mutable_wait_for()->Add(s.wait_for.begin(), s.wait_for.end());
+      st->mutable_notify()->Add(s.notify.begin(), s.notify.end());
+    }
+  };
+  if (ranks.empty()) {
+    for (const RankProgram& p : plan.programs) add(p);
+  } else {
+    for (int32_t r : ranks) add(plan.programs[r]);
+  }
 }
 
 namespace {
 
-constexpr std::string_view kMagic = "TTP1";  // Bump the digit when the layout changes.
+constexpr std::string_view kMagic = "TTP2";  // Bump the digit when the layout changes.
 
 void PutVarint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -105,6 +155,10 @@ std::string EncodePlan(const CompiledPlan& plan) {
   std::string out(kMagic);
   PutString(out, plan.collective);
   PutString(out, plan.algorithm);
+  PutVarint(out, static_cast<uint64_t>(plan.num_phases));
+  PutVarint(out, static_cast<uint64_t>(plan.num_syncs));
+  PutVarint(out, static_cast<uint64_t>(plan.bottleneck_load));
+  PutVarint(out, static_cast<uint64_t>(plan.num_steps));
   PutVarint(out, plan.programs.size());
   for (const RankProgram& p : plan.programs) {
     PutSigned(out, p.rank);
@@ -124,11 +178,19 @@ std::string EncodePlan(const CompiledPlan& plan) {
 
 StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
   auto bad = [](std::string_view what) { return Status::InvalidArgument(fmt::format("corrupt plan blob: {}", what)); };
-  if (!blob.starts_with(kMagic)) return bad("unknown format (no TTP1 header)");
+  if (!blob.starts_with(kMagic)) return bad(fmt::format("unknown format (no {} header)", kMagic));
   Reader r(blob.substr(kMagic.size()));
   CompiledPlan plan;
-  uint64_t nprog = 0;
-  if (!r.String(&plan.collective) || !r.String(&plan.algorithm) || !r.Count(&nprog)) return bad("truncated header");
+  uint64_t nprog = 0, phases = 0, syncs = 0, load = 0, steps = 0;
+  if (!r.String(&plan.collective) || !r.String(&plan.algorithm) || !r.Varint(&phases) || !r.Varint(&syncs) ||
+      !r.Varint(&load) || !r.Varint(&steps) || !r.Count(&nprog))
+    return bad("truncated header");
+  if (phases > INT32_MAX || syncs > INT64_MAX || load > INT64_MAX || steps > INT64_MAX)
+    return bad("figures out of range");
+  plan.num_phases = static_cast<int32_t>(phases);
+  plan.num_syncs = static_cast<int64_t>(syncs);
+  plan.bottleneck_load = static_cast<int64_t>(load);
+  plan.num_steps = static_cast<int64_t>(steps);
   plan.programs.resize(nprog);
   for (RankProgram& p : plan.programs) {
     uint64_t nsteps = 0;
@@ -148,6 +210,20 @@ StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
     }
   }
   if (!r.done()) return bad("trailing bytes");
+  int64_t counted = 0;
+  for (size_t i = 0; i < plan.programs.size(); ++i) {
+    const RankProgram& p = plan.programs[i];
+    if (p.rank != static_cast<int32_t>(i)) return bad(fmt::format("program {} is of rank {}", i, p.rank));
+    counted += static_cast<int64_t>(p.steps.size());
+    for (const RankStep& s : p.steps) {
+      auto in_range = [n = static_cast<int32_t>(nprog)](int32_t k) { return k >= -1 && k < n; };
+      bool ok = in_range(s.send_to) && in_range(s.recv_from);
+      for (int32_t w : s.wait_for) ok = ok && w >= 0 && in_range(w);
+      for (int32_t w : s.notify) ok = ok && w >= 0 && in_range(w);
+      if (!ok) return bad(fmt::format("rank {} names a rank out of range", i));
+    }
+  }
+  if (counted != plan.num_steps) return bad("step count mismatch");
   return plan;
 }
 

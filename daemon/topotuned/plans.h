@@ -13,11 +13,13 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "topotune/v1/plans.pb.h"
 #include "tuner/rank_program.h"
 #include "tuner/status.h"
 #include "tuner/topology.h"
@@ -41,6 +43,11 @@ struct CompiledPlan {
   std::string collective;
   std::string algorithm;
   std::vector<RankProgram> programs;  // One per rank, in rank order.
+  // The schedule's figures, for GetPlan's CompiledSchedule.
+  int32_t num_phases = 0;
+  int64_t num_syncs = 0;        // Notices over all programs (Faraj-Yuan §5, after redundancy removal).
+  int64_t bottleneck_load = 0;  // Messages over the busiest directed link (bounds.h BottleneckLoad).
+  int64_t num_steps = 0;        // Steps over all programs.
   // Approximate memory held, for the cache's bound.
   size_t bytes() const;
 };
@@ -52,10 +59,17 @@ struct CompiledPlan {
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm);
 
-// A compact, versioned binary form (little-endian, varints) and its strict
-// decoder: a truncated or corrupt blob is an error, never a crash.
+// A compact, versioned binary form (varints; header "TTP2") and its strict
+// decoder: a truncated or corrupt blob, or one of an older layout, is an
+// error, never a crash (the caller compiles the plan again).
 std::string EncodePlan(const CompiledPlan& plan);
 StatusOr<CompiledPlan> DecodePlan(std::string_view blob);
+
+// The plan as GetPlan sends it. `ranks` (each in range) selects the programs
+// sent; empty: every rank's. Programs are left out with an omitted_reason
+// when the selected ones have more than `max_steps` steps.
+void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64_t max_steps,
+                 v1::CompiledSchedule* out);
 
 class PlanCache {
  public:

@@ -1,0 +1,665 @@
+#include "daemon/topotuned/core.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "daemon/discovery/discover.h"
+#include "daemon/topotuned/tuning.h"
+#include "db/hash.h"
+#include "proto/limits.h"
+#include "proto/names.h"
+#include "tuner/allgather_orders.h"
+#include "tuner/ompi_rules.h"
+#include "tuner/rank_tree.h"
+#include "tuner/topology_io.h"
+
+namespace topotune::daemon {
+
+namespace limits = v1::limits;
+using google::protobuf::util::TimeUtil;
+
+grpc::Status ToGrpc(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kOk:
+      return grpc::Status::OK;
+    case Status::Code::kInvalidArgument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
+    case Status::Code::kNotFound:
+      return {grpc::StatusCode::NOT_FOUND, status.message()};
+    case Status::Code::kFailedPrecondition:
+      return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
+    case Status::Code::kInternal:
+    case Status::Code::kIoError:
+      break;
+  }
+  return {grpc::StatusCode::INTERNAL, status.message()};
+}
+
+namespace {
+
+google::protobuf::Timestamp ToTimestamp(db::TimePoint t) {
+  return TimeUtil::MillisecondsToTimestamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
+
+// The smallest whole number of bytes not below `msize` (a range bound of the
+// tuner, which may be a geometric mean); 0 for an infinite end.
+int64_t WholeBytes(double msize) {
+  if (!std::isfinite(msize)) return 0;
+  return static_cast<int64_t>(std::ceil(msize));
+}
+
+void TableToProto(const std::vector<DecisionRange>& table, v1::DecisionTable* out) {
+  for (const DecisionRange& r : table) {
+    v1::DecisionRange* p = out->add_ranges();
+    p->set_min_msize(WholeBytes(r.min_msize));
+    p->set_max_msize(WholeBytes(r.max_msize));
+    p->set_algorithm(r.algorithm);
+  }
+}
+
+v1::TopologyOrigin OriginOf(std::string_view source) {
+  return source.starts_with("discovery") ? v1::TOPOLOGY_ORIGIN_DISCOVERY : v1::TOPOLOGY_ORIGIN_FILE;
+}
+
+grpc::Status NoTopology() {
+  return {grpc::StatusCode::UNAVAILABLE,
+          "topotuned has no topology yet: set topology_file, or discovery seeds and run `topotune discover "
+          "--server`"};
+}
+
+// "mtime size" of a file, or "" when it cannot be read.
+std::string FileStamp(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  return fmt::format("{}.{:09} {}", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+}
+
+// The algorithms whose GetPlan entry carries a compiled schedule.
+bool HasPrograms(std::string_view collective, std::string_view algorithm) {
+  return collective == "alltoall" && algorithm == "tree_scheduled";
+}
+bool NeedsRing(std::string_view collective, std::string_view algorithm) {
+  return collective == "allgather" && (algorithm == "switch_ordered_ring" || algorithm == "link_scheduled");
+}
+
+}  // namespace
+
+struct Core::Decisions {
+  int64_t version = 0;
+  std::vector<db::StoredDecision> all;
+};
+
+Core::Core(Config config, db::Store store, Metrics* metrics, CoreOptions options)
+    : config_(std::move(config)),
+      store_(std::move(store)),
+      metrics_(metrics),
+      options_(std::move(options)),
+      tuner_(std::make_unique<Tuner>(this)),
+      plans_(static_cast<size_t>(config_.plan_cache_bytes)) {}
+
+Core::~Core() { Stop(); }
+
+db::TimePoint Core::Now() const { return options_.clock ? options_.clock() : std::chrono::system_clock::now(); }
+
+Status Core::Start() {
+  auto latest = store_.LatestTopology();
+  if (!latest.ok()) return latest.status();
+  if (latest->has_value()) {
+    auto state = std::make_shared<TopologyState>(std::move(**latest));
+    state->origin = OriginOf(state->stored.source);
+    Publish(std::move(state));
+  }
+  if (!config_.topology_file.empty()) TOPOTUNE_RETURN_IF_ERROR(LoadTopologyFile());
+  tuner_->Start();
+  housekeeping_ = std::thread([this] { Housekeeping(); });
+  return Status::Ok();
+}
+
+void Core::Stop() {
+  {
+    std::lock_guard lock(stop_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cancel_ = true;
+  stop_cv_.notify_all();
+  tuner_->Stop();
+  if (housekeeping_.joinable()) housekeeping_.join();
+}
+
+std::shared_ptr<const TopologyState> Core::topology() const {
+  std::lock_guard lock(mu_);
+  return topology_;
+}
+
+void Core::Publish(std::shared_ptr<const TopologyState> state) {
+  auto mutable_state = std::const_pointer_cast<TopologyState>(state);
+  const Topology& t = mutable_state->stored.topology;
+  mutable_state->num_hosts = static_cast<int>(t.hosts().size());
+  mutable_state->num_switches = t.num_nodes() - mutable_state->num_hosts;
+  if (mutable_state->source.empty()) mutable_state->source = mutable_state->stored.source;
+  int64_t version = state->stored.version;
+  {
+    std::lock_guard lock(mu_);
+    topology_ = std::move(state);
+  }
+  metrics_->SetTopologyVersion(version);
+}
+
+StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::string_view source,
+                                                     v1::TopologyOrigin origin) {
+  auto version = store_.PutTopology(topo, source);
+  if (!version.ok()) return version.status();
+  auto current = topology();
+  if (current && current->stored.version == *version) return std::make_pair(*version, false);
+  auto stored = store_.GetTopology(*version);
+  if (!stored.ok()) return stored.status();
+  auto state = std::make_shared<TopologyState>(std::move(*stored));
+  state->origin = origin;
+  state->source = std::string(source);
+  Publish(state);
+  plans_.InvalidateBefore(*version);
+  auto dropped = store_.DeletePlansBefore(*version);
+  if (!dropped.ok()) spdlog::warn("dropping plans of older topologies: {}", dropped.status().message());
+  spdlog::info("topology version {} from {}: {} switches, {} hosts{}", *version, source, state->num_switches,
+               state->num_hosts, current ? fmt::format(" (was version {})", current->stored.version) : "");
+  return std::make_pair(*version, true);
+}
+
+Status Core::LoadTopologyFile() {
+  std::string stamp = FileStamp(config_.topology_file);
+  auto topo = topotune::LoadTopologyFile(config_.topology_file);
+  if (!topo.ok()) return topo.status();
+  auto set = SetTopology(*topo, config_.topology_file, v1::TOPOLOGY_ORIGIN_FILE);
+  if (!set.ok()) return set.status();
+  std::lock_guard lock(mu_);
+  topology_file_stamp_ = stamp;
+  return Status::Ok();
+}
+
+void Core::Housekeeping() {
+  auto next_discovery = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::unique_lock lock(stop_mu_);
+      if (stop_cv_.wait_for(lock, std::chrono::seconds(2), [this] { return stopping_; })) return;
+    }
+    auto agents = store_.ListAgents();
+    if (agents.ok()) metrics_->SetAgents(static_cast<int>(agents->size()), static_cast<int>(LiveHosts().size()));
+    PlanCache::Stats ps = plans_.stats();
+    metrics_->SetPlanCache(static_cast<int64_t>(ps.bytes), static_cast<int64_t>(ps.entries));
+    if (!config_.topology_file.empty()) {
+      std::string stamp = FileStamp(config_.topology_file);
+      bool changed;
+      {
+        std::lock_guard lock(mu_);
+        changed = !stamp.empty() && stamp != topology_file_stamp_;
+      }
+      if (changed) {
+        Status s = LoadTopologyFile();
+        if (!s.ok()) {
+          spdlog::error("topology file changed but cannot be loaded (keeping the current version): {}", s.message());
+          std::lock_guard lock(mu_);
+          topology_file_stamp_ = stamp;  // Report once per change.
+        }
+      }
+    }
+    if (!config_.discovery.seeds.empty() && std::chrono::steady_clock::now() >= next_discovery) {
+      v1::DiscoverResponse ignored;
+      grpc::Status s = RunDiscovery(config_.discovery.seeds, &ignored);
+      if (!s.ok() && s.error_code() != grpc::StatusCode::FAILED_PRECONDITION)
+        spdlog::error("periodic discovery failed: {}", s.error_message());
+      next_discovery = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(config_.discovery.interval_s * 1000));
+    }
+  }
+}
+
+std::vector<std::string> Core::LiveHosts() const {
+  auto now = Now();
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config_.agent_timeout_s * 1000));
+  std::vector<std::string> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [host, a] : agents_)
+    if (now - a.last_heartbeat <= timeout && a.state != v1::AGENT_STATE_DRAINING) out.push_back(host);
+  return out;
+}
+
+// --- Agents -----------------------------------------------------------------
+
+grpc::Status Core::Register(const v1::RegisterRequest& req, v1::RegisterResponse* resp) {
+  std::string facts;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  auto st = google::protobuf::util::MessageToJsonString(req, &facts, opts);
+  if (!st.ok()) return {grpc::StatusCode::INTERNAL, "cannot encode the facts: " + st.ToString()};
+  const std::string& host = req.host().hostname();
+  Status s = store_.RegisterAgent(host, facts);
+  if (!s.ok()) return ToGrpc(s);
+  auto now = Now();
+  {
+    std::lock_guard lock(mu_);
+    agents_[host] = {now, v1::AGENT_STATE_IDLE};
+  }
+  spdlog::info("agent {} registered ({} MACs, {} cores, agent {})", host, req.host().macs_size(), req.host().cores(),
+               req.agent_version());
+  resp->set_agent_id(host);
+  *resp->mutable_heartbeat_interval() =
+      TimeUtil::MillisecondsToDuration(static_cast<int64_t>(config_.agent_timeout_s * 1000 / 3));
+  *resp->mutable_registered_at() = ToTimestamp(now);
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::Heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp) {
+  Status s = store_.Heartbeat(req.agent_id());
+  if (s.code() == Status::Code::kNotFound)
+    return {grpc::StatusCode::NOT_FOUND, fmt::format("agent '{}' is not registered; register again", req.agent_id())};
+  if (!s.ok()) return ToGrpc(s);
+  auto now = Now();
+  {
+    std::lock_guard lock(mu_);
+    agents_[req.agent_id()] = {now, req.state() == v1::AGENT_STATE_UNSPECIFIED ? v1::AGENT_STATE_IDLE : req.state()};
+  }
+  *resp->mutable_heartbeat_interval() =
+      TimeUtil::MillisecondsToDuration(static_cast<int64_t>(config_.agent_timeout_s * 1000 / 3));
+  *resp->mutable_server_time() = ToTimestamp(now);
+  return grpc::Status::OK;
+}
+
+// --- Plans ------------------------------------------------------------------
+
+std::shared_ptr<const Core::Decisions> Core::DecisionsOf(int64_t version) {
+  {
+    std::lock_guard lock(mu_);
+    if (decisions_ && decisions_->version == version) return decisions_;
+  }
+  auto d = std::make_shared<Decisions>();
+  d->version = version;
+  auto all = store_.ListDecisions(version);
+  if (all.ok()) {
+    d->all = std::move(*all);
+  } else {
+    spdlog::error("reading the decisions of topology version {}: {}", version, all.status().message());
+    return d;  // Not cached: the next request tries again.
+  }
+  std::lock_guard lock(mu_);
+  decisions_ = d;
+  return d;
+}
+
+void Core::DecisionsChanged(int64_t version) {
+  std::lock_guard lock(mu_);
+  if (decisions_ && decisions_->version == version) decisions_ = nullptr;
+}
+
+StatusOr<std::shared_ptr<const CompiledPlan>> Core::PlanFor(const TopologyState& topo,
+                                                            const std::vector<std::string>& rank_hosts,
+                                                            uint64_t placement_hash, const std::string& collective,
+                                                            const std::string& algorithm) {
+  PlanKey key{topo.stored.version, placement_hash, collective, algorithm};
+  if (auto plan = plans_.Get(key)) {
+    metrics_->PlanCacheLookup(true);
+    return plan;
+  }
+  std::lock_guard compile(compile_mu_);
+  if (auto plan = plans_.Get(key)) {  // Compiled while this request waited.
+    metrics_->PlanCacheLookup(true);
+    return plan;
+  }
+  db::PlanKey dbkey{topo.stored.version, fmt::format("{:016x}", placement_hash), collective, algorithm};
+  auto blob = store_.GetPlan(dbkey);
+  if (blob.ok() && blob->has_value()) {
+    auto decoded = DecodePlan(**blob);
+    if (decoded.ok() && decoded->programs.size() == rank_hosts.size()) {
+      auto plan = std::make_shared<const CompiledPlan>(std::move(*decoded));
+      plans_.Put(key, plan);
+      metrics_->PlanCacheLookup(true);
+      return plan;
+    }
+    spdlog::warn("stored plan {} {} of topology {} is unreadable; compiling it again", collective, algorithm,
+                 topo.stored.version);
+  }
+  metrics_->PlanCacheLookup(false);
+  auto start = std::chrono::steady_clock::now();
+  auto compiled = CompilePlan(topo.stored.topology, rank_hosts, collective, algorithm);
+  if (!compiled.ok()) return compiled.status();
+  auto plan = std::make_shared<const CompiledPlan>(std::move(*compiled));
+  spdlog::debug("compiled {} {} for {} ranks in {:.3f} s", collective, algorithm, rank_hosts.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  plans_.Put(key, plan);
+  Status put = store_.PutPlan(dbkey, EncodePlan(*plan));
+  if (put.ok()) {
+    auto evicted = store_.EvictPlansLru(4 * config_.plan_cache_bytes);
+    if (!evicted.ok()) spdlog::warn("plan cache eviction: {}", evicted.status().message());
+  } else {
+    spdlog::warn("persisting a plan: {}", put.message());
+  }
+  return plan;
+}
+
+grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* resp) {
+  auto topo = topology();
+  if (!topo) return NoTopology();
+  const Topology& t = topo->stored.topology;
+  std::vector<std::string> rank_hosts(req.rank_hosts().begin(), req.rank_hosts().end());
+  const int nprocs = static_cast<int>(rank_hosts.size());
+  // Every host must be a host of the topology; list the first few that are not.
+  std::map<std::string, int> per_host;
+  std::vector<std::string> unknown;
+  for (int r = 0; r < nprocs; ++r) {
+    auto node = t.Find(rank_hosts[r]);
+    if (!node || !t.is_host(*node)) {
+      if (unknown.size() < 5 && std::find(unknown.begin(), unknown.end(), rank_hosts[r]) == unknown.end())
+        unknown.push_back(rank_hosts[r]);
+      continue;
+    }
+    ++per_host[rank_hosts[r]];
+  }
+  if (!unknown.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("rank_hosts: {} not a host of topology version {} (its hosts: {}...)", fmt::join(unknown, ", "),
+                        topo->stored.version, t.nodes()[t.hosts()[0]].name)};
+  std::vector<int32_t> ranks(req.ranks().begin(), req.ranks().end());
+  {
+    std::set<int32_t> seen;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] < 0 || ranks[i] >= nprocs || !seen.insert(ranks[i]).second)
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                fmt::format("ranks[{}]: {} is {} (ranks are 0 to {})", i, ranks[i],
+                            ranks[i] >= 0 && ranks[i] < nprocs ? "given twice" : "not a rank of the placement",
+                            nprocs - 1)};
+  }
+  int rpn = 0;
+  for (const auto& [host, n] : per_host) rpn = std::max(rpn, n);
+  const uint64_t placement_hash = PlacementHash(rank_hosts);
+  auto decisions = DecisionsOf(topo->stored.version);
+
+  resp->set_topology_version(topo->stored.version);
+  resp->set_nprocs(nprocs);
+  resp->set_ranks_per_node(rpn);
+  std::string identity = fmt::format("{} {:016x}", topo->stored.version, placement_hash);
+  std::optional<RankTree> tree;  // Built once, when a ring order is needed.
+  for (int c : req.collectives()) {
+    auto collective = static_cast<v1::Collective>(c);
+    std::string name(v1::CollectiveName(collective));
+    v1::CollectivePlan* plan = resp->add_plans();
+    plan->set_collective(collective);
+    // The job's own layout, else the nearest tuned one, else native.
+    const db::StoredDecision* best = nullptr;
+    double best_distance = 0;
+    for (const db::StoredDecision& d : decisions->all) {
+      if (d.key.collective != name) continue;
+      double distance = std::abs(std::log2(static_cast<double>(nprocs) / d.key.nprocs)) +
+                        std::abs(std::log2(static_cast<double>(rpn) / d.key.ranks_per_node));
+      if (!best || distance < best_distance) best = &d, best_distance = distance;
+    }
+    std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
+    if (best) {
+      table = best->table;
+      bool exact = best->key.nprocs == nprocs && best->key.ranks_per_node == rpn;
+      plan->set_source(exact ? v1::DECISION_SOURCE_TUNED : v1::DECISION_SOURCE_NEAREST);
+      plan->set_tuned_nprocs(best->key.nprocs);
+      plan->set_tuned_ranks_per_node(best->key.ranks_per_node);
+    } else {
+      plan->set_source(v1::DECISION_SOURCE_DEFAULT);
+    }
+    TableToProto(table, plan->mutable_table());
+    identity += fmt::format(" {}", name);
+    for (const DecisionRange& r : table) identity += fmt::format(" {}:{}", WholeBytes(r.min_msize), r.algorithm);
+    if (req.tables_only()) continue;
+    std::set<std::string> done;
+    for (const DecisionRange& r : table) {
+      if (!done.insert(r.algorithm).second) continue;
+      if (HasPrograms(name, r.algorithm)) {
+        auto compiled = PlanFor(*topo, rank_hosts, placement_hash, name, r.algorithm);
+        if (!compiled.ok()) return ToGrpc(compiled.status());
+        PlanToProto(**compiled, ranks, limits::kMaxPlanSteps, plan->add_schedules());
+      } else if (NeedsRing(name, r.algorithm) && !plan->has_ring()) {
+        if (!tree) {
+          auto placement = PlacementFromRankHosts(t, rank_hosts);
+          if (!placement.ok()) return ToGrpc(placement.status());
+          auto built = RankTree::Build(t, *placement);
+          if (!built.ok()) return ToGrpc(built.status());
+          tree.emplace(std::move(*built));
+        }
+        std::vector<int> order = SwitchOrderedRing(*tree);
+        std::vector<int> switch_of = SwitchOfRank(*tree, order);
+        plan->mutable_ring()->mutable_order()->Add(order.begin(), order.end());
+        plan->mutable_ring()->mutable_switch_of_rank()->Add(switch_of.begin(), switch_of.end());
+      }
+    }
+  }
+  resp->set_plan_id(fmt::format("{:016x}", db::Fnv1a64(identity)));
+  return grpc::Status::OK;
+}
+
+// --- Admin ------------------------------------------------------------------
+
+grpc::Status Core::GetTopology(const v1::GetTopologyRequest& req, v1::GetTopologyResponse* resp) {
+  auto current = topology();
+  std::shared_ptr<const TopologyState> state = current;
+  if (req.version() != 0 && (!current || current->stored.version != req.version())) {
+    auto stored = store_.GetTopology(req.version());
+    if (!stored.ok()) return ToGrpc(stored.status());
+    auto s = std::make_shared<TopologyState>(std::move(*stored));
+    s->origin = OriginOf(s->stored.source);
+    s->source = s->stored.source;
+    s->num_hosts = static_cast<int>(s->stored.topology.hosts().size());
+    s->num_switches = s->stored.topology.num_nodes() - s->num_hosts;
+    state = s;
+  }
+  if (!state) return NoTopology();
+  resp->set_version(state->stored.version);
+  resp->set_yaml(state->stored.yaml);
+  resp->set_num_switches(state->num_switches);
+  resp->set_num_hosts(state->num_hosts);
+  resp->set_num_links(static_cast<int>(state->stored.topology.links().size()));
+  resp->set_origin(state->origin);
+  resp->set_source(state->source);
+  *resp->mutable_discovered_at() = ToTimestamp(state->stored.created_at);
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::Discover(const v1::DiscoverRequest& req, v1::DiscoverResponse* resp) {
+  std::vector<std::string> seeds(req.seeds().begin(), req.seeds().end());
+  if (seeds.empty()) seeds = config_.discovery.seeds;
+  if (seeds.empty())
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "no seeds: give some in the request or set discovery.seeds in the configuration"};
+  return RunDiscovery(seeds, resp);
+}
+
+grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::DiscoverResponse* resp) {
+  std::unique_lock running(discovery_mu_, std::try_to_lock);
+  if (!running.owns_lock()) return {grpc::StatusCode::FAILED_PRECONDITION, "a discovery is already running"};
+  const DiscoveryConfig& dc = config_.discovery;
+  discovery::CrawlOptions options;
+  options.seeds = seeds;
+  if (!dc.v3_user.empty()) {
+    options.credentials.version = discovery::SnmpVersion::kV3;
+    options.credentials.v3_user = dc.v3_user;
+    options.credentials.v3_auth_pass = dc.v3_auth;
+    options.credentials.v3_priv_pass = dc.v3_priv;
+    options.credentials.v3_auth_protocol = dc.v3_auth_protocol;
+    options.credentials.v3_priv_protocol = dc.v3_priv_protocol;
+  } else {
+    options.credentials.community = dc.community;
+  }
+  options.transport.port = dc.port;
+  options.transport.timeout_s = dc.timeout_s;
+  options.transport.retries = dc.retries;
+  options.concurrency = dc.concurrency;
+  options.cancel = &cancel_;
+  // Host MACs: the hosts file, then what agents registered.
+  std::vector<discovery::HostFact> facts;
+  if (!config_.hosts_file.empty()) {
+    auto loaded = discovery::LoadHostFacts(config_.hosts_file);
+    if (!loaded.ok()) return {grpc::StatusCode::FAILED_PRECONDITION, loaded.status().message()};
+    facts = std::move(*loaded);
+  }
+  if (auto agents = store_.ListAgents(); agents.ok()) {
+    for (const db::AgentInfo& a : *agents) {
+      auto j = nlohmann::json::parse(a.facts_json, nullptr, false);
+      if (j.is_discarded() || !j.contains("host")) continue;
+      discovery::HostFact f{a.hostname, {}};
+      for (const auto& mac : j["host"].value("macs", nlohmann::json::array()))
+        if (mac.is_string())
+          if (auto m = discovery::ParseMac(mac.get<std::string>())) f.macs.push_back(*m);
+      if (!f.macs.empty()) facts.push_back(std::move(f));
+    }
+  }
+  spdlog::info("discovery from {} ({} known hosts)", fmt::join(seeds, ", "), facts.size());
+  auto start = std::chrono::steady_clock::now();
+  auto report = discovery::Discover(options, facts);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!report.ok()) {
+    metrics_->DiscoveryFailed(seconds);
+    spdlog::error("discovery failed after {:.1f} s: {}", seconds, report.status().message());
+    return {grpc::StatusCode::UNAVAILABLE, report.status().message()};
+  }
+  const discovery::DiscoveredTree& tree = report->tree;
+  auto set = SetTopology(tree.topology, fmt::format("discovery from {}", fmt::join(seeds, ",")),
+                         v1::TOPOLOGY_ORIGIN_DISCOVERY);
+  if (!set.ok()) return ToGrpc(set.status());
+  int hosts = static_cast<int>(tree.topology.hosts().size());
+  metrics_->DiscoverySucceeded(seconds, std::chrono::duration<double>(Now().time_since_epoch()).count(),
+                               report->switches_walked, hosts, static_cast<int>(tree.warnings.size()));
+  spdlog::info("discovery: {} switches, {} hosts, {} warnings in {:.1f} s; topology version {}{}",
+               report->switches_walked, hosts, tree.warnings.size(), seconds, set->first,
+               set->second ? " (new)" : " (unchanged)");
+  resp->set_topology_version(set->first);
+  resp->set_changed(set->second);
+  for (const std::string& w : tree.warnings) resp->add_warnings(w);
+  resp->set_switches_walked(report->switches_walked);
+  resp->set_hosts_found(hosts);
+  *resp->mutable_discovered_at() = ToTimestamp(Now());
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp) {
+  int64_t version = req.topology_version();
+  if (version == 0) {
+    auto topo = topology();
+    if (!topo) return NoTopology();
+    version = topo->stored.version;
+  }
+  auto decisions = DecisionsOf(version);
+  std::string name(v1::CollectiveName(req.collective()));
+  std::vector<const db::StoredDecision*> match;
+  for (const db::StoredDecision& d : decisions->all)
+    if ((name.empty() || d.key.collective == name) && (req.nprocs() == 0 || d.key.nprocs == req.nprocs()) &&
+        (req.ranks_per_node() == 0 || d.key.ranks_per_node == req.ranks_per_node()))
+      match.push_back(&d);
+  size_t offset = 0;
+  if (!req.page_token().empty()) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(req.page_token().c_str(), &end, 10);
+    if (*end != '\0' || v > match.size())
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("page_token: '{}' is not a token of this listing", req.page_token())};
+    offset = static_cast<size_t>(v);
+  }
+  size_t page = req.page_size() > 0 ? static_cast<size_t>(req.page_size()) : limits::kDefaultPageSize;
+  size_t end = std::min(match.size(), offset + page);
+  for (size_t i = offset; i < end; ++i) {
+    const db::StoredDecision& d = *match[i];
+    v1::Decision* out = resp->add_decisions();
+    out->set_topology_version(d.key.topology_version);
+    out->set_collective(v1::ParseCollectiveName(d.key.collective).value_or(v1::COLLECTIVE_UNSPECIFIED));
+    out->set_nprocs(d.key.nprocs);
+    out->set_ranks_per_node(d.key.ranks_per_node);
+    TableToProto(d.table, out->mutable_table());
+    for (const SizeChoice& c : d.choices) {
+      v1::SizeChoice* sc = out->add_choices();
+      sc->set_msize(WholeBytes(c.msize));
+      sc->set_chosen(c.chosen);
+      sc->set_fastest(c.fastest);
+      sc->set_chosen_median_s(c.chosen_median);
+      sc->set_fastest_median_s(c.fastest_median);
+      sc->set_regret(c.regret);
+      sc->set_significant(c.significant);
+    }
+    if (auto samples = store_.Samples(d.key); samples.ok()) {
+      int64_t n = 0;
+      for (const SampleSet& s : *samples) n += static_cast<int64_t>(s.seconds.size());
+      out->set_num_samples(n);
+    }
+    *out->mutable_updated_at() = ToTimestamp(d.created_at);
+  }
+  if (end < match.size()) resp->set_next_page_token(std::to_string(end));
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRulesResponse* resp) {
+  OmpiRulesFormat format = req.format() == v1::RULES_FORMAT_CLASSIC_V1   ? OmpiRulesFormat::kClassicV1
+                           : req.format() == v1::RULES_FORMAT_CLASSIC_V2 ? OmpiRulesFormat::kClassicV2
+                                                                         : OmpiRulesFormat::kJsonV3;
+  int64_t version = req.topology_version();
+  if (version == 0) {
+    auto topo = topology();
+    if (!topo) return NoTopology();
+    version = topo->stored.version;
+  }
+  std::vector<std::string> collectives;
+  for (int c : req.collectives()) collectives.emplace_back(v1::CollectiveName(static_cast<v1::Collective>(c)));
+  if (collectives.empty()) collectives = {"alltoall", "alltoallv", "allgather"};
+  auto decisions = DecisionsOf(version);
+  std::vector<OmpiRuleSet> sets;
+  std::vector<std::string> notes;
+  for (const std::string& coll : collectives) {
+    // One table per communicator size: the requested ranks per node, or the largest tuned.
+    std::map<int, const db::StoredDecision*> by_size;
+    for (const db::StoredDecision& d : decisions->all) {
+      if (d.key.collective != coll) continue;
+      if (req.ranks_per_node() != 0 && d.key.ranks_per_node != req.ranks_per_node()) continue;
+      const db::StoredDecision*& slot = by_size[d.key.nprocs];
+      if (!slot || d.key.ranks_per_node > slot->key.ranks_per_node) slot = &d;
+    }
+    for (const auto& [nprocs, d] : by_size) {
+      if (nprocs < 2) {
+        notes.push_back(fmt::format("{} on 1 rank left out: Open MPI runs no algorithm there", coll));
+        continue;
+      }
+      sets.push_back({coll, nprocs, d->table, 0});
+    }
+  }
+  if (sets.empty())
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            fmt::format("no decision tables for {} on topology version {}{}; run `topotune tune start` first",
+                        fmt::join(collectives, ", "), version,
+                        req.ranks_per_node() ? fmt::format(" with {} ranks per node", req.ranks_per_node()) : "")};
+  auto exported = ExportOmpiRules(sets, format);
+  if (!exported.ok()) return ToGrpc(exported.status());
+  resp->set_text(exported->text);
+  for (const std::string& n : notes) resp->add_notes(n);
+  for (const std::string& n : exported->notes) resp->add_notes(n);
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobResponse* resp) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  auto st = google::protobuf::util::MessageToJsonString(req, &json, opts);
+  if (!st.ok()) return {grpc::StatusCode::INTERNAL, "cannot encode the report: " + st.ToString()};
+  auto id = store_.AddJobReport(req.job_id(), json);
+  if (!id.ok()) return ToGrpc(id.status());
+  for (const v1::CollectiveCallStats& s : req.stats()) {
+    if (s.total_seconds() <= 0 || s.calls() <= 0) continue;
+    metrics_->SetThroughput("job", v1::CollectiveName(s.collective()), s.algorithm(), s.msize(), req.nprocs(),
+                            static_cast<double>(s.total_bytes()) / s.total_seconds(), std::nullopt);
+  }
+  resp->set_accepted(req.stats_size());
+  return grpc::Status::OK;
+}
+
+}  // namespace topotune::daemon

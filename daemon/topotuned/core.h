@@ -1,0 +1,151 @@
+// Core: the state of topotuned and the handlers of its requests, apart from
+// gRPC's transport. server.cc authenticates a call, validates the request
+// (validate.h) and hands it here; the fuzz target and the tests call the
+// handlers directly with decoded messages.
+//
+// State: the SQLite store (db/store.h), the current topology (from the
+// topology file or SNMP discovery; every change is a new version, and plans
+// of older versions are dropped), registered agents and their liveness, the
+// decision tables of the current version (cached from the store), the plan
+// cache (memory LRU over the store's persisted plans), the tuner
+// (tuning.h) and the metrics.
+//
+// Threads: handlers run on gRPC's threads; Start() adds a housekeeping
+// thread (agent gauges, the topology file's modification time, periodic
+// discovery) and the tuner's thread. Stop() ends both.
+//
+// Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/topotuned/config.h"
+#include "daemon/topotuned/metrics.h"
+#include "daemon/topotuned/plans.h"
+#include "db/store.h"
+#include "topotune/v1/admin.pb.h"
+#include "topotune/v1/agents.pb.h"
+#include "topotune/v1/plans.pb.h"
+
+namespace topotune::daemon {
+
+class Tuner;
+
+// The gRPC status of a topotune Status (InvalidArgument -> INVALID_ARGUMENT,
+// IoError -> INTERNAL, ...), with its message.
+grpc::Status ToGrpc(const Status& status);
+
+// The current topology as handlers see it: immutable once published.
+struct TopologyState {
+  explicit TopologyState(db::StoredTopology s) : stored(std::move(s)) {}
+  db::StoredTopology stored;
+  v1::TopologyOrigin origin = v1::TOPOLOGY_ORIGIN_UNSPECIFIED;
+  std::string source;  // The file, or the seeds discovery started from.
+  int num_switches = 0, num_hosts = 0;
+};
+
+struct CoreOptions {
+  // Used for times of agents' liveness; empty: system_clock::now.
+  std::function<db::TimePoint()> clock;
+  // The token of token_file (already read); empty: none.
+  std::string token;
+};
+
+class Core {
+ public:
+  Core(Config config, db::Store store, Metrics* metrics, CoreOptions options = {});
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // Publishes the newest stored topology, then loads topology_file (a new
+  // version when it differs), then starts the housekeeping and tuner
+  // threads. A topology file that cannot be loaded is an error.
+  Status Start();
+  // Cancels running work (discovery, the benchmark job), joins the threads.
+  void Stop();
+
+  const Config& config() const { return config_; }
+  db::Store& store() { return store_; }
+  Metrics& metrics() { return *metrics_; }
+  Tuner& tuner() { return *tuner_; }
+  const std::string& token() const { return options_.token; }
+  db::TimePoint Now() const;
+
+  // nullptr while there is no topology.
+  std::shared_ptr<const TopologyState> topology() const;
+  // Stores `topo` and publishes it when it differs from the current one;
+  // returns the version and whether it changed. Plans of older versions are
+  // dropped from memory and from the store.
+  StatusOr<std::pair<int64_t, bool>> SetTopology(const Topology& topo, std::string_view source,
+                                                 v1::TopologyOrigin origin);
+  // Loads topology_file and sets it (origin FILE).
+  Status LoadTopologyFile();
+
+  // Registered agents whose heartbeat is recent and that are not draining,
+  // by hostname.
+  std::vector<std::string> LiveHosts() const;
+  // The decision tables of `version` changed (the tuner stored one).
+  void DecisionsChanged(int64_t version);
+
+  // --- Handlers (requests already validated) ---------------------------------
+  grpc::Status Register(const v1::RegisterRequest& req, v1::RegisterResponse* resp);
+  grpc::Status Heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp);
+  grpc::Status GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* resp);
+  grpc::Status GetTopology(const v1::GetTopologyRequest& req, v1::GetTopologyResponse* resp);
+  grpc::Status Discover(const v1::DiscoverRequest& req, v1::DiscoverResponse* resp);
+  grpc::Status ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp);
+  grpc::Status ExportRules(const v1::ExportRulesRequest& req, v1::ExportRulesResponse* resp);
+  grpc::Status ReportJob(const v1::ReportJobRequest& req, v1::ReportJobResponse* resp);
+
+ private:
+  struct AgentState {
+    db::TimePoint last_heartbeat;
+    v1::AgentState state = v1::AGENT_STATE_IDLE;
+  };
+  struct Decisions;  // The decision tables of one version, for GetPlan.
+
+  void Housekeeping();
+  void Publish(std::shared_ptr<const TopologyState> state);
+  std::shared_ptr<const Decisions> DecisionsOf(int64_t version);
+  grpc::Status RunDiscovery(const std::vector<std::string>& seeds, v1::DiscoverResponse* resp);
+  // The plan of (collective, algorithm) for the placement, from memory, the
+  // store or compiled now.
+  StatusOr<std::shared_ptr<const CompiledPlan>> PlanFor(const TopologyState& topo,
+                                                        const std::vector<std::string>& rank_hosts,
+                                                        uint64_t placement_hash, const std::string& collective,
+                                                        const std::string& algorithm);
+
+  const Config config_;
+  db::Store store_;
+  Metrics* const metrics_;
+  const CoreOptions options_;
+  std::unique_ptr<Tuner> tuner_;
+  PlanCache plans_;
+
+  mutable std::mutex mu_;  // Guards the members below.
+  std::shared_ptr<const TopologyState> topology_;
+  std::map<std::string, AgentState> agents_;
+  std::shared_ptr<const Decisions> decisions_;
+  std::string topology_file_stamp_;  // mtime and size when last loaded.
+
+  std::mutex compile_mu_;  // One cold plan compiles at a time (two misses of one key compile once).
+  std::mutex discovery_mu_;
+  std::atomic<bool> cancel_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread housekeeping_;
+};
+
+}  // namespace topotune::daemon

@@ -1,0 +1,276 @@
+#include "daemon/topotuned/server.h"
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "daemon/topotuned/tuning.h"
+#include "daemon/topotuned/validate.h"
+#include "proto/limits.h"
+#include "topotune/v1/admin.grpc.pb.h"
+#include "topotune/v1/agents.grpc.pb.h"
+#include "topotune/v1/plans.grpc.pb.h"
+
+namespace topotune::daemon {
+
+const char* StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+namespace {
+
+enum class Access { kOpen, kWrite };
+
+bool IsLoopbackPeer(const std::string& peer) {
+  return peer.starts_with("ipv4:127.") || peer.starts_with("ipv6:[::1]") || peer.starts_with("unix:") ||
+         peer.starts_with("ipv6:[::ffff:127.");
+}
+
+// Compares without an early exit, so that the time taken says nothing about
+// where a wrong token first differs (only its length leaks).
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || b.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access) {
+  if (access == Access::kOpen) return grpc::Status::OK;
+  if (core.token().empty()) {
+    if (IsLoopbackPeer(ctx->peer())) return grpc::Status::OK;
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            fmt::format("topotuned has no token_file, so it takes writes from loopback only (this call came from {})",
+                        ctx->peer())};
+  }
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end())
+    return {grpc::StatusCode::UNAUTHENTICATED, "missing metadata 'authorization: Bearer <token>' (see --token-file)"};
+  std::string_view value(it->second.data(), it->second.size());
+  if (!value.starts_with("Bearer ") || !ConstantTimeEqual(value.substr(7), core.token()))
+    return {grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token"};
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+// Runs one call: authorise, validate, handle, count.
+template <typename Req, typename Handler>
+grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, const Req& req, Access access,
+                   Handler&& handler) {
+  auto start = std::chrono::steady_clock::now();
+  grpc::Status st = Authorize(*core, ctx, access);
+  if (st.ok()) {
+    Status valid = Validate(req);
+    st = valid.ok() ? handler() : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  core->metrics().ObserveRpc(method, StatusCodeName(st.error_code()), seconds);
+  if (!st.ok())
+    spdlog::log(st.error_code() == grpc::StatusCode::INTERNAL ? spdlog::level::err : spdlog::level::debug,
+                "{} from {}: {}: {}", method, ctx->peer(), StatusCodeName(st.error_code()), st.error_message());
+  return st;
+}
+
+class AgentsService final : public v1::Agents::Service {
+ public:
+  explicit AgentsService(Core* core) : core_(core) {}
+  grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req, v1::RegisterResponse* resp) override {
+    return Serve(core_, "Register", ctx, *req, Access::kWrite, [&] { return core_->Register(*req, resp); });
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override {
+    return Serve(core_, "Heartbeat", ctx, *req, Access::kWrite, [&] { return core_->Heartbeat(*req, resp); });
+  }
+  grpc::Status FetchBenchTask(grpc::ServerContext* ctx, const v1::FetchBenchTaskRequest* req,
+                              v1::FetchBenchTaskResponse* resp) override {
+    return Serve(core_, "FetchBenchTask", ctx, *req, Access::kWrite,
+                 [&] { return core_->tuner().FetchBenchTask(*req, resp); });
+  }
+  grpc::Status ReportSamples(grpc::ServerContext* ctx, grpc::ServerReader<v1::ReportSamplesRequest>* reader,
+                             v1::ReportSamplesResponse* resp) override {
+    auto start = std::chrono::steady_clock::now();
+    grpc::Status st = Authorize(*core_, ctx, Access::kWrite);
+    Tuner::Stream stream(&core_->tuner());
+    v1::ReportSamplesRequest msg;
+    while (st.ok() && reader->Read(&msg)) {
+      Status valid = Validate(msg);
+      st = valid.ok() ? stream.Add(msg) : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
+    }
+    *resp = stream.result();
+    if (!st.ok() && (stream.result().accepted() || stream.result().duplicates()))
+      st = grpc::Status(st.error_code(),
+                        fmt::format("{} (after {} samples stored and {} duplicates)", st.error_message(),
+                                    stream.result().accepted(), stream.result().duplicates()));
+    core_->metrics().ObserveRpc("ReportSamples", StatusCodeName(st.error_code()),
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!st.ok()) spdlog::warn("ReportSamples from {}: {}", ctx->peer(), st.error_message());
+    return st;
+  }
+
+ private:
+  Core* core_;
+};
+
+class PlansService final : public v1::Plans::Service {
+ public:
+  explicit PlansService(Core* core) : core_(core) {}
+  grpc::Status GetPlan(grpc::ServerContext* ctx, const v1::GetPlanRequest* req, v1::GetPlanResponse* resp) override {
+    return Serve(core_, "GetPlan", ctx, *req, Access::kOpen, [&] {
+      grpc::Status st = core_->GetPlan(*req, resp);
+      // Programs compress to about a third; small answers are not worth it.
+      if (st.ok() && !req->tables_only() && resp->ByteSizeLong() > 64 * 1024)
+        ctx->set_compression_algorithm(GRPC_COMPRESS_GZIP);
+      return st;
+    });
+  }
+
+ private:
+  Core* core_;
+};
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  explicit AdminService(Core* core) : core_(core) {}
+  grpc::Status GetTopology(grpc::ServerContext* ctx, const v1::GetTopologyRequest* req,
+                           v1::GetTopologyResponse* resp) override {
+    return Serve(core_, "GetTopology", ctx, *req, Access::kOpen, [&] { return core_->GetTopology(*req, resp); });
+  }
+  grpc::Status Discover(grpc::ServerContext* ctx, const v1::DiscoverRequest* req, v1::DiscoverResponse* resp) override {
+    return Serve(core_, "Discover", ctx, *req, Access::kWrite, [&] { return core_->Discover(*req, resp); });
+  }
+  grpc::Status StartTuning(grpc::ServerContext* ctx, const v1::StartTuningRequest* req,
+                           v1::StartTuningResponse* resp) override {
+    return Serve(core_, "StartTuning", ctx, *req, Access::kWrite,
+                 [&] { return core_->tuner().StartTuning(*req, resp); });
+  }
+  grpc::Status TuningStatus(grpc::ServerContext* ctx, const v1::TuningStatusRequest* req,
+                            v1::TuningStatusResponse* resp) override {
+    return Serve(core_, "TuningStatus", ctx, *req, Access::kOpen,
+                 [&] { return core_->tuner().TuningStatus(*req, resp); });
+  }
+  grpc::Status ListDecisions(grpc::ServerContext* ctx, const v1::ListDecisionsRequest* req,
+                             v1::ListDecisionsResponse* resp) override {
+    return Serve(core_, "ListDecisions", ctx, *req, Access::kOpen, [&] { return core_->ListDecisions(*req, resp); });
+  }
+  grpc::Status ExportRules(grpc::ServerContext* ctx, const v1::ExportRulesRequest* req,
+                           v1::ExportRulesResponse* resp) override {
+    return Serve(core_, "ExportRules", ctx, *req, Access::kOpen, [&] { return core_->ExportRules(*req, resp); });
+  }
+  grpc::Status ReportJob(grpc::ServerContext* ctx, const v1::ReportJobRequest* req,
+                         v1::ReportJobResponse* resp) override {
+    return Serve(core_, "ReportJob", ctx, *req, Access::kOpen, [&] { return core_->ReportJob(*req, resp); });
+  }
+
+ private:
+  Core* core_;
+};
+
+struct Server::Services {
+  explicit Services(Core* core) : agents(core), plans(core), admin(core) {}
+  AgentsService agents;
+  PlansService plans;
+  AdminService admin;
+};
+
+namespace {
+
+StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return Status::IoError(fmt::format("{}: cannot read the {}", path, what));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
+  const Config& c = core->config();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!c.tls_cert.empty()) {
+    auto cert = ReadFile(c.tls_cert, "TLS certificate (tls_cert)");
+    if (!cert.ok()) return cert.status();
+    auto key = ReadFile(c.tls_key, "TLS key (tls_key)");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  std::unique_ptr<Server> server(new Server());
+  server->services_ = std::make_unique<Services>(core);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(c.listen, creds, &server->port_);
+  builder.RegisterService(&server->services_->agents);
+  builder.RegisterService(&server->services_->plans);
+  builder.RegisterService(&server->services_->admin);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(c.max_message_bytes));
+  builder.SetMaxSendMessageSize(v1::limits::kMaxPlanResponseBytes);
+  grpc::ResourceQuota quota("topotuned");
+  // One thread per running call plus gRPC's pollers.
+  quota.SetMaxThreads(c.max_concurrent_rpcs + 2);
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || server->port_ == 0)
+    return Status::IoError(fmt::format("cannot listen on {} (in use, or not an address of this host?)", c.listen));
+  spdlog::info("serving gRPC on {} (port {}){}{}", c.listen, server->port_, c.tls_cert.empty() ? "" : " with TLS",
+               core->token().empty() ? "; writes from loopback only (no token_file)" : "");
+  return server;
+}
+
+Server::~Server() { Shutdown(0); }
+
+void Server::Shutdown(double seconds) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace topotune::daemon
