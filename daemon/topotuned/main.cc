@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   spdlog::info("{}: shutting down", strsignal(sig));
   (*server)->Shutdown(5);
+  spdlog::debug("gRPC server stopped");
   core.Stop();
   spdlog::info("stopped");
   return 0;

@@ -259,6 +259,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0)
     return Status::IoError(fmt::format("cannot listen on {} (in use, or not an address of this host?)", c.listen));
+  core->tuner().SetBoundPort(server->port_);
   spdlog::info("serving gRPC on {} (port {}){}{}", c.listen, server->port_, c.tls_cert.empty() ? "" : " with TLS",
                core->token().empty() ? "; writes from loopback only (no token_file)" : "");
   return server;

@@ -99,12 +99,14 @@ std::string Tuner::ServerAddress() const {
   std::string addr = c.listen;
   size_t colon = addr.rfind(':');
   std::string host = addr.substr(0, colon);
+  std::string port = addr.substr(colon + 1);
+  if (port == "0" && bound_port_ > 0) port = std::to_string(bound_port_);
   if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
     char name[256] = {};
     gethostname(name, sizeof(name) - 1);
-    return std::string(name) + addr.substr(colon);
+    host = name;
   }
-  return addr;
+  return host + ":" + port;
 }
 
 std::string Tuner::AgentCommand() const {

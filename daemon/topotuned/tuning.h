@@ -64,6 +64,10 @@ class Tuner {
   void Start();
   // Kills a running launcher, fails what is queued, joins the thread.
   void Stop();
+  // The port gRPC bound (listen may ask for port 0): benchmark ranks dial it.
+  void SetBoundPort(int port) { bound_port_ = port; }
+  // The address benchmark ranks dial (tuning.server_address, else listen).
+  std::string ServerAddress() const;
 
   grpc::Status StartTuning(const v1::StartTuningRequest& req, v1::StartTuningResponse* resp);
   grpc::Status TuningStatus(const v1::TuningStatusRequest& req, v1::TuningStatusResponse* resp);
@@ -117,7 +121,6 @@ class Tuner {
   // The run id of a task id, from memory or ("run-<id>") the store; 0 if unknown.
   int64_t RunOfTask(const std::string& task_id);
   void Progress(const std::string& sweep_id, const std::string& message, int done_delta, int total_delta);
-  std::string ServerAddress() const;
   std::string AgentCommand() const;
 
   Core* const core_;
@@ -130,6 +133,7 @@ class Tuner {
   int next_sweep_ = 1;
   bool stopping_ = false;
   std::atomic<int> launcher_pgid_{0};
+  std::atomic<int> bound_port_{0};
   std::thread thread_;
 };
 

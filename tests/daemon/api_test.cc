@@ -1,0 +1,528 @@
+// The daemon end to end over gRPC, as agents, benchmark ranks, MPI jobs and
+// the admin CLI use it: register and heartbeat; a tuning sweep whose
+// benchmark job is a launcher script standing in for mpirun, fed synthetic
+// samples through FetchBenchTask and ReportSamples; the decision table it
+// stores; plans (tuned, nearest, default; all programs or one rank's);
+// export; job reports; metrics; a restart that keeps everything; a topology
+// file change that makes a new version; and a kill -9 in the middle of
+// sample ingest that loses nothing committed.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "db/store.h"
+#include "tests/daemon/daemon_process.h"
+#include "topotune/v1/admin.grpc.pb.h"
+#include "topotune/v1/agents.grpc.pb.h"
+#include "topotune/v1/plans.grpc.pb.h"
+
+namespace topotune {
+namespace {
+
+using testing::Context;
+using testing::DaemonProcess;
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+
+const std::string kTopology = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/two-switch-4x4.yaml";
+
+// A launcher that records the benchmark command and waits for the test to
+// say "go" (the job "ends" then), instead of starting MPI ranks.
+std::string WriteConfig(const ScratchDir& dir, double job_timeout_s = 60) {
+  std::string path = dir.File("topotuned.yaml");
+  std::ofstream(path) << "tuning:\n"
+                      << "  launcher: \"echo '{command} np={np} hosts={hosts}' >> " << dir.File("commands")
+                      << "; while [ ! -e " << dir.File("go") << " ]; do sleep 0.05; done\"\n"
+                      << "  job_timeout: " << job_timeout_s << "s\n"
+                      << "agent_timeout: 60s\n";
+  return path;
+}
+
+// The task id of the n-th benchmark command the launcher recorded (waits up to 20 s).
+std::string WaitForTask(const ScratchDir& dir, size_t n, std::string* line_out = nullptr) {
+  for (int i = 0; i < 400; ++i) {
+    std::ifstream in(dir.File("commands"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    if (lines.size() > n) {
+      std::smatch m;
+      if (line_out) *line_out = lines[n];
+      if (std::regex_search(lines[n], m, std::regex("--task (\\S+)"))) return m[1];
+      return "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return "";
+}
+
+v1::RegisterRequest Registration(const std::string& host, int index) {
+  v1::RegisterRequest req;
+  req.mutable_host()->set_hostname(host);
+  req.mutable_host()->add_macs(fmt::format("02:00:00:00:00:{:02x}", index));
+  req.mutable_host()->set_cores(4);
+  req.mutable_host()->set_nic_speed_bps(100'000'000);
+  req.set_agent_version("test");
+  return req;
+}
+
+// `n` times around `median` (deterministic jitter of +-5%).
+std::vector<double> Times(double median, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> jitter(0.95, 1.05);
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back(median * jitter(rng));
+  return out;
+}
+
+v1::ReportSamplesRequest SampleMessage(const std::string& task, int64_t seq, const std::string& algorithm,
+                                       int64_t msize, double median, int n = 20) {
+  v1::ReportSamplesRequest msg;
+  msg.set_task_id(task);
+  msg.set_sequence(seq);
+  v1::BenchSample* s = msg.mutable_sample();
+  s->set_collective(v1::COLLECTIVE_ALLTOALL);
+  s->set_algorithm(algorithm);
+  s->set_label(algorithm);
+  s->set_nprocs(2);
+  s->set_ranks_per_node(1);
+  s->set_msize(msize);
+  s->set_iterations(n);
+  std::vector<double> t = Times(median, n, static_cast<uint64_t>(seq) * 7 + 1);
+  std::vector<double> sorted = t;
+  std::sort(sorted.begin(), sorted.end());
+  s->set_min_s(sorted.front());
+  s->set_median_s(sorted[sorted.size() / 2]);
+  s->set_p95_s(sorted[sorted.size() * 95 / 100]);
+  s->set_max_s(sorted.back());
+  s->set_bytes_per_call(2 * msize);
+  s->set_bytes_per_s(static_cast<double>(2 * msize) / sorted[sorted.size() / 2]);
+  for (double x : t) s->add_times_s(x);
+  return msg;
+}
+
+// Streams `msgs` in one ReportSamples call.
+grpc::Status Stream(v1::Agents::Stub& agents, const std::vector<v1::ReportSamplesRequest>& msgs,
+                    v1::ReportSamplesResponse* resp) {
+  auto ctx = Context();
+  auto writer = agents.ReportSamples(ctx.get(), resp);
+  for (const auto& m : msgs)
+    if (!writer->Write(m)) break;
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+v1::TuningStatusResponse WaitForSweep(v1::Admin::Stub& admin, const std::string& id) {
+  v1::TuningStatusRequest req;
+  req.set_tuning_id(id);
+  v1::TuningStatusResponse resp;
+  for (int i = 0; i < 400; ++i) {
+    resp.Clear();
+    auto ctx = Context();
+    EXPECT_TRUE(admin.TuningStatus(ctx.get(), req, &resp).ok());
+    if (resp.state() != v1::TUNING_STATE_QUEUED && resp.state() != v1::TUNING_STATE_RUNNING) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return resp;
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    topology_ = dir_.File("topology.yaml");
+    std::filesystem::copy_file(kTopology, topology_);
+    config_ = WriteConfig(dir_);
+    StartDaemon();
+  }
+  void TearDown() override {
+    std::ofstream(dir_.File("go")) << "";  // Lets any launcher script end.
+    if (HasFailure()) std::cerr << "topotuned log:\n" << daemon_.log();
+  }
+  void StartDaemon() {
+    std::string error;
+    ASSERT_TRUE(daemon_.Start({"--config", config_, "--topology-file", topology_}, &error)) << error;
+    auto channel = daemon_.Channel();
+    agents_ = v1::Agents::NewStub(channel);
+    plans_ = v1::Plans::NewStub(channel);
+    admin_ = v1::Admin::NewStub(channel);
+  }
+  void RegisterHosts(const std::vector<std::string>& hosts) {
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      v1::RegisterResponse resp;
+      auto ctx = Context();
+      grpc::Status st = agents_->Register(ctx.get(), Registration(hosts[i], static_cast<int>(i)), &resp);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      EXPECT_EQ(resp.agent_id(), hosts[i]);
+      EXPECT_EQ(resp.heartbeat_interval().seconds(), 20);  // agent_timeout / 3.
+    }
+  }
+  v1::GetPlanResponse Plan(const std::vector<std::string>& hosts, std::vector<int32_t> ranks = {},
+                           grpc::Status* status = nullptr) {
+    v1::GetPlanRequest req;
+    for (const auto& h : hosts) req.add_rank_hosts(h);
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_collectives(v1::COLLECTIVE_ALLGATHER);
+    for (int32_t r : ranks) req.add_ranks(r);
+    req.set_job_id("job-1");
+    v1::GetPlanResponse resp;
+    auto ctx = Context();
+    grpc::Status st = plans_->GetPlan(ctx.get(), req, &resp);
+    if (status) {
+      *status = st;
+    } else {
+      EXPECT_TRUE(st.ok()) << st.error_message();
+    }
+    return resp;
+  }
+  // Runs one sweep of alltoall on 2 nodes at 1 KiB and 64 KiB, where native
+  // wins small messages and tree_scheduled large ones; returns its task id.
+  std::string TuneSynthetic() {
+    v1::StartTuningRequest req;
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_node_counts(2);
+    req.add_ranks_per_node(1);
+    req.add_msizes(1024);
+    req.add_msizes(65536);
+    req.set_skip_refinement(true);
+    v1::StartTuningResponse started;
+    auto ctx = Context();
+    grpc::Status st = admin_->StartTuning(ctx.get(), req, &started);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(started.runs_total(), 1);
+    std::string line;
+    std::string task = WaitForTask(dir_, 0, &line);
+    EXPECT_FALSE(task.empty()) << "no benchmark command was launched";
+    EXPECT_THAT(line, HasSubstr("np=2 hosts=h0,h4"));  // Spread over both switches.
+    EXPECT_THAT(line, HasSubstr(" bench --server " + daemon_.address() + " --task run-"));
+
+    v1::FetchBenchTaskRequest fetch;
+    fetch.set_task_id(task);
+    fetch.set_hostname("h5");  // A host of the topology, but not the task's rank 0.
+    v1::FetchBenchTaskResponse fetched;
+    auto ctx2 = Context();
+    EXPECT_EQ(agents_->FetchBenchTask(ctx2.get(), fetch, &fetched).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    fetch.set_hostname("h0");
+    auto ctx3 = Context();
+    EXPECT_TRUE(agents_->FetchBenchTask(ctx3.get(), fetch, &fetched).ok());
+    const v1::BenchTask& t = fetched.task();
+    EXPECT_EQ(t.task_id(), task);
+    EXPECT_EQ(t.collective(), v1::COLLECTIVE_ALLTOALL);
+    EXPECT_EQ(t.nprocs(), 2);
+    EXPECT_THAT(std::vector<std::string>(t.rank_hosts().begin(), t.rank_hosts().end()),
+                ::testing::ElementsAre("h0", "h4"));
+    EXPECT_THAT(std::vector<int64_t>(t.msizes().begin(), t.msizes().end()), ::testing::ElementsAre(1024, 65536));
+    EXPECT_THAT(t.topology_yaml(), HasSubstr("h7"));
+    EXPECT_EQ(t.topology_version(), 1);
+
+    std::vector<v1::ReportSamplesRequest> msgs = {
+        SampleMessage(task, 0, "native", 1024, 1e-4), SampleMessage(task, 1, "tree_scheduled", 1024, 3e-4),
+        SampleMessage(task, 2, "native", 65536, 5e-3), SampleMessage(task, 3, "tree_scheduled", 65536, 2e-3)};
+    v1::ReportSamplesResponse reported;
+    st = Stream(*agents_, msgs, &reported);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(reported.accepted(), 4);
+    EXPECT_EQ(reported.duplicates(), 0);
+    // A stream resent after a (supposedly) broken connection stores nothing twice.
+    reported.Clear();
+    EXPECT_TRUE(Stream(*agents_, msgs, &reported).ok());
+    EXPECT_EQ(reported.accepted(), 0);
+    EXPECT_EQ(reported.duplicates(), 4);
+
+    std::ofstream(dir_.File("go")) << "";
+    v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
+    EXPECT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED) << done.message();
+    EXPECT_EQ(done.runs_done(), 1);
+    EXPECT_EQ(done.samples_ingested(), 80);
+    EXPECT_TRUE(done.has_finished_at());
+    std::filesystem::remove(dir_.File("go"));
+    return task;
+  }
+
+  ScratchDir dir_;
+  std::string topology_, config_;
+  DaemonProcess daemon_{TOPOTUNED_BINARY, dir_.path()};
+  std::unique_ptr<v1::Agents::Stub> agents_;
+  std::unique_ptr<v1::Plans::Stub> plans_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+};
+
+TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
+  RegisterHosts({"h0", "h1", "h4", "h5"});
+  {
+    v1::HeartbeatRequest hb;
+    hb.set_agent_id("h1");
+    hb.set_state(v1::AGENT_STATE_IDLE);
+    v1::HeartbeatResponse resp;
+    auto ctx = Context();
+    EXPECT_TRUE(agents_->Heartbeat(ctx.get(), hb, &resp).ok());
+    EXPECT_TRUE(resp.has_server_time());
+    hb.set_agent_id("h9");
+    auto ctx2 = Context();
+    grpc::Status st = agents_->Heartbeat(ctx2.get(), hb, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(st.error_message(), HasSubstr("register again"));
+  }
+  {  // More nodes than live agents: refused up front.
+    v1::StartTuningRequest req;
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_node_counts(8);
+    req.add_ranks_per_node(1);
+    v1::StartTuningResponse resp;
+    auto ctx = Context();
+    grpc::Status st = admin_->StartTuning(ctx.get(), req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(st.error_message(), HasSubstr("needs 8 hosts but 4"));
+  }
+  TuneSynthetic();
+
+  // The decision: native below the geometric mean of 1 KiB and 64 KiB, tree_scheduled above.
+  v1::ListDecisionsRequest list;
+  v1::ListDecisionsResponse decisions;
+  auto ctx = Context();
+  ASSERT_TRUE(admin_->ListDecisions(ctx.get(), list, &decisions).ok());
+  ASSERT_EQ(decisions.decisions_size(), 1);
+  const v1::Decision& d = decisions.decisions(0);
+  EXPECT_EQ(d.nprocs(), 2);
+  EXPECT_EQ(d.ranks_per_node(), 1);
+  EXPECT_EQ(d.num_samples(), 80);
+  ASSERT_EQ(d.table().ranges_size(), 2);
+  EXPECT_EQ(d.table().ranges(0).algorithm(), "native");
+  EXPECT_EQ(d.table().ranges(0).min_msize(), 0);
+  EXPECT_EQ(d.table().ranges(0).max_msize(), 8192);
+  EXPECT_EQ(d.table().ranges(1).algorithm(), "tree_scheduled");
+  EXPECT_EQ(d.table().ranges(1).min_msize(), 8192);
+  EXPECT_EQ(d.table().ranges(1).max_msize(), 0);
+  ASSERT_EQ(d.choices_size(), 2);
+  EXPECT_TRUE(d.choices(0).significant());
+  EXPECT_DOUBLE_EQ(d.choices(1).regret(), 1.0);
+  EXPECT_EQ(d.choices(1).chosen(), "tree_scheduled");
+
+  // The job's own layout: tuned, with every rank's program.
+  v1::GetPlanResponse plan = Plan({"h0", "h4"});
+  EXPECT_EQ(plan.topology_version(), 1);
+  EXPECT_EQ(plan.nprocs(), 2);
+  EXPECT_EQ(plan.ranks_per_node(), 1);
+  ASSERT_EQ(plan.plans_size(), 2);
+  const v1::CollectivePlan& a2a = plan.plans(0);
+  EXPECT_EQ(a2a.source(), v1::DECISION_SOURCE_TUNED);
+  EXPECT_EQ(a2a.table().ranges(1).algorithm(), "tree_scheduled");
+  ASSERT_EQ(a2a.schedules_size(), 1);
+  EXPECT_EQ(a2a.schedules(0).algorithm(), "tree_scheduled");
+  EXPECT_EQ(a2a.schedules(0).num_ranks(), 2);
+  ASSERT_EQ(a2a.schedules(0).programs_size(), 2);
+  EXPECT_EQ(a2a.schedules(0).programs(1).rank(), 1);
+  EXPECT_GT(a2a.schedules(0).programs(0).steps_size(), 0);
+  EXPECT_EQ(plan.plans(1).source(), v1::DECISION_SOURCE_DEFAULT);
+  EXPECT_EQ(plan.plans(1).table().ranges(0).algorithm(), "native");
+  EXPECT_FALSE(plan.plan_id().empty());
+  EXPECT_EQ(Plan({"h0", "h4"}).plan_id(), plan.plan_id());  // Equal plans, equal ids.
+  // One rank's program only.
+  v1::GetPlanResponse own = Plan({"h0", "h4"}, {1});
+  ASSERT_EQ(own.plans(0).schedules(0).programs_size(), 1);
+  EXPECT_EQ(own.plans(0).schedules(0).programs(0).rank(), 1);
+  EXPECT_EQ(own.plans(0).schedules(0).programs(0).SerializeAsString(),
+            a2a.schedules(0).programs(1).SerializeAsString());
+  // Another layout: the nearest tuned one's table.
+  v1::GetPlanResponse nearest = Plan({"h0", "h1", "h4", "h5"});
+  EXPECT_EQ(nearest.plans(0).source(), v1::DECISION_SOURCE_NEAREST);
+  EXPECT_EQ(nearest.plans(0).tuned_nprocs(), 2);
+  EXPECT_EQ(nearest.plans(0).schedules(0).num_ranks(), 4);
+  EXPECT_NE(nearest.plan_id(), plan.plan_id());
+  // Unknown hosts are named.
+  grpc::Status bad;
+  Plan({"h0", "nowhere"}, {}, &bad);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("nowhere"));
+  Plan({"h0", "h4"}, {2}, &bad);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("ranks[0]"));
+
+  // Export: Open MPI gets native there (tree_scheduled needs the shim), with a note.
+  v1::ExportRulesRequest ex;
+  ex.set_format(v1::RULES_FORMAT_CLASSIC_V1);
+  ex.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  v1::ExportRulesResponse exported;
+  auto ctx2 = Context();
+  grpc::Status st = admin_->ExportRules(ctx2.get(), ex, &exported);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_THAT(exported.text(), HasSubstr("# "));
+  EXPECT_THAT(fmt::format("{}", fmt::join(exported.notes(), "\n")), HasSubstr("tree_scheduled"));
+  ex.clear_collectives();
+  ex.add_collectives(v1::COLLECTIVE_ALLGATHER);
+  auto ctx3 = Context();
+  EXPECT_EQ(admin_->ExportRules(ctx3.get(), ex, &exported).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  // A job's report becomes throughput metrics.
+  v1::ReportJobRequest job;
+  job.set_job_id("job-1");
+  job.set_plan_id(plan.plan_id());
+  job.set_nprocs(2);
+  job.set_ranks_per_node(1);
+  v1::CollectiveCallStats* stat = job.add_stats();
+  stat->set_collective(v1::COLLECTIVE_ALLTOALL);
+  stat->set_algorithm("tree_scheduled");
+  stat->set_msize(65536);
+  stat->set_calls(10);
+  stat->set_total_bytes(10 * 2 * 65536);
+  stat->set_total_seconds(0.02);
+  v1::ReportJobResponse reported;
+  auto ctx4 = Context();
+  ASSERT_TRUE(admin_->ReportJob(ctx4.get(), job, &reported).ok());
+  EXPECT_EQ(reported.accepted(), 1);
+
+  std::string metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("topotune_tuning_samples_ingested_total 80"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_collective_throughput_bytes_per_second{algorithm=\"tree_scheduled\","
+                                 "collective=\"alltoall\",msize=\"64KiB\",nprocs=\"2\",source=\"job\"} 65536000"));
+  EXPECT_THAT(metrics, HasSubstr("source=\"bench\""));
+  EXPECT_THAT(metrics, HasSubstr("topotune_rpc_requests_total{code=\"OK\",method=\"GetPlan\"} 4"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 2"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_topology_version 1"));
+
+  // A restart keeps topology, decisions and compiled plans (a database hit).
+  EXPECT_EQ(daemon_.Kill(SIGTERM), 0);
+  EXPECT_THAT(daemon_.log(), HasSubstr("shutting down"));
+  StartDaemon();
+  v1::GetPlanResponse again = Plan({"h0", "h4"});
+  EXPECT_EQ(again.plan_id(), plan.plan_id());
+  EXPECT_EQ(again.plans(0).schedules(0).SerializeAsString(), a2a.schedules(0).SerializeAsString());
+  metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"hit\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 0"));
+
+  // The topology file changes: a new version, whose plans fall back to native until tuned.
+  {
+    std::ofstream out(topology_, std::ios::app);
+    out << "  - [h8, s1, 100Mbps]\n";
+  }
+  std::string yaml = testing::ReadWhole(topology_);
+  yaml.replace(yaml.find("links:"), 6, "  - name: h8\nlinks:");
+  std::ofstream(topology_) << yaml;
+  v1::GetTopologyResponse topo;
+  for (int i = 0; i < 100 && topo.version() != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto c = Context();
+    ASSERT_TRUE(admin_->GetTopology(c.get(), v1::GetTopologyRequest(), &topo).ok());
+  }
+  EXPECT_EQ(topo.version(), 2);
+  EXPECT_EQ(topo.num_hosts(), 9);
+  EXPECT_EQ(topo.origin(), v1::TOPOLOGY_ORIGIN_FILE);
+  v1::GetPlanResponse after = Plan({"h0", "h8"});
+  EXPECT_EQ(after.topology_version(), 2);
+  EXPECT_EQ(after.plans(0).source(), v1::DECISION_SOURCE_DEFAULT);
+  v1::GetTopologyRequest old;
+  old.set_version(1);
+  auto c = Context();
+  ASSERT_TRUE(admin_->GetTopology(c.get(), old, &topo).ok());
+  EXPECT_EQ(topo.num_hosts(), 8);
+}
+
+TEST_F(ApiTest, KillNineMidIngestLosesNothingCommitted) {
+  RegisterHosts({"h0", "h4"});
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(2);
+  req.add_ranks_per_node(1);
+  req.set_skip_refinement(true);
+  v1::StartTuningResponse started;
+  auto ctx = Context();
+  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  const std::string task = WaitForTask(dir_, 0);
+  ASSERT_FALSE(task.empty());
+
+  constexpr int kMessages = 3000;
+  std::vector<v1::ReportSamplesRequest> msgs;
+  for (int i = 0; i < kMessages; ++i)
+    msgs.push_back(SampleMessage(task, i, i % 2 ? "ring" : "native", 1024 << (i % 8), 1e-4 * (1 + i % 8), 50));
+  // Stream until the daemon dies under the writer.
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    v1::ReportSamplesResponse resp;
+    auto c = Context("", 60);
+    auto w = agents_->ReportSamples(c.get(), &resp);
+    for (const auto& m : msgs) {
+      if (!w->Write(m)) break;
+      ++written;
+    }
+    w->WritesDone();
+    (void)w->Finish();
+  });
+  while (written < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(daemon_.Kill(SIGKILL), 128 + SIGKILL);
+  writer.join();
+
+  // What the database holds: whole batches, each stored once, and sound.
+  int64_t stored_batches = 0;
+  {
+    auto store = db::Store::Open(daemon_.database());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE(store->IntegrityCheck().ok());
+    auto sets = store->Samples({1, "alltoall", 2, 1});
+    ASSERT_TRUE(sets.ok());
+    int64_t samples = 0;
+    for (const auto& s : *sets) samples += static_cast<int64_t>(s.seconds.size());
+    EXPECT_EQ(samples % 50, 0) << "a batch was stored in part";
+    stored_batches = samples / 50;
+  }
+  EXPECT_GT(stored_batches, 0);
+  EXPECT_LE(stored_batches, written.load());
+
+  // A new daemon takes the resent stream: only what was missing is stored.
+  std::ofstream(dir_.File("go")) << "";  // The old launcher script outlived its daemon.
+  StartDaemon();
+  v1::ReportSamplesResponse resp;
+  grpc::Status st = Stream(*agents_, msgs, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.duplicates(), stored_batches);
+  EXPECT_EQ(resp.accepted(), kMessages - stored_batches);
+  daemon_.Kill(SIGTERM);
+  auto store = db::Store::Open(daemon_.database());
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE(store->IntegrityCheck().ok());
+  auto sets = store->Samples({1, "alltoall", 2, 1});
+  int64_t samples = 0;
+  for (const auto& s : *sets) samples += static_cast<int64_t>(s.seconds.size());
+  EXPECT_EQ(samples, int64_t{kMessages} * 50);
+}
+
+TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
+  daemon_.Kill(SIGTERM);
+  config_ = WriteConfig(dir_, 2);  // job_timeout 2 s; the launcher never gets "go".
+  StartDaemon();
+  RegisterHosts({"h0", "h4"});
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(2);
+  req.add_ranks_per_node(1);
+  v1::StartTuningResponse started;
+  auto ctx = Context();
+  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  const std::string task = WaitForTask(dir_, 0);
+  v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
+  EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED);
+  EXPECT_THAT(done.message(), HasSubstr("job_timeout"));
+  // The task is no longer runnable, and the daemon goes on serving.
+  v1::FetchBenchTaskRequest fetch;
+  fetch.set_task_id(task);
+  v1::FetchBenchTaskResponse fetched;
+  auto c = Context();
+  EXPECT_EQ(agents_->FetchBenchTask(c.get(), fetch, &fetched).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  auto store = db::Store::Open(daemon_.database());
+  ASSERT_TRUE(store.ok());
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].state, db::RunState::kTimeout);
+}
+
+}  // namespace
+}  // namespace topotune
