@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "daemon/cli/discover_cmd.h"
+#include "daemon/cli/server_cmd.h"
+#include "daemon/cli/server_render.h"
 #include "tuner/bounds.h"
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
@@ -41,7 +43,12 @@ constexpr const char* kTopDescription =
     "This admin tool works on a topology file: the tree of switches and hosts of a cluster, each link with\n"
     "its speed. It draws the tree with the all-to-all load of every link, computes the physical lower\n"
     "bounds of all-to-all and allgather, and generates, verifies and prints communication schedules such\n"
-    "as the contention-free all-to-all of Faraj and Yuan. Run 'topotune COMMAND --help' for each command.\n";
+    "as the contention-free all-to-all of Faraj and Yuan. Run 'topotune COMMAND --help' for each command.\n"
+    "\n"
+    "It is also the admin client of the daemon topotuned (gRPC, --server HOST:PORT or $TOPOTUNE_SERVER):\n"
+    "'topology show' without a file draws the server's topology, 'discover --remote' runs a discovery there,\n"
+    "'tune' starts and follows tuning sweeps, 'decisions show' prints the decision tables, 'plan show' the\n"
+    "plan a job gets, and 'export' writes the tables as an Open MPI rules file.\n";
 
 constexpr const char* kTopFooter =
     "TOPOLOGY FILES\n"
@@ -50,16 +57,21 @@ constexpr const char* kTopFooter =
     "  with hosts at the leaves. Examples are in deploy/examples/.\n"
     "\n"
     "EXIT STATUS\n"
-    "  0  success\n"
-    "  1  failure: unreadable or invalid topology file (the message names file, line and field),\n"
-    "     or a schedule could not be generated\n"
-    "  2  usage error: unknown command or option, bad option value, unknown collective/algorithm/host\n"
+    "  0   success\n"
+    "  1   failure: unreadable or invalid topology file (the message names file, line and field),\n"
+    "      a schedule could not be generated, or topotuned answered with an error\n"
+    "      ('topotune: RPC: GRPC_CODE: message') or a tuning sweep failed\n"
+    "  2   usage error: unknown command or option, bad option value, unknown collective/algorithm/host;\n"
+    "      nothing is sent to topotuned\n"
+    "  69  topotuned cannot be reached at --server (EX_UNAVAILABLE)\n"
     "\n"
     "EXAMPLES\n"
     "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
     "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"
     "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml --algorithm tree_scheduled\n"
-    "  topotune discover --seed 198.18.0.1 --out cluster.yaml\n";
+    "  topotune discover --seed 198.18.0.1 --out cluster.yaml\n"
+    "  topotune topology show --server head01:50051\n"
+    "  topotune tune start --collective alltoall --nodes 2,4 --ranks-per-node 1,2 --wait\n";
 
 constexpr const char* kPlacementHelp =
     "PLACEMENT\n"
@@ -117,10 +129,11 @@ struct Job {
   RankTree tree;
 };
 
-// Loads `path` and builds the job's tree, printing any error to `err`. On
-// failure returns nullopt and sets *exit_code.
-std::optional<Job> LoadJob(const std::string& path, const PlacementArgs& args, std::ostream& err, int* exit_code) {
-  auto topo = LoadTopologyFile(path);
+// Builds the job's tree on `topo` (loaded from `source`, for messages),
+// printing any error to `err`. On failure returns nullopt and sets
+// *exit_code.
+std::optional<Job> BuildJob(StatusOr<Topology> topo, std::string_view source, const PlacementArgs& args,
+                            std::ostream& err, int* exit_code) {
   if (!topo.ok()) {
     err << "topotune: " << topo.status().message() << "\n";
     *exit_code = kExitFailure;
@@ -146,24 +159,66 @@ std::optional<Job> LoadJob(const std::string& path, const PlacementArgs& args, s
   }
   auto tree = RankTree::Build(*topo, *placement);
   if (!tree.ok()) {
-    err << "topotune: " << path << ": " << tree.status().message() << "\n";
+    err << "topotune: " << source << ": " << tree.status().message() << "\n";
     *exit_code = kExitFailure;
     return std::nullopt;
   }
   return Job{std::move(topo).value(), std::move(placement).value(), std::move(tree).value()};
 }
 
+// Loads `path` and builds the job's tree, as BuildJob.
+std::optional<Job> LoadJob(const std::string& path, const PlacementArgs& args, std::ostream& err, int* exit_code) {
+  return BuildJob(LoadTopologyFile(path), path, args, err, exit_code);
+}
+
 struct ShowArgs {
-  std::string file;
+  const CLI::App* command = nullptr;
+  std::string file;  // Empty: ask topotuned.
   PlacementArgs placement;
   bool ascii = false;
+  // Without FILE:
+  ServerOptions server;
+  int64_t version = 0;  // 0: the current one.
+  bool json = false;
+  bool yaml = false;
 };
 
+// Options that apply only when asking topotuned (no FILE).
+constexpr const char* kShowRemoteOptions[] = {"--version",    "--yaml",   "--json",   "--server",
+                                              "--token-file", "--tls-ca", "--timeout"};
+
 int RunShow(const ShowArgs& args, std::ostream& out, std::ostream& err) {
+  if (!args.file.empty()) {
+    for (const char* name : kShowRemoteOptions) {
+      if (args.command->count(name) > 0) {
+        err << "topotune: " << name
+            << " applies only without FILE, when asking topotuned\nRun 'topotune topology show --help' for usage.\n";
+        return kExitUsage;
+      }
+    }
+  }
+  if (args.json && args.yaml) {
+    err << "topotune: give --yaml or --json, not both\nRun 'topotune topology show --help' for usage.\n";
+    return kExitUsage;
+  }
   int code = kExitOk;
-  auto job = LoadJob(args.file, args.placement, err, &code);
+  std::optional<Job> job;
+  std::string header;
+  if (args.file.empty()) {
+    auto served = FetchTopology(args.server, args.version, err, &code);
+    if (!served) return code;
+    if (args.json || args.yaml) {
+      out << (args.json ? ToJson(*served) : served->yaml());
+      return kExitOk;
+    }
+    header = FormatTopologyHeader(*served);
+    std::string source = fmt::format("topology version {}", served->version());
+    job = BuildJob(ParseTopology(served->yaml(), source), source, args.placement, err, &code);
+  } else {
+    job = LoadJob(args.file, args.placement, err, &code);
+  }
   if (!job) return code;
-  out << DrawTopology(job->topo, job->placement, job->tree, DrawOptions{.ascii = args.ascii});
+  out << header << DrawTopology(job->topo, job->placement, job->tree, DrawOptions{.ascii = args.ascii});
   return kExitOk;
 }
 
@@ -421,14 +476,28 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "messages cross it in each direction, for the ranks of the placement. The links of maximum load are\n"
                  "marked '<== bottleneck'; their load is the number of phases of a contention-free all-to-all. When\n"
                  "link speeds differ, the link that sets the all-to-all time bound is marked '<== time bound'. Hosts\n"
-                 "show their slots and the ranks placed on them. A summary line ends the output.\n");
-  show->add_option("FILE", show_args.file, "Topology file (YAML)")->required()->type_name("");
+                 "show their slots and the ranks placed on them. A summary line ends the output.\n"
+                 "\n"
+                 "Without FILE it asks topotuned for its topology (Admin.GetTopology: the current version, or\n"
+                 "--version N) and draws it the same way, below a line with the version, where it came from (a file\n"
+                 "or a discovery, and its source) and when. --yaml prints the served topology file instead, --json\n"
+                 "the whole answer.\n");
+  show_args.command = show;
+  show->add_option("FILE", show_args.file, "Topology file (YAML); none: ask topotuned")->type_name("");
   AddPlacementOptions(show, &show_args.placement);
   show->add_flag("--ascii", show_args.ascii, "Draw with ASCII characters instead of box-drawing characters");
-  show->footer(std::string(kPlacementHelp) +
+  show->add_option("--version", show_args.version, "Without FILE: this topology version")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  show->add_flag("--yaml", show_args.yaml, "Without FILE: print the served topology file");
+  show->add_flag("--json", show_args.json, "Without FILE: print the answer as JSON");
+  AddServerOptions(show, &show_args.server, kDefaultReadTimeoutS);
+  show->footer(std::string(kPlacementHelp) + "\n" + ServerOptionsHelp() +
                "\nEXAMPLES\n"
                "  topotune topology show deploy/examples/faraj-yuan-fig1.yaml\n"
-               "  topotune topology show deploy/examples/two-switch-4x4.yaml --hosts h0,h1,h4:2 --ascii\n");
+               "  topotune topology show deploy/examples/two-switch-4x4.yaml --hosts h0,h1,h4:2 --ascii\n"
+               "  topotune topology show --server head01:50051 --version 3\n"
+               "  topotune topology show --yaml > cluster.yaml\n");
 
   // topology diff
   DiffArgs diff_args;
@@ -556,6 +625,11 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddDiscoverCommand(app, &discover_args);
   help->Describe(discover_args.command, discover_args.description);
 
+  // tune, decisions, plan, export: clients of topotuned.
+  ServerCommands server_cmds;
+  AddServerCommands(app, &server_cmds);
+  for (const auto& [cmd, text] : server_cmds.descriptions) help->Describe(cmd, text);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -569,6 +643,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (*bound) return RunBound(bound_args, out, err);
   if (*sched) return RunSchedule(sched_args, out, err);
   if (*discover_args.command) return RunDiscover(discover_args, out, err);
+  if (auto code = RunServerCommand(server_cmds, out, err)) return *code;
   err << "topotune: no command given\n";
   return kExitUsage;
 }

@@ -9,10 +9,20 @@
 //   bound                all-to-all and allgather time lower bounds
 //   schedule             generate a schedule from the registry, verify it and
 //                        print it as a table or as JSON (schedule_json.h)
+//   discover             SNMP discovery of the switch tree (discover_cmd.h)
+// and the commands that ask the daemon topotuned over gRPC (server_cmd.h):
+//   topology show        without FILE: the server's topology, drawn the same way
+//   discover --remote    the server runs a discovery
+//   tune start|status    tuning sweeps and their progress
+//   decisions show       the stored decision tables
+//   plan show            the plan a job with a given placement gets
+//   export               the decision tables as an Open MPI rules file
 //
-// Exit status: kExitOk, kExitFailure when the work fails (an unreadable or
-// invalid topology file, a generator error), kExitUsage for a usage error (an
-// unknown option, collective, algorithm or host, a malformed size).
+// Exit status: kExitOk; kExitFailure when the work fails (an unreadable or
+// invalid topology file, a generator error) or the server answered with an
+// error; kExitUsage for a usage error (an unknown option, collective,
+// algorithm or host, a malformed size), always detected before anything is
+// sent to a server; kExitUnavailable when topotuned cannot be reached.
 //
 // Thread-safety: Run and the formatters share no state; they may run
 // concurrently with different streams.
@@ -31,6 +41,9 @@ namespace topotune::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// sysexits.h EX_UNAVAILABLE: the server cannot be reached (not listening, no
+// answer in time, TLS handshake failed).
+inline constexpr int kExitUnavailable = 69;
 
 // Runs the command line `argv[0..argc)`. Normal output goes to `out`, errors
 // and warnings to `err`; neither is retained after the call. Returns the exit

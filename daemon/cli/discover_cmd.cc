@@ -30,7 +30,13 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
        "forwarding links that form a cycle are an error naming them.\n"
        "\n"
        "With --from-walks it reads recorded walks instead (one file per switch: .snmprec, or the output of\n"
-       "'snmpwalk -On'), with no network: a walk saved with --save-walks reproduces a discovery exactly.\n");
+       "'snmpwalk -On'), with no network: a walk saved with --save-walks reproduces a discovery exactly.\n"
+       "\n"
+       "With --remote (or --server HOST:PORT) the daemon topotuned runs the discovery instead (Admin.Discover),\n"
+       "with its own SNMP settings, from --seed or else its configured seeds, and stores the tree as a new\n"
+       "topology version when it changed. This prints the version, whether it changed, the switches walked,\n"
+       "the hosts found and the warnings. Only --seed, --timeout (then the deadline of the call, default\n"
+       "300 s), --json and the connection options apply; it needs the admin token when topotuned has one.\n");
   cmd->add_option("--seed", args->seeds, "Switch address(es) to start from (comma-separated)")
       ->delimiter(',')
       ->type_name("ADDR[,ADDR...]");
@@ -49,9 +55,11 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
       ->type_name("N")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
-  cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for each SNMP response")
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Seconds to wait for each SNMP response (up to 600); with --remote: the call's deadline "
+                  "(default 300)")
       ->type_name("S")
-      ->check(CLI::Range(0.01, 600.0))
+      ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
   cmd->add_option("--retries", args->retries, "Retries of each SNMP request")
       ->type_name("N")
@@ -78,19 +86,56 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
   cmd->add_option("--out", args->out, "Write the topology file here (default: stdout)")->type_name("FILE");
   cmd->add_option("--save-walks", args->save_walks, "Save each switch's walk as DIR/ADDRESS.snmprec")->type_name("DIR");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  cmd->add_flag("--remote", args->remote, "Let topotuned run the discovery (Admin.Discover); see above");
+  cmd->add_flag("--json", args->json, "With --remote: print the answer as JSON");
+  AddServerOptions(cmd, &args->server, std::nullopt);
   cmd->footer(
       "EXIT STATUS\n"
-      "  0  a tree was discovered (warnings, if any, are printed)\n"
-      "  1  no tree: no seed answered, no host was found, or the links form a cycle\n"
-      "  2  usage error\n"
+      "  0   a tree was discovered (warnings, if any, are printed)\n"
+      "  1   no tree: no seed answered, no host was found, or the links form a cycle;\n"
+      "      with --remote: topotuned answered with an error ('topotune: Discover: GRPC_CODE: message')\n"
+      "  2   usage error\n"
+      "  69  with --remote: topotuned cannot be reached (is topotuned running? see --server)\n"
       "\nEXAMPLES\n"
       "  topotune discover --seed 198.18.0.1 --community public --out cluster.yaml\n"
       "  topotune discover --seed 10.0.0.2,10.0.0.3 --v3-user topotune --v3-auth 'auth pass' \\\n"
       "      --v3-priv 'priv pass' --hosts hosts.yaml --save-walks walks/\n"
-      "  topotune discover --from-walks walks/*.snmprec --hosts hosts.yaml\n");
+      "  topotune discover --from-walks walks/*.snmprec --hosts hosts.yaml\n"
+      "  topotune discover --remote --token-file /etc/topotune/token\n"
+      "  topotune discover --server head01:50051 --seed 198.18.0.1 --timeout 900\n");
 }
 
 int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) {
+  const CLI::App& cmd = *args.command;
+  if (args.remote || cmd.count("--server") > 0) {
+    for (const char* local : {"--from-walks", "--community", "--v3-user", "--v3-auth", "--v3-priv",
+                              "--v3-auth-protocol", "--v3-priv-protocol", "--port", "--retries", "--max-repetitions",
+                              "--concurrency", "--max-switches", "--no-crawl", "--hosts", "--out", "--save-walks"}) {
+      if (cmd.count(local) > 0) {
+        err << "topotune discover: " << local
+            << " applies to a local discovery; with --remote (or --server) topotuned uses its own settings\n"
+               "Run 'topotune discover --help' for usage.\n";
+        return kExitUsage;
+      }
+    }
+    ServerOptions server = args.server;
+    server.timeout_s = cmd.count("--timeout") > 0 ? args.timeout_s : kDefaultDiscoverTimeoutS;
+    return RunRemoteDiscover(server, args.seeds, args.json, out, err);
+  }
+  for (const char* remote : {"--token-file", "--tls-ca", "--json"}) {
+    if (cmd.count(remote) > 0) {
+      err << "topotune discover: " << remote
+          << " applies only with --remote (or --server)\n"
+             "Run 'topotune discover --help' for usage.\n";
+      return kExitUsage;
+    }
+  }
+  if (args.timeout_s > 600) {
+    err << "topotune discover: --timeout: " << args.timeout_s
+        << " s is too long for one SNMP response; at most 600 (a deadline longer than that is for --remote)\n"
+           "Run 'topotune discover --help' for usage.\n";
+    return kExitUsage;
+  }
   if (args.seeds.empty() == args.walk_files.empty()) {
     err << "topotune discover: give --seed ADDR[,ADDR...] or --from-walks FILE..., not both and not neither\n"
            "Run 'topotune discover --help' for usage.\n";

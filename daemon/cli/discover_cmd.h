@@ -1,5 +1,8 @@
 // `topotune discover` (discover_cmd.cc): its flags and its runner, kept apart
 // from cli.cc so that the SNMP options do not crowd the topology commands.
+// With --remote (or --server) the discovery runs in topotuned instead
+// (Admin.Discover, server_cmd.h RunRemoteDiscover): only --seed and the
+// connection options then apply, and --timeout is the call's deadline.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +11,7 @@
 #include <vector>
 
 #include "daemon/cli/cli.h"
+#include "daemon/cli/server_cmd.h"
 
 namespace topotune::cli {
 
@@ -31,6 +35,10 @@ struct DiscoverArgs {
   std::string out;
   std::string save_walks;
   bool quiet = false;
+  // --remote: ask topotuned.
+  bool remote = false;
+  ServerOptions server;
+  bool json = false;
 };
 
 // Registers the subcommand on `app`; `args` receives the parsed flags.

@@ -405,6 +405,81 @@ elseif(CASE STREQUAL "discover_errors")
   expect_rc(1)
   expect_match(stderr "no host found")
 
+elseif(CASE STREQUAL "server_help")
+  # Every command that talks to topotuned documents its connection options and exit codes.
+  foreach(cmd "tune;--help" "tune;start;--help" "tune;status;--help" "decisions;--help" "decisions;show;--help"
+              "plan;--help" "plan;show;--help" "export;--help")
+    run_topotune(${cmd})
+    expect_rc(0)
+    expect_empty(stderr)
+    expect_match(stdout "Usage: topotune" "EXAMPLES\n  topotune ")
+  endforeach()
+  foreach(cmd "tune;start;--help" "tune;status;--help" "decisions;show;--help" "plan;show;--help" "export;--help"
+              "topology;show;--help" "discover;--help")
+    run_topotune(${cmd})
+    expect_rc(0)
+    expect_match(stdout "--server" "TOPOTUNE_SERVER" "\n  69 ")
+  endforeach()
+  run_topotune(--help)
+  expect_match(stdout "tune" "decisions" "plan" "export" "\n  69  topotuned cannot be reached")
+
+elseif(CASE STREQUAL "server_usage_errors")
+  # Usage errors exit 2 before any call: the address is one nobody listens on,
+  # so a command that got as far as calling would exit 69 instead.
+  set(nobody --server 127.0.0.1:1)
+  # (foreach over quoted arguments: each keeps its ';'-separated words together.)
+  foreach(cmd
+      "tune;start;--collective;reduce;--nodes;2;--ranks-per-node;1"
+      "tune;start;--collective;alltoall;--nodes;0;--ranks-per-node;1"
+      "tune;start;--collective;alltoall;--nodes;2;--ranks-per-node;1;--sizes;1KiB,lots"
+      "tune;start;--collective;alltoall;--nodes;2"
+      "tune;status"
+      "decisions;show;--collective;bcast"
+      "plan;show;--collective;alltoall"
+      "plan;show;--hosts;n0;--collective;allreduce"
+      "export;--format;yaml"
+      "export"
+      "discover;--remote;--community;private")
+    run_topotune(${cmd} ${nobody})
+    expect_rc(2)
+    expect_empty(stdout)
+    if(err MATCHES "cannot reach")
+      fail("a usage error must be reported before any call")
+    endif()
+  endforeach()
+  run_topotune(tune start --collective reduce --nodes 2 --ranks-per-node 1 ${nobody})
+  expect_match(stderr "unknown collective 'reduce'; valid collectives: alltoall, alltoallv, allgather")
+  run_topotune(tune start --collective alltoall --nodes 2 --ranks-per-node 1 --sizes 1KiB,lots ${nobody})
+  expect_match(stderr "--sizes: 'lots' is not a size")
+  run_topotune(decisions show --server head01)
+  expect_rc(2)
+  expect_match(stderr "--server: 'head01' has no port")
+
+elseif(CASE STREQUAL "server_unreachable")
+  # Nothing listens on port 1: exit 69 at once (the connection is refused),
+  # naming the address, with a hint.
+  foreach(cmd "topology;show" "discover;--remote" "tune;start;--collective;alltoall;--nodes;2;--ranks-per-node;1"
+              "tune;status;t-1;--watch" "decisions;show" "plan;show;--hosts;n0:2;--collective;alltoall"
+              "export;--format;classic")
+    string(TIMESTAMP t0 "%s")
+    run_topotune(${cmd} --server 127.0.0.1:1)
+    string(TIMESTAMP t1 "%s")
+    expect_rc(69)
+    expect_empty(stdout)
+    expect_match(stderr "^topotune: [A-Za-z]+: cannot reach topotuned at 127\\.0\\.0\\.1:1: "
+                        "is topotuned running\\? see --server")
+    math(EXPR elapsed "${t1} - ${t0}")
+    if(elapsed GREATER 5)
+      fail("took ${elapsed} s to report an unreachable server")
+    endif()
+  endforeach()
+  # The address from the environment, and a short deadline for an address that may not answer.
+  set(ENV{TOPOTUNE_SERVER} 127.0.0.1:1)
+  run_topotune(decisions show --timeout 2)
+  expect_rc(69)
+  expect_match(stderr "at 127\\.0\\.0\\.1:1")
+  unset(ENV{TOPOTUNE_SERVER})
+
 else()
   message(FATAL_ERROR "cli_test.cmake: unknown CASE '${CASE}'")
 endif()

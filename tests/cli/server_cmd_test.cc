@@ -1,0 +1,991 @@
+// In-process tests of the `topotune` commands that talk to topotuned
+// (daemon/cli/server_cmd.h, server_render.h): the pure pieces (renderings of
+// responses built here, the progress line, flag parsers, exit code mapping,
+// the follow loop with a scripted poll), usage errors and an unreachable
+// server through cli::Run, and every command end to end against a fake
+// Admin + Plans server on 127.0.0.1 (canned answers, recorded requests and
+// authorization headers). The fake stands in for topotuned until the real
+// daemon's tests drive the same commands.
+#include "daemon/cli/server_cmd.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/cli/cli.h"
+#include "daemon/cli/server_render.h"
+#include "topotune/v1/admin.grpc.pb.h"
+#include "topotune/v1/plans.grpc.pb.h"
+
+namespace topotune::cli {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result RunCli(std::vector<std::string> args) {
+  args.insert(args.begin(), "topotune");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Result r;
+  r.code = Run(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string Example(const std::string& name) { return std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/" + name; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A file in the test's temporary directory, removed at the end.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text)
+      : path_(::testing::TempDir() + "/server_cmd_test_" + name) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Sets an environment variable for the scope, restoring it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+google::protobuf::Timestamp Time(int64_t seconds) {
+  google::protobuf::Timestamp t;
+  t.set_seconds(seconds);
+  return t;
+}
+
+void AddRange(v1::DecisionTable* table, int64_t min, int64_t max, const std::string& algorithm) {
+  v1::DecisionRange* r = table->add_ranges();
+  r->set_min_msize(min);
+  r->set_max_msize(max);
+  r->set_algorithm(algorithm);
+}
+
+v1::Decision AlltoallDecision() {
+  v1::Decision d;
+  d.set_topology_version(7);
+  d.set_collective(v1::COLLECTIVE_ALLTOALL);
+  d.set_nprocs(16);
+  d.set_ranks_per_node(2);
+  AddRange(d.mutable_table(), 0, 2897, "native");
+  AddRange(d.mutable_table(), 2897, 1 << 20, "pairwise");
+  AddRange(d.mutable_table(), 1 << 20, 0, "tree_scheduled");
+  auto choice = [&](int64_t msize, const char* chosen, const char* fastest, double chosen_s, double fastest_s,
+                    bool significant) {
+    v1::SizeChoice* c = d.add_choices();
+    c->set_msize(msize);
+    c->set_chosen(chosen);
+    c->set_fastest(fastest);
+    c->set_chosen_median_s(chosen_s);
+    c->set_fastest_median_s(fastest_s);
+    c->set_regret(chosen_s / fastest_s);
+    c->set_significant(significant);
+  };
+  choice(1024, "native", "pairwise", 12.5e-6, 12e-6, false);
+  choice(65536, "pairwise", "pairwise", 0.0021, 0.0021, true);
+  choice(4 << 20, "tree_scheduled", "tree_scheduled", 0.25, 0.25, true);
+  d.set_num_samples(4800);
+  *d.mutable_updated_at() = Time(1795257258);  // 2026-11-21T10:34:18Z
+  return d;
+}
+
+// --- Renderings ---------------------------------------------------------------
+
+TEST(ServerRenderTest, DecisionsAsTables) {
+  v1::ListDecisionsResponse response;
+  *response.add_decisions() = AlltoallDecision();
+  v1::Decision* d = response.add_decisions();
+  d->set_topology_version(7);
+  d->set_collective(v1::COLLECTIVE_ALLGATHER);
+  d->set_nprocs(4);
+  d->set_ranks_per_node(1);
+  AddRange(d->mutable_table(), 0, 0, "native");
+  d->set_num_samples(1);
+  EXPECT_EQ(FormatDecisions(response),
+            "alltoall, 16 ranks, 2 per node, topology version 7: 4800 samples, updated 2026-11-21T10:34:18Z\n"
+            "  message size        algorithm\n"
+            "  0B - 2.829102KiB    native\n"
+            "  2.829102KiB - 1MiB  pairwise\n"
+            "  1MiB and up         tree_scheduled\n"
+            "  measured  chosen          median      fastest         median      regret  significant\n"
+            "  1KiB      native          12.500 us   pairwise        12.000 us   1.042   no\n"
+            "  64KiB     pairwise        2.100 ms    pairwise        2.100 ms    1.000   yes\n"
+            "  4MiB      tree_scheduled  250.000 ms  tree_scheduled  250.000 ms  1.000   yes\n"
+            "\n"
+            "allgather, 4 ranks, 1 per node, topology version 7: 1 sample, updated -\n"
+            "  message size  algorithm\n"
+            "  0B and up     native\n");
+  EXPECT_EQ(FormatDecisions(v1::ListDecisionsResponse()), "no decisions\n");
+}
+
+v1::GetPlanResponse SamplePlan() {
+  v1::GetPlanResponse response;
+  response.set_topology_version(7);
+  response.set_plan_id("p-3f2a");
+  response.set_nprocs(4);
+  response.set_ranks_per_node(2);
+  v1::CollectivePlan* a2a = response.add_plans();
+  a2a->set_collective(v1::COLLECTIVE_ALLTOALL);
+  a2a->set_source(v1::DECISION_SOURCE_TUNED);
+  a2a->set_tuned_nprocs(4);
+  a2a->set_tuned_ranks_per_node(2);
+  AddRange(a2a->mutable_table(), 0, 65536, "native");
+  AddRange(a2a->mutable_table(), 65536, 0, "tree_scheduled");
+  v1::CompiledSchedule* s = a2a->add_schedules();
+  s->set_algorithm("tree_scheduled");
+  s->set_num_ranks(4);
+  s->set_num_phases(4);
+  s->set_bottleneck_load(4);
+  s->set_num_syncs(3);
+  for (int r = 0; r < 4; ++r) {
+    v1::RankProgram* p = s->add_programs();
+    p->set_rank(r);
+    for (int k = 0; k < 3; ++k) p->add_steps()->set_phase(k);
+  }
+  v1::CollectivePlan* ag = response.add_plans();
+  ag->set_collective(v1::COLLECTIVE_ALLGATHER);
+  ag->set_source(v1::DECISION_SOURCE_NEAREST);
+  ag->set_tuned_nprocs(8);
+  ag->set_tuned_ranks_per_node(2);
+  AddRange(ag->mutable_table(), 0, 0, "switch_ordered_ring");
+  for (int r : {0, 2, 1, 3}) ag->mutable_ring()->add_order(r);
+  for (int sw : {0, 1, 0, 1}) ag->mutable_ring()->add_switch_of_rank(sw);
+  v1::CollectivePlan* a2av = response.add_plans();
+  a2av->set_collective(v1::COLLECTIVE_ALLTOALLV);
+  a2av->set_source(v1::DECISION_SOURCE_DEFAULT);
+  AddRange(a2av->mutable_table(), 0, 0, "native");
+  v1::CompiledSchedule* omitted = a2av->add_schedules();
+  omitted->set_algorithm("tree_scheduled");
+  omitted->set_num_ranks(4096);
+  omitted->set_num_phases(4095);
+  omitted->set_bottleneck_load(4095);
+  omitted->set_num_syncs(1);
+  omitted->set_omitted_reason("the programs of 4096 ranks would have 33554432 steps, more than 4194304");
+  return response;
+}
+
+TEST(ServerRenderTest, PlanWithSchedulesRingAndOmittedPrograms) {
+  EXPECT_EQ(FormatPlan(SamplePlan()),
+            "plan p-3f2a: 4 ranks (at most 2 per node), topology version 7\n"
+            "\n"
+            "alltoall: tuned on this layout (4 ranks, 2 per node)\n"
+            "  message size  algorithm\n"
+            "  0B - 64KiB    native\n"
+            "  64KiB and up  tree_scheduled\n"
+            "  schedule tree_scheduled: 4 ranks, 4 phases, bottleneck load 4, 3 syncs, 12 steps in 4 programs\n"
+            "\n"
+            "allgather: nearest, tuned on 8 ranks, 2 per node\n"
+            "  message size  algorithm\n"
+            "  0B and up     switch_ordered_ring\n"
+            "  ring order: 4 ranks over 2 switches\n"
+            "\n"
+            "alltoallv: default, nothing measured\n"
+            "  message size  algorithm\n"
+            "  0B and up     native\n"
+            "  schedule tree_scheduled: 4096 ranks, 4095 phases, bottleneck load 4095, 1 sync; programs omitted: "
+            "the programs of 4096 ranks would have 33554432 steps, more than 4194304\n");
+}
+
+TEST(ServerRenderTest, TopologyHeaderDiscoverAndStatus) {
+  v1::GetTopologyResponse t;
+  t.set_version(7);
+  t.set_origin(v1::TOPOLOGY_ORIGIN_DISCOVERY);
+  t.set_source("198.18.0.1,198.18.0.2");
+  *t.mutable_discovered_at() = Time(1795257258);
+  t.set_num_switches(4);
+  t.set_num_hosts(6);
+  t.set_num_links(9);
+  EXPECT_EQ(FormatTopologyHeader(t),
+            "topology version 7 from discovery (198.18.0.1,198.18.0.2), 2026-11-21T10:34:18Z: 4 switches, 6 hosts, "
+            "9 links\n");
+
+  v1::DiscoverResponse d;
+  d.set_topology_version(8);
+  d.set_changed(true);
+  d.set_switches_walked(3);
+  d.set_hosts_found(12);
+  d.add_warnings("s1 port 7: no LLDP neighbour");
+  EXPECT_EQ(FormatDiscoverResult(d),
+            "topology version  8 (new: the tree changed)\n"
+            "switches walked   3\n"
+            "hosts found       12\n"
+            "warnings          1\n"
+            "finished          -\n");
+
+  v1::TuningStatusResponse s;
+  s.set_tuning_id("t-42");
+  s.set_state(v1::TUNING_STATE_RUNNING);
+  s.set_runs_done(5);
+  s.set_runs_total(17);
+  s.set_samples_ingested(1234);
+  s.set_message("alltoall 8x2 tree_scheduled 64KiB");
+  *s.mutable_created_at() = Time(1795257258);
+  EXPECT_EQ(FormatTuningStatus(s),
+            "tuning t-42: running\n"
+            "  runs      5/17\n"
+            "  samples   1234\n"
+            "  message   alltoall 8x2 tree_scheduled 64KiB\n"
+            "  created   2026-11-21T10:34:18Z\n"
+            "  started   -\n"
+            "  finished  -\n");
+}
+
+TEST(ServerRenderTest, JsonUsesProtoFieldNamesAndEnumNames) {
+  v1::StartTuningResponse r;
+  r.set_tuning_id("t-1");
+  EXPECT_EQ(ToJson(r), "{\"tuning_id\":\"t-1\",\"runs_total\":0}\n");
+  v1::TuningStatusResponse s;
+  s.set_state(v1::TUNING_STATE_FAILED);
+  EXPECT_NE(ToJson(s).find("\"state\":\"TUNING_STATE_FAILED\""), std::string::npos) << ToJson(s);
+}
+
+TEST(ServerRenderTest, ProgressLine) {
+  v1::TuningStatusResponse s;
+  s.set_state(v1::TUNING_STATE_RUNNING);
+  s.set_runs_done(5);
+  s.set_runs_total(12);
+  s.set_samples_ingested(1234);
+  EXPECT_EQ(ProgressLine(s), "running   [##########..............] 5/12 runs  1234 samples");
+  s.set_message("alltoall 8x2 tree_scheduled 64KiB");
+  EXPECT_EQ(ProgressLine(s),
+            "running   [##########..............] 5/12 runs  1234 samples  alltoall 8x2 tree_scheduled 64KiB");
+  // Shortened to the width, the counts kept whole.
+  EXPECT_EQ(ProgressLine(s, 75), "running   [##########..............] 5/12 runs  1234 samples  alltoall 8...");
+  EXPECT_EQ(ProgressLine(s, 75).size(), 75u);
+  EXPECT_EQ(ProgressLine(s, 40), "running   [##########..............] 5/12 runs  1234 samples");
+  // Nothing planned yet; more done than planned is a full bar; no control
+  // characters survive.
+  s.set_runs_done(0);
+  s.set_runs_total(0);
+  s.set_samples_ingested(1);
+  s.set_state(v1::TUNING_STATE_QUEUED);
+  s.set_message("waiting\rfor\nhosts");
+  EXPECT_EQ(ProgressLine(s), "queued    [........................] 0/0 runs  1 sample  waiting for hosts");
+  s.set_runs_done(9);
+  s.set_runs_total(3);
+  s.clear_message();
+  EXPECT_EQ(ProgressLine(s), "queued    [########################] 9/3 runs  1 sample");
+  // A multi-byte character is not cut in half.
+  s.set_message("\u00e9\u00e9\u00e9\u00e9");
+  std::string base = "queued    [########################] 9/3 runs  1 sample";
+  EXPECT_EQ(ProgressLine(s, base.size() + 2 + 3 + 3), base + "  \u00e9...");
+}
+
+// --- Parsers and codes --------------------------------------------------------
+
+TEST(ServerOptionsTest, Collectives) {
+  auto ok = ParseCollectives({"alltoall", "allgather"}, "--collective");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, (std::vector<v1::Collective>{v1::COLLECTIVE_ALLTOALL, v1::COLLECTIVE_ALLGATHER}));
+  EXPECT_EQ(ParseCollectives({"reduce"}, "--collective").status().message(),
+            "--collective: unknown collective 'reduce'; valid collectives: alltoall, alltoallv, allgather");
+  EXPECT_EQ(ParseCollectives({"alltoall", "alltoall"}, "--collective").status().message(),
+            "--collective: 'alltoall' is given twice");
+  EXPECT_FALSE(ParseCollectives({}, "--collective").ok());
+}
+
+TEST(ServerOptionsTest, Msizes) {
+  auto ok = ParseMsizes({"1", "1KiB", "64kB", "1.5KiB", "1GiB"}, "--sizes");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, (std::vector<int64_t>{1, 1024, 64000, 1536, int64_t{1} << 30}));
+  for (const char* bad : {"0", "lots", "-1", "1.5", "2GiB", "0.3KiB", ""}) {
+    auto r = ParseMsizes({bad}, "--sizes");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--sizes: '" + std::string(bad) + "'"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_EQ(ParseMsizes({"1KiB", "1024"}, "--sizes").status().message(), "--sizes: '1024' (1024 bytes) is given twice");
+  EXPECT_TRUE(ParseMsizes({}, "--sizes").ok());
+  EXPECT_FALSE(ParseMsizes(std::vector<std::string>(257, "1"), "--sizes").ok());
+}
+
+TEST(ServerOptionsTest, RulesFormats) {
+  EXPECT_EQ(*ParseRulesFormat("1"), v1::RULES_FORMAT_CLASSIC_V1);
+  EXPECT_EQ(*ParseRulesFormat("classic"), v1::RULES_FORMAT_CLASSIC_V1);
+  EXPECT_EQ(*ParseRulesFormat("2"), v1::RULES_FORMAT_CLASSIC_V2);
+  EXPECT_EQ(*ParseRulesFormat("3"), v1::RULES_FORMAT_JSON_V3);
+  EXPECT_EQ(*ParseRulesFormat("json"), v1::RULES_FORMAT_JSON_V3);
+  EXPECT_FALSE(ParseRulesFormat("4").ok());
+  EXPECT_FALSE(ParseRulesFormat("").ok());
+}
+
+TEST(ServerOptionsTest, ServerAddresses) {
+  for (const char* ok :
+       {"127.0.0.1:50051", "head01:1", "[::1]:50051", "unix:/run/topotune.sock", "dns:///head01:50051"}) {
+    EXPECT_TRUE(CheckServerAddress(ok).ok()) << ok;
+  }
+  EXPECT_EQ(CheckServerAddress("head01").message(), "'head01' has no port; use HOST:PORT, e.g. head01:50051");
+  for (const char* bad : {"", ":50051", "head01:", "head01:0", "head01:65536", "head01:http", "::1:50051"}) {
+    EXPECT_FALSE(CheckServerAddress(bad).ok()) << bad;
+  }
+}
+
+TEST(ServerOptionsTest, Tokens) {
+  EXPECT_EQ(*ParseToken("s3cret\n", "t"), "s3cret");
+  EXPECT_EQ(*ParseToken("s3cret\r\n\n", "t"), "s3cret");
+  EXPECT_EQ(*ParseToken("a.b-c_d~e+f/g=", "t"), "a.b-c_d~e+f/g=");
+  EXPECT_EQ(ParseToken("\n", "/etc/t").status().message(), "'/etc/t' is empty");
+  EXPECT_EQ(ParseToken("two words\n", "t").status().message(),
+            "'t': byte 4 of the token is 0x20; a token is one line of printable ASCII without blanks");
+  EXPECT_FALSE(ParseToken("line1\nline2", "t").ok());
+}
+
+TEST(ServerOptionsTest, RankHostsFiles) {
+  auto ok = ParseRankHostsText("# job 42\nn0\nn0 n1,n2\n\n  n3  # last\n", "job.hosts");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, (std::vector<std::string>{"n0", "n0", "n1", "n2", "n3"}));
+  EXPECT_EQ(ParseRankHostsText("# nothing\n", "job.hosts").status().message(),
+            "--rank-hosts: job.hosts: no host names (one per rank, in rank order)");
+  EXPECT_EQ(ParseRankHostsText("n0\n\n" + std::string(254, 'h'), "f").status().message(),
+            "--rank-hosts: f:3: host name of 254 bytes, more than 253");
+}
+
+TEST(ServerOptionsTest, StatusCodesAndExitCodes) {
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "CODE_99");
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::OK, true), kExitOk);
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::UNAVAILABLE, false), kExitUnavailable);
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::DEADLINE_EXCEEDED, false), kExitUnavailable);
+  // The same codes from a server that answered are its answer.
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::UNAVAILABLE, true), kExitFailure);
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::DEADLINE_EXCEEDED, true), kExitFailure);
+  EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::INVALID_ARGUMENT, false), kExitFailure);
+  EXPECT_EQ(kExitUnavailable, 69);
+}
+
+// --- The follow loop ------------------------------------------------------------
+
+struct Scripted {
+  std::vector<v1::TuningStatusResponse> statuses;
+  size_t next = 0;
+  int sleeps = 0;
+  int fail_at = -1;  // Poll index that fails with an error.
+
+  std::function<int(v1::TuningStatusResponse*, std::ostream&)> Poll() {
+    return [this](v1::TuningStatusResponse* s, std::ostream& err) {
+      if (static_cast<int>(next) == fail_at) {
+        err << "topotune: TuningStatus: NOT_FOUND: no such sweep\n";
+        return kExitFailure;
+      }
+      *s = statuses.at(std::min(next, statuses.size() - 1));
+      ++next;
+      return kExitOk;
+    };
+  }
+  std::function<void()> Sleep() {
+    return [this] { ++sleeps; };
+  }
+};
+
+v1::TuningStatusResponse Sweep(v1::TuningState state, int done, int total, int64_t samples,
+                               const std::string& message) {
+  v1::TuningStatusResponse s;
+  s.set_tuning_id("t-9");
+  s.set_state(state);
+  s.set_runs_done(done);
+  s.set_runs_total(total);
+  s.set_samples_ingested(samples);
+  s.set_message(message);
+  return s;
+}
+
+TEST(FollowTuningTest, OneLinePerChangeWhenNotATerminal) {
+  Scripted script;
+  script.statuses = {Sweep(v1::TUNING_STATE_QUEUED, 0, 4, 0, "waiting for hosts"),
+                     Sweep(v1::TUNING_STATE_QUEUED, 0, 4, 0, "waiting for hosts"),
+                     Sweep(v1::TUNING_STATE_RUNNING, 2, 4, 100, "alltoall 2x1 ring 1KiB"),
+                     Sweep(v1::TUNING_STATE_SUCCEEDED, 4, 4, 200, "")};
+  std::ostringstream out, err;
+  EXPECT_EQ(FollowTuning(script.Poll(), script.Sleep(), FollowOptions{}, out, err), kExitOk);
+  EXPECT_EQ(err.str(),
+            "queued    [........................] 0/4 runs  0 samples  waiting for hosts\n"
+            "running   [############............] 2/4 runs  100 samples  alltoall 2x1 ring 1KiB\n"
+            "succeeded [########################] 4/4 runs  200 samples\n");
+  EXPECT_EQ(out.str(), "tuning t-9 succeeded: 4/4 runs, 200 samples\n");
+  EXPECT_EQ(script.sleeps, 3);
+}
+
+TEST(FollowTuningTest, RedrawsInPlaceOnATerminal) {
+  Scripted script;
+  script.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 1, 4, 10, "a long message here"),
+                     Sweep(v1::TUNING_STATE_FAILED, 1, 4, 10, "agent n3 died")};
+  std::ostringstream out, err;
+  FollowOptions options;
+  options.terminal = true;
+  options.width = 200;
+  EXPECT_EQ(FollowTuning(script.Poll(), script.Sleep(), options, out, err), kExitFailure);
+  const std::string first = "running   [######..................] 1/4 runs  10 samples  a long message here";
+  const std::string second = "failed    [######..................] 1/4 runs  10 samples  agent n3 died";
+  EXPECT_EQ(err.str(), "\r" + first + "\r" + second + std::string(first.size() - second.size(), ' ') +
+                           "\ntopotune: tuning t-9 failed: agent n3 died\n");
+  EXPECT_EQ(out.str(), "");
+}
+
+TEST(FollowTuningTest, PollErrorEndsTheLineFirst) {
+  Scripted script;
+  script.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 1, 4, 10, "")};
+  script.fail_at = 1;
+  std::ostringstream out, err;
+  FollowOptions options;
+  options.terminal = true;
+  EXPECT_EQ(FollowTuning(script.Poll(), script.Sleep(), options, out, err), kExitFailure);
+  EXPECT_EQ(err.str(),
+            "\rrunning   [######..................] 1/4 runs  10 samples\n"
+            "topotune: TuningStatus: NOT_FOUND: no such sweep\n");
+}
+
+TEST(FollowTuningTest, CancelledIsAFailureAndJsonGoesToStdout) {
+  Scripted script;
+  script.statuses = {Sweep(v1::TUNING_STATE_CANCELLED, 0, 4, 0, "cancelled by admin")};
+  std::ostringstream out, err;
+  FollowOptions options;
+  options.json = true;
+  EXPECT_EQ(FollowTuning(script.Poll(), script.Sleep(), options, out, err), kExitFailure);
+  EXPECT_NE(out.str().find("\"state\":\"TUNING_STATE_CANCELLED\""), std::string::npos) << out.str();
+  EXPECT_NE(err.str().find("topotune: tuning t-9 cancelled: cancelled by admin\n"), std::string::npos) << err.str();
+  EXPECT_EQ(script.sleeps, 0);
+}
+
+// --- Usage errors and an unreachable server, through cli::Run -----------------
+
+// Port 1 on loopback: nothing listens, so anything that gets as far as a
+// call exits 69; a usage error must exit 2 before that.
+constexpr const char* kNobody = "127.0.0.1:1";
+
+TEST(ServerUsageTest, BadFlagsExit2BeforeAnyCall) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"tune", "start", "--collective", "reduce", "--nodes", "2", "--ranks-per-node", "1"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "0", "--ranks-per-node", "1"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "2,2", "--ranks-per-node", "1"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "x", "--ranks-per-node", "1"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "65536", "--ranks-per-node", "2"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "2", "--ranks-per-node", "1", "--sizes", "1KiB,lots"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "2"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "2", "--ranks-per-node", "1", "--iterations", "0"},
+      {"tune", "status"},
+      {"tune", "status", std::string(129, 'x')},
+      {"tune"},
+      {"decisions", "show", "--collective", "bcast"},
+      {"decisions", "show", "--nprocs", "-1"},
+      {"plan", "show", "--collective", "alltoall"},
+      {"plan", "show", "--hosts", "n0", "--collective", "alltoall,alltoall"},
+      {"plan", "show", "--hosts", "n0", "--rank-hosts", "/dev/null", "--collective", "alltoall"},
+      {"plan", "show", "--hosts", "n0"},
+      {"plan", "show", "--rank-hosts", "/nonexistent/job.hosts", "--collective", "alltoall"},
+      {"export"},
+      {"export", "--format", "yaml"},
+      {"export", "--format", "1", "--collective", "scan"},
+      {"topology", "show", "--version", "0"},
+      {"topology", "show", "--yaml", "--json"},
+      {"topology", "show", Example("two-switch-4x4.yaml"), "--version", "3"},
+      {"discover", "--remote", "--community", "private"},
+      {"discover", "--remote", "--from-walks", "/dev/null"},
+      {"tune", "status", "t-1", "--timeout", "0"},
+  };
+  for (std::vector<std::string> args : cases) {
+    std::string shown;
+    for (const std::string& a : args) shown += a + " ";
+    SCOPED_TRACE(shown);
+    args.push_back("--server");
+    args.push_back(kNobody);
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, kExitUsage) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.find("cannot reach"), std::string::npos) << r.err;
+  }
+}
+
+TEST(ServerUsageTest, RemoteOnlyDiscoverFlagsNeedRemote) {
+  for (const char* flag : {"--token-file", "--tls-ca"}) {
+    Result r = RunCli({"discover", "--seed", "10.0.0.1", flag, "/dev/null"});
+    EXPECT_EQ(r.code, kExitUsage) << flag;
+    EXPECT_NE(r.err.find(std::string(flag) + " applies only with --remote"), std::string::npos) << r.err;
+  }
+  Result r = RunCli({"discover", "--seed", "10.0.0.1", "--timeout", "900"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("at most 600"), std::string::npos) << r.err;
+}
+
+TEST(ServerUsageTest, BadConnectionOptionsExit2) {
+  TempFile empty("empty-token", "\n");
+  TempFile not_pem("not-pem", "hello\n");
+  Result r = RunCli({"decisions", "show", "--server", "head01"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--server: 'head01' has no port"), std::string::npos) << r.err;
+  r = RunCli({"decisions", "show", "--server", kNobody, "--token-file", empty.path()});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--token-file: '" + empty.path() + "' is empty"), std::string::npos) << r.err;
+  r = RunCli({"decisions", "show", "--server", kNobody, "--token-file", "/nonexistent/token"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--token-file: cannot read '/nonexistent/token'"), std::string::npos) << r.err;
+  r = RunCli({"decisions", "show", "--server", kNobody, "--tls-ca", not_pem.path()});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("holds no PEM certificate"), std::string::npos) << r.err;
+  {
+    ScopedEnv env("TOPOTUNE_SERVER", "nowhere");
+    r = RunCli({"decisions", "show"});
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_NE(r.err.find("$TOPOTUNE_SERVER: 'nowhere' has no port"), std::string::npos) << r.err;
+  }
+  {
+    ScopedEnv env("TOPOTUNE_TOKEN_FILE", "/nonexistent/env-token");
+    r = RunCli({"decisions", "show", "--server", kNobody});
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_NE(r.err.find("$TOPOTUNE_TOKEN_FILE: cannot read '/nonexistent/env-token'"), std::string::npos) << r.err;
+  }
+}
+
+TEST(ServerUsageTest, UnreachableServerExits69Quickly) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"topology", "show"},
+      {"discover", "--remote"},
+      {"tune", "start", "--collective", "alltoall", "--nodes", "2", "--ranks-per-node", "1"},
+      {"tune", "status", "t-1", "--watch"},
+      {"decisions", "show"},
+      {"plan", "show", "--hosts", "n0:2", "--collective", "alltoall"},
+      {"export", "--format", "classic"},
+  };
+  for (std::vector<std::string> args : cases) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    args.push_back("--server");
+    args.push_back(kNobody);
+    auto start = std::chrono::steady_clock::now();
+    Result r = RunCli(args);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.code, kExitUnavailable) << r.err;
+    EXPECT_NE(r.err.find("cannot reach topotuned at 127.0.0.1:1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is topotuned running? see --server"), std::string::npos) << r.err;
+    EXPECT_LT(seconds, 5.0);
+  }
+  // The default address comes from the environment.
+  ScopedEnv env("TOPOTUNE_SERVER", kNobody);
+  Result r = RunCli({"decisions", "show"});
+  EXPECT_EQ(r.code, kExitUnavailable) << r.err;
+  EXPECT_NE(r.err.find("at 127.0.0.1:1"), std::string::npos) << r.err;
+}
+
+TEST(ServerUsageTest, HelpOfEveryCommand) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"tune", "start"},
+                                        {"tune", "status"},
+                                        {"decisions", "show"},
+                                        {"plan", "show"},
+                                        {"export"},
+                                        {"topology", "show"},
+                                        {"discover"}}) {
+    SCOPED_TRACE(args[0]);
+    args.push_back("--help");
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, kExitOk);
+    EXPECT_NE(r.out.find("--server"), std::string::npos);
+    EXPECT_NE(r.out.find("69"), std::string::npos);
+  }
+  Result top = RunCli({"--help"});
+  EXPECT_NE(top.out.find("69  topotuned cannot be reached"), std::string::npos) << top.out;
+}
+
+// --- End to end against a fake topotuned ---------------------------------------
+
+std::string Authorization(const grpc::ServerContext& context) {
+  auto it = context.client_metadata().find("authorization");
+  if (it == context.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+// Canned answers; every request and authorization header is recorded.
+class FakeAdmin final : public v1::Admin::Service {
+ public:
+  std::mutex mu;
+  std::vector<std::string> auth;
+  grpc::Status status = grpc::Status::OK;  // Returned by every call when not OK.
+  std::chrono::milliseconds topology_delay{0};
+  v1::GetTopologyResponse topology;
+  std::vector<int64_t> topology_versions;
+  v1::DiscoverRequest discover_request;
+  v1::DiscoverResponse discover;
+  v1::StartTuningRequest start_request;
+  std::vector<v1::TuningStatusResponse> statuses;
+  size_t status_calls = 0;
+  std::vector<v1::ListDecisionsRequest> list_requests;
+  std::map<std::string, v1::ListDecisionsResponse> pages;  // By page token.
+  v1::ExportRulesRequest export_request;
+  v1::ExportRulesResponse exported;
+
+  grpc::Status GetTopology(grpc::ServerContext* c, const v1::GetTopologyRequest* req,
+                           v1::GetTopologyResponse* resp) override {
+    std::this_thread::sleep_for(topology_delay);
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    topology_versions.push_back(req->version());
+    *resp = topology;
+    return status;
+  }
+  grpc::Status Discover(grpc::ServerContext* c, const v1::DiscoverRequest* req, v1::DiscoverResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    if (Authorization(*c) != "Bearer s3cret") return {grpc::StatusCode::UNAUTHENTICATED, "Discover needs the token"};
+    discover_request = *req;
+    *resp = discover;
+    return status;
+  }
+  grpc::Status StartTuning(grpc::ServerContext* c, const v1::StartTuningRequest* req,
+                           v1::StartTuningResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    start_request = *req;
+    resp->set_tuning_id("t-9");
+    resp->set_runs_total(4);
+    return status;
+  }
+  grpc::Status TuningStatus(grpc::ServerContext* c, const v1::TuningStatusRequest* req,
+                            v1::TuningStatusResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    if (req->tuning_id() != "t-9") return {grpc::StatusCode::NOT_FOUND, "no tuning sweep '" + req->tuning_id() + "'"};
+    *resp = statuses.at(std::min(status_calls++, statuses.size() - 1));
+    return status;
+  }
+  grpc::Status ListDecisions(grpc::ServerContext* c, const v1::ListDecisionsRequest* req,
+                             v1::ListDecisionsResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    list_requests.push_back(*req);
+    auto it = pages.find(req->page_token());
+    if (it == pages.end()) return {grpc::StatusCode::INVALID_ARGUMENT, "bad page token"};
+    *resp = it->second;
+    return status;
+  }
+  grpc::Status ExportRules(grpc::ServerContext* c, const v1::ExportRulesRequest* req,
+                           v1::ExportRulesResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auth.push_back(Authorization(*c));
+    export_request = *req;
+    *resp = exported;
+    return status;
+  }
+};
+
+class FakePlans final : public v1::Plans::Service {
+ public:
+  std::mutex mu;
+  v1::GetPlanRequest request;
+  v1::GetPlanResponse response;
+  grpc::Status status = grpc::Status::OK;
+
+  grpc::Status GetPlan(grpc::ServerContext*, const v1::GetPlanRequest* req, v1::GetPlanResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu);
+    request = *req;
+    *resp = response;
+    return status;
+  }
+};
+
+class FakeServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&admin_);
+    builder.RegisterService(&plans_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    admin_.topology.set_version(7);
+    admin_.topology.set_yaml(ReadFile(Example("two-switch-4x4.yaml")));
+    admin_.topology.set_origin(v1::TOPOLOGY_ORIGIN_FILE);
+    admin_.topology.set_source("/etc/topotune/cluster.yaml");
+    admin_.topology.set_num_switches(2);
+    admin_.topology.set_num_hosts(8);
+    admin_.topology.set_num_links(9);
+    *admin_.topology.mutable_discovered_at() = Time(1795257258);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+
+  // Runs the command against the fake, with a deadline that fails a hung
+  // call instead of the test.
+  Result RunAgainstFake(std::vector<std::string> args) {
+    args.push_back("--server");
+    args.push_back("127.0.0.1:" + std::to_string(port_));
+    return RunCli(args);
+  }
+
+  FakeAdmin admin_;
+  FakePlans plans_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(FakeServerTest, TopologyShowDrawsTheServedTopologyLikeAFile) {
+  Result served = RunAgainstFake({"topology", "show", "--ascii", "--hosts", "h0,h1:3,h4"});
+  ASSERT_EQ(served.code, kExitOk) << served.err;
+  Result local = RunCli({"topology", "show", Example("two-switch-4x4.yaml"), "--ascii", "--hosts", "h0,h1:3,h4"});
+  ASSERT_EQ(local.code, kExitOk) << local.err;
+  const std::string header =
+      "topology version 7 from file (/etc/topotune/cluster.yaml), 2026-11-21T10:34:18Z: 2 switches, 8 hosts, "
+      "9 links\n";
+  ASSERT_TRUE(served.out.starts_with(header)) << served.out;
+  // The same drawing; only the summary line names its source differently.
+  std::string drawing = served.out.substr(header.size());
+  auto summary = [](const std::string& s) { return s.substr(s.rfind('\n', s.size() - 2) + 1); };
+  EXPECT_EQ(drawing.substr(0, drawing.size() - summary(drawing).size()),
+            local.out.substr(0, local.out.size() - summary(local.out).size()));
+  EXPECT_EQ(summary(drawing),
+            "topology version 7: 2 switches, 8 hosts (3 with ranks), 5 ranks, bottleneck load 6 on "
+            "h1 -- s0\n");
+  EXPECT_EQ(admin_.topology_versions, std::vector<int64_t>{0});
+
+  Result yaml = RunAgainstFake({"topology", "show", "--version", "3", "--yaml"});
+  ASSERT_EQ(yaml.code, kExitOk) << yaml.err;
+  EXPECT_EQ(yaml.out, admin_.topology.yaml());
+  EXPECT_EQ(admin_.topology_versions.back(), 3);
+  Result json = RunAgainstFake({"topology", "show", "--json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_TRUE(json.out.starts_with("{\"version\":\"7\",\"yaml\":\"")) << json.out;
+}
+
+TEST_F(FakeServerTest, ServerErrorsExit1WithTheCodeName) {
+  admin_.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no topology yet");
+  Result r = RunAgainstFake({"topology", "show"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.err, "topotune: GetTopology: UNAVAILABLE: no topology yet\n");
+  admin_.status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no topology version 99");
+  r = RunAgainstFake({"topology", "show", "--version", "99"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.err, "topotune: GetTopology: NOT_FOUND: no topology version 99\n");
+  // A served topology that does not parse names its version.
+  admin_.status = grpc::Status::OK;
+  admin_.topology.set_yaml("switches: [");
+  r = RunAgainstFake({"topology", "show"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_TRUE(r.err.starts_with("topotune: topology version 7")) << r.err;
+}
+
+TEST_F(FakeServerTest, ADeadlineMissedByAConnectedServerIsItsFailure) {
+  admin_.topology_delay = std::chrono::milliseconds(1500);
+  Result r = RunAgainstFake({"topology", "show", "--timeout", "0.3"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_TRUE(r.err.starts_with("topotune: GetTopology: DEADLINE_EXCEEDED: ")) << r.err;
+  EXPECT_NE(r.err.find("topotune: hint: the deadline was 300.000 ms; raise it with --timeout SECONDS\n"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(FakeServerTest, DiscoverSendsSeedsAndTheTokenWithoutItsNewline) {
+  TempFile token("token", "s3cret\n");
+  admin_.discover.set_topology_version(8);
+  admin_.discover.set_changed(true);
+  admin_.discover.set_switches_walked(2);
+  admin_.discover.set_hosts_found(8);
+  admin_.discover.add_warnings("s1 port 7: LLDP neighbour not walked");
+  Result r = RunAgainstFake({"discover", "--remote", "--seed", "10.0.0.1,10.0.0.2", "--token-file", token.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(admin_.auth.back(), "Bearer s3cret");
+  ASSERT_EQ(admin_.discover_request.seeds_size(), 2);
+  EXPECT_EQ(admin_.discover_request.seeds(1), "10.0.0.2");
+  EXPECT_TRUE(r.out.starts_with("topology version  8 (new: the tree changed)\n")) << r.out;
+  EXPECT_EQ(r.err, "warning: s1 port 7: LLDP neighbour not walked\n");
+
+  // The token file from the environment; --server alone means remote.
+  {
+    ScopedEnv env("TOPOTUNE_TOKEN_FILE", token.path().c_str());
+    r = RunAgainstFake({"discover", "--json"});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(admin_.discover_request.seeds_size(), 0);
+    EXPECT_TRUE(r.out.starts_with("{\"topology_version\":\"8\",\"changed\":true")) << r.out;
+  }
+  // Without a token: UNAUTHENTICATED, exit 1 and a hint.
+  ScopedEnv no_token("TOPOTUNE_TOKEN_FILE", nullptr);
+  r = RunAgainstFake({"discover", "--remote"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(admin_.auth.back(), "");
+  EXPECT_EQ(r.err,
+            "topotune: Discover: UNAUTHENTICATED: Discover needs the token\n"
+            "topotune: hint: this call needs topotuned's admin token: --token-file FILE or $TOPOTUNE_TOKEN_FILE\n");
+}
+
+TEST_F(FakeServerTest, TuneStartSendsTheSweepAndWaits) {
+  admin_.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 2, 4, 100, "alltoall 2x1 ring 1KiB"),
+                     Sweep(v1::TUNING_STATE_SUCCEEDED, 4, 4, 200, "")};
+  Result r =
+      RunAgainstFake({"tune", "start", "--collective", "alltoall,allgather", "--nodes", "2,4", "--ranks-per-node", "1",
+                      "--sizes", "1KiB,64KiB", "--iterations", "20", "--skip-refinement"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "t-9\n");
+  EXPECT_EQ(r.err, "queued tuning t-9: 4 runs planned; follow it with 'topotune tune status t-9 --watch'\n");
+  const v1::StartTuningRequest& req = admin_.start_request;
+  ASSERT_EQ(req.collectives_size(), 2);
+  EXPECT_EQ(req.collectives(1), v1::COLLECTIVE_ALLGATHER);
+  EXPECT_EQ(req.node_counts_size(), 2);
+  EXPECT_EQ(req.node_counts(1), 4);
+  EXPECT_EQ(req.ranks_per_node_size(), 1);
+  ASSERT_EQ(req.msizes_size(), 2);
+  EXPECT_EQ(req.msizes(1), 65536);
+  EXPECT_EQ(req.iterations(), 20);
+  EXPECT_TRUE(req.skip_refinement());
+
+  r = RunAgainstFake({"tune", "start", "--collective", "alltoall", "--nodes", "2", "--ranks-per-node", "1", "--wait"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "t-9\ntuning t-9 succeeded: 4/4 runs, 200 samples\n");
+  EXPECT_EQ(r.err,
+            "running   [############............] 2/4 runs  100 samples  alltoall 2x1 ring 1KiB\n"
+            "succeeded [########################] 4/4 runs  200 samples\n");
+}
+
+TEST_F(FakeServerTest, TuneStatusExitCodes) {
+  admin_.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 2, 4, 100, "alltoall 2x1 ring 1KiB")};
+  Result r = RunAgainstFake({"tune", "status", "t-9"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(r.out.starts_with("tuning t-9: running\n  runs      2/4\n")) << r.out;
+  admin_.statuses = {Sweep(v1::TUNING_STATE_FAILED, 2, 4, 100, "agent n3 died")};
+  admin_.status_calls = 0;
+  r = RunAgainstFake({"tune", "status", "t-9", "--watch"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "failed    [############............] 2/4 runs  100 samples  agent n3 died\n"
+            "topotune: tuning t-9 failed: agent n3 died\n");
+  r = RunAgainstFake({"tune", "status", "t-8"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.err, "topotune: TuningStatus: NOT_FOUND: no tuning sweep 't-8'\n");
+}
+
+TEST_F(FakeServerTest, DecisionsFollowEveryPage) {
+  v1::Decision d = AlltoallDecision();
+  *admin_.pages[""].add_decisions() = d;
+  admin_.pages[""].set_next_page_token("p2");
+  d.set_nprocs(32);
+  *admin_.pages["p2"].add_decisions() = d;
+  admin_.pages["p2"].set_next_page_token("p3");
+  d.set_nprocs(64);
+  *admin_.pages["p3"].add_decisions() = d;
+  Result r = RunAgainstFake(
+      {"decisions", "show", "--collective", "alltoall", "--ranks-per-node", "2", "--topology-version", "7"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  ASSERT_EQ(admin_.list_requests.size(), 3u);
+  EXPECT_EQ(admin_.list_requests[2].page_token(), "p3");
+  for (const auto& req : admin_.list_requests) {
+    EXPECT_EQ(req.collective(), v1::COLLECTIVE_ALLTOALL);
+    EXPECT_EQ(req.ranks_per_node(), 2);
+    EXPECT_EQ(req.nprocs(), 0);
+    EXPECT_EQ(req.topology_version(), 7);
+  }
+  v1::ListDecisionsResponse all;
+  for (const char* token : {"", "p2", "p3"}) all.mutable_decisions()->MergeFrom(admin_.pages[token].decisions());
+  EXPECT_EQ(r.out, FormatDecisions(all));
+
+  r = RunAgainstFake({"decisions", "show", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, ToJson(all));
+
+  // A token handed out twice would loop forever.
+  admin_.pages["p3"].set_next_page_token("p2");
+  r = RunAgainstFake({"decisions", "show"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.err, "topotune: ListDecisions: the server returned the page token 'p2' twice\n");
+}
+
+TEST_F(FakeServerTest, PlanExpandsHostsAgainstTheServedTopology) {
+  plans_.response = SamplePlan();
+  // h0 has 1 slot in two-switch-4x4.yaml; h4:2 gives two ranks.
+  Result r = RunAgainstFake({"plan", "show", "--hosts", "h0,h4:2,h5", "--collective", "alltoall,allgather"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(std::vector<std::string>(plans_.request.rank_hosts().begin(), plans_.request.rank_hosts().end()),
+            (std::vector<std::string>{"h0", "h4", "h4", "h5"}));
+  ASSERT_EQ(plans_.request.collectives_size(), 2);
+  EXPECT_FALSE(plans_.request.tables_only());
+  EXPECT_EQ(r.out, FormatPlan(SamplePlan()));
+
+  TempFile hosts("rank-hosts", "# rank order\nh0\nh0\nh7\n");
+  r = RunAgainstFake({"plan", "show", "--rank-hosts", hosts.path(), "--collective", "alltoall", "--tables-only"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(std::vector<std::string>(plans_.request.rank_hosts().begin(), plans_.request.rank_hosts().end()),
+            (std::vector<std::string>{"h0", "h0", "h7"}));
+  EXPECT_TRUE(plans_.request.tables_only());
+
+  // An unknown host in --hosts is a usage error, as offline.
+  r = RunAgainstFake({"plan", "show", "--hosts", "h0,nowhere", "--collective", "alltoall"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--hosts: unknown host 'nowhere'"), std::string::npos) << r.err;
+  // The server's verdict on --rank-hosts is its answer.
+  plans_.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank_hosts[2]: 'h9' is not in topology 7");
+  r = RunAgainstFake({"plan", "show", "--rank-hosts", hosts.path(), "--collective", "alltoall"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(r.err, "topotune: GetPlan: INVALID_ARGUMENT: rank_hosts[2]: 'h9' is not in topology 7\n");
+}
+
+TEST_F(FakeServerTest, ExportWritesTheFileAndTheNotes) {
+  admin_.exported.set_text("1\n1\n16\n1\n0 3 0 0\n");
+  admin_.exported.add_notes("alltoall 16 ranks: tree_scheduled is not an Open MPI algorithm; mapped to pairwise");
+  TempFile out("rules", "");
+  Result r = RunAgainstFake({"export", "--format", "classic", "-o", out.path(), "--collective", "alltoall",
+                             "--ranks-per-node", "2", "--topology-version", "7"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(ReadFile(out.path()), admin_.exported.text());
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "note: alltoall 16 ranks: tree_scheduled is not an Open MPI algorithm; mapped to pairwise\n"
+            "wrote " +
+                out.path() + "\n");
+  EXPECT_EQ(admin_.export_request.format(), v1::RULES_FORMAT_CLASSIC_V1);
+  EXPECT_EQ(admin_.export_request.collectives_size(), 1);
+  EXPECT_EQ(admin_.export_request.ranks_per_node(), 2);
+  EXPECT_EQ(admin_.export_request.topology_version(), 7);
+
+  r = RunAgainstFake({"export", "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, admin_.exported.text());
+  EXPECT_EQ(admin_.export_request.format(), v1::RULES_FORMAT_JSON_V3);
+  EXPECT_EQ(admin_.export_request.collectives_size(), 0);
+}
+
+}  // namespace
+}  // namespace topotune::cli
