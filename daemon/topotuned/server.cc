@@ -5,9 +5,11 @@
 #include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
@@ -97,10 +99,22 @@ grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access
 
 }  // namespace
 
+// Calls being handled, so that Shutdown waits for them and not for idle
+// connections (gRPC's own deadline covers both).
+std::atomic<int> g_inflight{0};
+
+struct InFlight {
+  InFlight() { ++g_inflight; }
+  ~InFlight() { --g_inflight; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+
 // Runs one call: authorise, validate, handle, count.
 template <typename Req, typename Handler>
 grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, const Req& req, Access access,
                    Handler&& handler) {
+  InFlight counted;
   auto start = std::chrono::steady_clock::now();
   grpc::Status st = Authorize(*core, ctx, access);
   if (st.ok()) {
@@ -132,6 +146,7 @@ class AgentsService final : public v1::Agents::Service {
   }
   grpc::Status ReportSamples(grpc::ServerContext* ctx, grpc::ServerReader<v1::ReportSamplesRequest>* reader,
                              v1::ReportSamplesResponse* resp) override {
+    InFlight counted;
     auto start = std::chrono::steady_clock::now();
     grpc::Status st = Authorize(*core_, ctx, Access::kWrite);
     Tuner::Stream stream(&core_->tuner());
@@ -269,7 +284,13 @@ Server::~Server() { Shutdown(0); }
 
 void Server::Shutdown(double seconds) {
   if (!server_) return;
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  // Give running calls up to `seconds`, then cancel what is left. (gRPC's
+  // Shutdown(deadline) would also wait out the deadline for clients that
+  // merely keep an idle connection open.)
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  while (g_inflight > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   server_.reset();
 }
