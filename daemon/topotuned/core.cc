@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
+#include <tuple>
 
 #include "daemon/discovery/discover.h"
 #include "daemon/topotuned/tuning.h"
@@ -89,6 +91,37 @@ bool HasPrograms(std::string_view collective, std::string_view algorithm) {
 }
 bool NeedsRing(std::string_view collective, std::string_view algorithm) {
   return collective == "allgather" && (algorithm == "switch_ordered_ring" || algorithm == "link_scheduled");
+}
+
+// The discovered tree in an order that does not depend on the order the
+// crawl's workers happened to finish in: the anchor switch (the first seed's)
+// first, then the other switches and the hosts by name, links by their
+// endpoints' new positions. Equal networks then store as equal text, and a
+// rediscovery of an unchanged network keeps its topology version.
+StatusOr<Topology> Canonical(const Topology& t) {
+  std::vector<int> order(t.num_nodes());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin() + (order.empty() ? 0 : 1), order.end(), [&t](int a, int b) {
+    const Node& x = t.nodes()[a];
+    const Node& y = t.nodes()[b];
+    if (x.kind != y.kind) return x.kind == NodeKind::kSwitch;
+    return x.name < y.name;
+  });
+  std::vector<int> position(t.num_nodes());
+  std::vector<Node> nodes;
+  for (int i = 0; i < t.num_nodes(); ++i) {
+    position[order[i]] = i;
+    nodes.push_back(t.nodes()[order[i]]);
+  }
+  std::vector<Link> links = t.links();
+  for (Link& l : links) {
+    l.a = position[l.a];
+    l.b = position[l.b];
+    if (l.a > l.b) std::swap(l.a, l.b);
+  }
+  std::sort(links.begin(), links.end(),
+            [](const Link& x, const Link& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+  return Topology::Create(std::move(nodes), std::move(links), t.source());
 }
 
 }  // namespace
@@ -527,8 +560,10 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
     return {grpc::StatusCode::UNAVAILABLE, report.status().message()};
   }
   const discovery::DiscoveredTree& tree = report->tree;
-  auto set = SetTopology(tree.topology, fmt::format("discovery from {}", fmt::join(seeds, ",")),
-                         v1::TOPOLOGY_ORIGIN_DISCOVERY);
+  auto canonical = Canonical(tree.topology);
+  if (!canonical.ok()) return ToGrpc(canonical.status());
+  auto set =
+      SetTopology(*canonical, fmt::format("discovery from {}", fmt::join(seeds, ",")), v1::TOPOLOGY_ORIGIN_DISCOVERY);
   if (!set.ok()) return ToGrpc(set.status());
   int hosts = static_cast<int>(tree.topology.hosts().size());
   metrics_->DiscoverySucceeded(seconds, std::chrono::duration<double>(Now().time_since_epoch()).count(),
