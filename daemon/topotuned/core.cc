@@ -19,6 +19,7 @@
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
+#include "tuner/bounds.h"
 #include "tuner/ompi_rules.h"
 #include "tuner/rank_tree.h"
 #include "tuner/topology_io.h"
@@ -472,6 +473,18 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
     }
   }
   resp->set_plan_id(fmt::format("{:016x}", db::Fnv1a64(identity)));
+  {
+    std::lock_guard lock(mu_);
+    if (!recent_plans_.count(resp->plan_id())) {
+      constexpr size_t kRecentPlans = 256;
+      if (recent_order_.size() >= kRecentPlans) {
+        recent_plans_.erase(recent_order_.front());
+        recent_order_.pop_front();
+      }
+      recent_plans_[resp->plan_id()] = {topo->stored.version, std::move(rank_hosts)};
+      recent_order_.push_back(resp->plan_id());
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -688,10 +701,36 @@ grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobRespo
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, "cannot encode the report: " + st.ToString()};
   auto id = store_.AddJobReport(req.job_id(), json);
   if (!id.ok()) return ToGrpc(id.status());
+  // The job's tree, when its plan came from here: calls are then set against
+  // their physical bound.
+  std::optional<RankTree> tree;
+  RecentPlan placement;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = recent_plans_.find(req.plan_id()); it != recent_plans_.end()) placement = it->second;
+  }
+  if (!placement.rank_hosts.empty() && static_cast<int>(placement.rank_hosts.size()) == req.nprocs()) {
+    auto current = topology();
+    std::optional<Topology> topo;
+    if (current && current->stored.version == placement.topology_version) {
+      topo = current->stored.topology;
+    } else if (auto stored = store_.GetTopology(placement.topology_version); stored.ok()) {
+      topo = std::move(stored->topology);
+    }
+    if (topo)
+      if (auto p = PlacementFromRankHosts(*topo, placement.rank_hosts); p.ok())
+        if (auto built = RankTree::Build(*topo, *p); built.ok()) tree.emplace(std::move(*built));
+  }
   for (const v1::CollectiveCallStats& s : req.stats()) {
     if (s.total_seconds() <= 0 || s.calls() <= 0) continue;
+    std::optional<double> fraction;
+    double per_call = s.total_seconds() / static_cast<double>(s.calls());
+    if (tree && s.collective() == v1::COLLECTIVE_ALLTOALL)
+      fraction = AlltoallBound(*tree, static_cast<double>(s.msize())).seconds / per_call;
+    if (tree && s.collective() == v1::COLLECTIVE_ALLGATHER)
+      fraction = AllgatherBound(*tree, static_cast<double>(s.msize())).seconds / per_call;
     metrics_->SetThroughput("job", v1::CollectiveName(s.collective()), s.algorithm(), s.msize(), req.nprocs(),
-                            static_cast<double>(s.total_bytes()) / s.total_seconds(), std::nullopt);
+                            static_cast<double>(s.total_bytes()) / s.total_seconds(), fraction);
   }
   resp->set_accepted(req.stats_size());
   return grpc::Status::OK;

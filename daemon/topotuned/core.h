@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -138,6 +139,14 @@ class Core {
   std::map<std::string, AgentState> agents_;
   std::shared_ptr<const Decisions> decisions_;
   std::string topology_file_stamp_;  // mtime and size when last loaded.
+  // The placements of recent plans, by plan id, so that a job's report can
+  // be set against the physical bound of its tree (at most kRecentPlans).
+  struct RecentPlan {
+    int64_t topology_version = 0;
+    std::vector<std::string> rank_hosts;
+  };
+  std::map<std::string, RecentPlan> recent_plans_;
+  std::deque<std::string> recent_order_;
 
   std::mutex compile_mu_;  // One cold plan compiles at a time (two misses of one key compile once).
   std::mutex discovery_mu_;

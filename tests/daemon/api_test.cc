@@ -384,6 +384,10 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics, HasSubstr("topotune_collective_throughput_bytes_per_second{algorithm=\"tree_scheduled\","
                                  "collective=\"alltoall\",msize=\"64KiB\",nprocs=\"2\",source=\"job\"} 65536000"));
   EXPECT_THAT(metrics, HasSubstr("source=\"bench\""));
+  // The job's plan came from here, so its calls are set against the bound of
+  // its tree: 64 KiB over one 100 Mb/s link takes 5.24 ms; 2 ms per call.
+  EXPECT_THAT(metrics, HasSubstr("topotune_collective_fraction_of_bound{algorithm=\"tree_scheduled\","
+                                 "collective=\"alltoall\",msize=\"64KiB\",nprocs=\"2\",source=\"job\"} 2.62144"));
   EXPECT_THAT(metrics, HasSubstr("topotune_rpc_requests_total{code=\"OK\",method=\"GetPlan\"} 4"));
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 2"));
   EXPECT_THAT(metrics, HasSubstr("topotune_topology_version 1"));
