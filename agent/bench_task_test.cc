@@ -1,0 +1,319 @@
+// `topotune-agent bench` without MPI: task to options, sample to proto field
+// by field, the point watchdog, and FetchTask against a fake server.
+#include "agent/bench_task.h"
+
+#include <google/protobuf/util/time_util.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "agent/fake_agents_server.h"
+#include "proto/limits.h"
+
+namespace topotune::agent {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+using std::chrono::milliseconds;
+
+v1::BenchTask FullTask() {
+  v1::BenchTask t;
+  t.set_task_id("t-42");
+  t.set_tuning_id("tune-1");
+  t.set_collective(v1::COLLECTIVE_ALLTOALLV);
+  t.add_algorithms("native");
+  t.add_algorithms("greedy_phased_l3");
+  t.add_msizes(1024);
+  t.add_msizes(65536);
+  t.set_warmup(3);
+  t.set_iterations(17);
+  t.set_pattern(v1::ALLTOALLV_PATTERN_SKEWED);
+  t.set_seed(99);
+  t.set_nprocs(4);
+  t.set_ranks_per_node(2);
+  for (const char* h : {"h0", "h0", "h1", "h1"}) t.add_rank_hosts(h);
+  t.set_topology_version(7);
+  t.set_topology_yaml("switches:\n  - name: s0\n");
+  t.set_verify(true);
+  t.set_native_label("ompi:pairwise");
+  *t.mutable_task_timeout() = TimeUtil::SecondsToDuration(600);
+  *t.mutable_point_timeout() = TimeUtil::SecondsToDuration(60);
+  return t;
+}
+
+TEST(BenchTaskTest, TaskToOptionsFieldByField) {
+  StatusOr<bench::BenchOptions> o = TaskToOptions(FullTask());
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->collective, kernels::Collective::kAlltoallv);
+  EXPECT_EQ(o->algorithms, (std::vector<std::string>{"native", "greedy_phased_l3"}));
+  EXPECT_EQ(o->sizes, (std::vector<int64_t>{1024, 65536}));
+  EXPECT_EQ(o->warmup, 3);
+  EXPECT_EQ(o->iterations, 17);
+  EXPECT_EQ(o->time_budget_s, 0);
+  EXPECT_EQ(o->pattern, bench::Pattern::kSkewed);
+  EXPECT_EQ(o->seed, 99u);
+  EXPECT_EQ(o->topology_text, "switches:\n  - name: s0\n");
+  EXPECT_TRUE(o->topology_file.empty());
+  EXPECT_EQ(o->placement.rank_hosts, (std::vector<std::string>{"h0", "h0", "h1", "h1"}));
+  EXPECT_TRUE(o->placement.hosts.empty());
+  EXPECT_TRUE(o->verify);
+  EXPECT_EQ(o->native_label, "ompi:pairwise");
+}
+
+TEST(BenchTaskTest, TaskToOptionsTimeBudgetAndDefaults) {
+  v1::BenchTask t;
+  t.set_task_id("t");
+  t.set_collective(v1::COLLECTIVE_ALLGATHER);
+  *t.mutable_time_budget() = TimeUtil::MillisecondsToDuration(1500);
+  StatusOr<bench::BenchOptions> o = TaskToOptions(t);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->collective, kernels::Collective::kAllgather);
+  EXPECT_DOUBLE_EQ(o->time_budget_s, 1.5);
+  EXPECT_EQ(o->iterations, 0);
+  EXPECT_EQ(o->pattern, bench::Pattern::kUniform);  // UNSPECIFIED reads as uniform.
+  EXPECT_TRUE(o->algorithms.empty());               // Every kernel.
+  EXPECT_FALSE(o->verify);
+  EXPECT_TRUE(o->native_label.empty());
+
+  t.clear_time_budget();
+  StatusOr<bench::BenchOptions> no_iterations = TaskToOptions(t);
+  ASSERT_FALSE(no_iterations.ok());
+  EXPECT_NE(no_iterations.status().message().find("iterations"), std::string::npos);
+
+  t.set_iterations(5);
+  t.set_collective(v1::COLLECTIVE_UNSPECIFIED);
+  StatusOr<bench::BenchOptions> no_collective = TaskToOptions(t);
+  ASSERT_FALSE(no_collective.ok());
+  EXPECT_NE(no_collective.status().message().find("COLLECTIVE_UNSPECIFIED"), std::string::npos);
+}
+
+bench::Sample FullSample() {
+  bench::Sample s;
+  s.collective = "alltoallv";
+  s.algorithm = "native";
+  s.label = "ompi:pairwise";
+  s.pattern = "random";
+  s.nprocs = 8;
+  s.ranks_per_node = 2;
+  s.msize = 65536;
+  s.iterations = 3;
+  s.min_s = 0.001;
+  s.median_s = 0.002;
+  s.p95_s = 0.003;
+  s.max_s = 0.004;
+  s.bytes_per_call = 3670016;
+  s.bytes_per_s = 1.835e9;
+  s.bound_s = 0.0015;
+  s.fraction_of_bound = 0.75;
+  s.verified = true;
+  s.verify_errors = 0;
+  s.fallbacks = 2;
+  s.times_s = {0.004, 0.001, 0.002};
+  return s;
+}
+
+TEST(BenchTaskTest, SampleToProtoFieldByField) {
+  std::vector<std::string> warnings;
+  const v1::BenchSample p = SampleToProto(FullSample(), &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(p.collective(), v1::COLLECTIVE_ALLTOALLV);
+  EXPECT_EQ(p.algorithm(), "native");
+  EXPECT_EQ(p.label(), "ompi:pairwise");
+  EXPECT_EQ(p.pattern(), v1::ALLTOALLV_PATTERN_RANDOM);
+  EXPECT_EQ(p.nprocs(), 8);
+  EXPECT_EQ(p.ranks_per_node(), 2);
+  EXPECT_EQ(p.msize(), 65536);
+  EXPECT_EQ(p.iterations(), 3);
+  EXPECT_DOUBLE_EQ(p.min_s(), 0.001);
+  EXPECT_DOUBLE_EQ(p.median_s(), 0.002);
+  EXPECT_DOUBLE_EQ(p.p95_s(), 0.003);
+  EXPECT_DOUBLE_EQ(p.max_s(), 0.004);
+  EXPECT_EQ(p.bytes_per_call(), 3670016);
+  ASSERT_TRUE(p.has_bytes_per_s());
+  EXPECT_DOUBLE_EQ(p.bytes_per_s(), 1.835e9);
+  ASSERT_TRUE(p.has_bound_s());
+  EXPECT_DOUBLE_EQ(p.bound_s(), 0.0015);
+  ASSERT_TRUE(p.has_fraction_of_bound());
+  EXPECT_DOUBLE_EQ(p.fraction_of_bound(), 0.75);
+  EXPECT_TRUE(p.verified());
+  EXPECT_EQ(p.verify_errors(), 0);
+  EXPECT_EQ(p.fallbacks(), 2);
+  ASSERT_EQ(p.times_s_size(), 3);
+  EXPECT_DOUBLE_EQ(p.times_s(0), 0.004);
+  EXPECT_DOUBLE_EQ(p.times_s(1), 0.001);
+  EXPECT_DOUBLE_EQ(p.times_s(2), 0.002);
+
+  // Every field of the proto is set above; a new field fails this count.
+  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 20);
+}
+
+TEST(BenchTaskTest, SampleToProtoUnsetOptionalsAndOtherCollectives) {
+  bench::Sample s = FullSample();
+  s.collective = "allgather";
+  s.pattern = "";
+  s.bytes_per_s.reset();
+  s.bound_s.reset();
+  s.fraction_of_bound.reset();
+  s.verified = false;
+  s.verify_errors = 5;
+  std::vector<std::string> warnings;
+  const v1::BenchSample p = SampleToProto(s, &warnings);
+  EXPECT_EQ(p.collective(), v1::COLLECTIVE_ALLGATHER);
+  EXPECT_EQ(p.pattern(), v1::ALLTOALLV_PATTERN_UNSPECIFIED);
+  EXPECT_FALSE(p.has_bytes_per_s());
+  EXPECT_FALSE(p.has_bound_s());
+  EXPECT_FALSE(p.has_fraction_of_bound());
+  EXPECT_FALSE(p.verified());
+  EXPECT_EQ(p.verify_errors(), 5);
+
+  s.collective = "alltoall";
+  s.pattern = "uniform";
+  EXPECT_EQ(SampleToProto(s, &warnings).collective(), v1::COLLECTIVE_ALLTOALL);
+  EXPECT_EQ(SampleToProto(s, &warnings).pattern(), v1::ALLTOALLV_PATTERN_UNIFORM);
+  s.pattern = "skewed";
+  EXPECT_EQ(SampleToProto(s, &warnings).pattern(), v1::ALLTOALLV_PATTERN_SKEWED);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(BenchTaskTest, TooManyTimesAreLeftOut) {
+  bench::Sample s = FullSample();
+  s.times_s.assign(static_cast<size_t>(v1::limits::kMaxTimesPerSample), 1e-6);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(SampleToProto(s, &warnings).times_s_size(), v1::limits::kMaxTimesPerSample);
+  EXPECT_TRUE(warnings.empty());
+  s.times_s.push_back(1e-6);
+  const v1::BenchSample p = SampleToProto(s, &warnings);
+  EXPECT_EQ(p.times_s_size(), 0);
+  EXPECT_EQ(p.iterations(), 3);  // The summary stays.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("kMaxTimesPerSample"), std::string::npos);
+}
+
+TEST(BenchTaskTest, WatchdogFiresOnASlowPointOnly) {
+  std::atomic<int> fired{0};
+  std::string what;
+  std::mutex mu;
+  {
+    PointWatchdog dog(milliseconds(150), [&](const std::string& w) {
+      std::lock_guard<std::mutex> lock(mu);
+      what = w;
+      ++fired;
+    });
+    // Quick points, each re-arming: no expiry.
+    for (int i = 0; i < 6; ++i) {
+      dog.Arm("alltoall ring " + std::to_string(i));
+      std::this_thread::sleep_for(milliseconds(40));
+    }
+    dog.Disarm();
+    std::this_thread::sleep_for(milliseconds(250));
+    EXPECT_EQ(fired.load(), 0);
+    // A slow one.
+    dog.Arm("alltoall pairwise 1MiB");
+    for (int i = 0; i < 100 && fired.load() == 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_EQ(fired.load(), 1);
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_EQ(fired.load(), 1);  // Once per arming.
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(what, "alltoall pairwise 1MiB");
+
+  // A zero limit never fires, and destruction while armed does not either.
+  {
+    PointWatchdog off(milliseconds(0), [&](const std::string&) { ++fired; });
+    off.Arm("x");
+  }
+  {
+    PointWatchdog armed(milliseconds(10000), [&](const std::string&) { ++fired; });
+    armed.Arm("y");
+  }
+  EXPECT_EQ(fired.load(), 1);
+}
+
+class FetchTaskTest : public ::testing::Test {
+ protected:
+  FetchTaskTest() : server_(&service_) {
+    command_.connection.server = server_.address();
+    command_.connection.token = "tok";
+    command_.rpc_timeout = milliseconds(5000);
+    command_.fetch_backoff = BackoffPolicy{milliseconds(10), milliseconds(20), 0};
+    service_.set_token("tok");
+    service_.AddTask(FullTask());
+    v1::BenchTask finished = FullTask();
+    finished.set_task_id("finished");
+    service_.AddTask(finished);
+  }
+  ChannelFactory Channels() {
+    return [this] { return MakeChannel(command_.connection); };
+  }
+  testing::FakeAgents service_;
+  testing::FakeServer server_;
+  BenchCommand command_;
+};
+
+TEST_F(FetchTaskTest, Fetches) {
+  command_.task_id = "t-42";
+  StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->task_id(), "t-42");
+  EXPECT_EQ(task->rank_hosts_size(), 4);
+  ASSERT_EQ(service_.fetches().size(), 1u);
+  EXPECT_EQ(service_.fetches()[0].hostname(), "node3");
+  EXPECT_EQ(service_.tokens().back(), "tok");
+}
+
+TEST_F(FetchTaskTest, ExplainsRefusals) {
+  command_.task_id = "t-unknown";
+  StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("knows no benchmark task 't-unknown'"), std::string::npos)
+      << task.status().message();
+  EXPECT_NE(task.status().message().find(server_.address()), std::string::npos);
+
+  command_.task_id = "finished";
+  task = FetchTask(command_, "node3", Channels());
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("no longer runnable"), std::string::npos) << task.status().message();
+
+  command_.task_id = "t-42";
+  command_.connection.token = "";
+  task = FetchTask(command_, "node3", Channels());
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("UNAUTHENTICATED"), std::string::npos) << task.status().message();
+  EXPECT_NE(task.status().message().find("--token-file"), std::string::npos);
+  EXPECT_EQ(service_.fetches().size(), 2u);  // The unauthenticated call is refused before it is recorded.
+}
+
+TEST_F(FetchTaskTest, TasksLargerThanGrpcsDefaultLimitArrive) {
+  // 60000 ranks on hosts with 100-byte names: about 6 MB, over gRPC's default
+  // 4 MiB receive limit.
+  v1::BenchTask big = FullTask();
+  big.set_task_id("t-big");
+  big.clear_rank_hosts();
+  for (int r = 0; r < 60000; ++r) big.add_rank_hosts(std::string(90, 'h') + std::to_string(1000000 + r / 8));
+  big.set_nprocs(60000);
+  service_.AddTask(big);
+  command_.task_id = "t-big";
+  StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->rank_hosts_size(), 60000);
+  EXPECT_GT(task->ByteSizeLong(), size_t{4} << 20);
+}
+
+TEST(FetchTaskNoServerTest, RetriesThenNamesTheServer) {
+  BenchCommand command;
+  command.connection.server = "127.0.0.1:" + std::to_string(testing::UnusedPort());
+  command.task_id = "t-1";
+  command.rpc_timeout = milliseconds(2000);
+  command.fetch_attempts = 3;
+  command.fetch_backoff = BackoffPolicy{milliseconds(10), milliseconds(20), 0};
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<v1::BenchTask> task = FetchTask(command, "n", [&] { return MakeChannel(command.connection); });
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find(command.connection.server), std::string::npos) << task.status().message();
+  EXPECT_NE(task.status().message().find("UNAVAILABLE"), std::string::npos) << task.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+}
+
+}  // namespace
+}  // namespace topotune::agent

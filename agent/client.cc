@@ -1,0 +1,122 @@
+#include "agent/client.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace topotune::agent {
+namespace {
+
+std::string_view CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN_CODE";
+  }
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::IoError(fmt::format("error reading '{}'", path));
+  return ss.str();
+}
+
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) return Status::IoError("token file: " + text.status().message());
+  std::string token = *text;
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!token.empty() && space(token.back())) token.pop_back();
+  size_t start = 0;
+  while (start < token.size() && space(token[start])) ++start;
+  token.erase(0, start);
+  if (token.empty()) return Status::InvalidArgument(fmt::format("token file '{}' is empty", path));
+  for (char c : token) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x21 || u > 0x7e) {
+      return Status::InvalidArgument(
+          fmt::format("token file '{}': the token holds a byte 0x{:02x}; a token is printable ASCII without spaces",
+                      path, static_cast<unsigned>(u)));
+    }
+  }
+  return token;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const Connection& connection) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (!connection.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = connection.tls_ca_pem;
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  // Reconnection after a dropped connection is the agent's own backoff
+  // (backoff.h); keep gRPC's from stretching beyond it.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 30000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
+  // A BenchTask may exceed gRPC's default 4 MiB: a 1 MiB topology plus up to
+  // kMaxRanks host names of up to 253 bytes.
+  args.SetMaxReceiveMessageSize(kMaxResponseBytes);
+  return grpc::CreateCustomChannel(connection.server, credentials, args);
+}
+
+void PrepareContext(const Connection& connection, std::chrono::milliseconds timeout, grpc::ClientContext* context) {
+  if (!connection.token.empty()) context->AddMetadata("authorization", "Bearer " + connection.token);
+  if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+std::string DescribeStatus(const grpc::Status& status) {
+  std::string out(CodeName(status.error_code()));
+  if (!status.error_message().empty()) out += ": " + status.error_message();
+  return out;
+}
+
+bool IsTransient(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+}  // namespace topotune::agent
