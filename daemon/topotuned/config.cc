@@ -183,6 +183,7 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"max_refinement_rounds", Number<int>(&t.max_refinement_rounds, 0, 32)},
       {"agent_command", Str(&t.agent_command)},
       {"server_address", Str(&t.server_address)},
+      {"agent_tls_ca", Str(&t.agent_tls_ca)},
       {"job_timeout", Seconds(&t.job_timeout_s, 1, 7 * 86400)},
       {"collectives", StrList(&t.collectives)},
       {"ranks_per_node", int_list(&t.ranks_per_node, 1, 1024)},

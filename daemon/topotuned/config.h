@@ -51,6 +51,9 @@ struct TuningConfig {
   // The address benchmark ranks dial; "" means the listen address (with a
   // wildcard host replaced by this host's name).
   std::string server_address;
+  // With TLS: the CA certificate benchmark ranks check topotuned's
+  // certificate against; "" means tls_cert itself (self-signed).
+  std::string agent_tls_ca;
 };
 
 struct Config {

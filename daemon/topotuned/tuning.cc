@@ -502,6 +502,8 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   }
   std::string command = fmt::format("{} bench --server {} --task {}", AgentCommand(), ServerAddress(), task_id);
   if (!config.token_file.empty()) command += " --token-file " + config.token_file;
+  if (!config.tls_cert.empty())
+    command += " --tls-ca " + (tc.agent_tls_ca.empty() ? config.tls_cert : tc.agent_tls_ca);
   const std::string line = ExpandLauncher(tc.launcher, np, hostfile, hosts, run.ranks_per_node, command);
   spdlog::info("{} ({} {} ranks on {}): {}", task_id, run.collective, np, fmt::join(hosts, ","), line);
 
