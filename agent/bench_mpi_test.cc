@@ -1,166 +1,281 @@
-// `topotune-agent bench` end to end under mpirun, against the fake server of
-// fake_agents_server.h in this process: the task is fetched by rank 0,
-// broadcast, measured by every rank, and every sample reaches the server
-// exactly once, also when the stream breaks; a fetch failure, a task for
-// another number of ranks and a point over point_timeout end every rank with
-// the same status. Label mpi: it needs Open MPI's mpirun.
-#include <google/protobuf/util/time_util.h>
+// `topotune-agent bench` under mpirun against the real topotuned
+// (test_daemon.h) on the example tree (two switches, h0..h7), all ranks on
+// this machine (rank 0 reports this machine's host name, which the daemon
+// lets through because the topology does not know it). Label mpi: it needs
+// Open MPI's mpirun.
+//
+// TuningRunTest: the daemon's launcher IS mpirun, so a StartTuning is the
+// whole tuning run: the daemon launches the ranks, rank 0 fetches the task
+// and streams the samples, the sweep ends SUCCEEDED with every sample stored
+// once and a decision table; a point over point_timeout aborts the job
+// (MPI_Abort) and the sweep fails.
+//
+// BenchMpiTest: the daemon's launcher only records the command of a real
+// task, and the test runs mpirun itself, so that it sees the exit status:
+// every sample stored once when the daemon is killed with SIGKILL in the
+// middle of the job and comes back; an unknown task, a task for another
+// number of ranks and a wrong token end every rank with the same status.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
-#include "agent/fake_agents_server.h"
 #include "agent/process.h"
-#include "topotune/v1/agents.pb.h"
+#include "agent/test_daemon.h"
+#include "topotune/v1/admin.grpc.pb.h"
 
 namespace topotune::agent {
 namespace {
 
-using google::protobuf::util::TimeUtil;
 using std::chrono::milliseconds;
+using testing::DaemonOptions;
+using testing::TestDaemon;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+const std::vector<std::string> kHosts = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
+
+// The mpirun of tests/mpi: oversubscribed, shared memory, root allowed.
+std::vector<std::string> Mpirun(int np) {
+  std::vector<std::string> argv = {TOPOTUNE_MPIEXEC};
+  std::istringstream flags(TOPOTUNE_MPIEXEC_FLAGS);
+  for (std::string f; flags >> f;) argv.push_back(f);
+  argv.insert(argv.end(), {"-np", std::to_string(np)});
+  return argv;
 }
 
-// Four ranks on h0, h1 (switch s0) and h4, h5 (switch s1) of the example tree.
-v1::BenchTask Task(const std::string& id) {
-  v1::BenchTask t;
-  t.set_task_id(id);
-  t.set_collective(v1::COLLECTIVE_ALLTOALL);
-  t.add_algorithms("native");
-  t.add_algorithms("ring");
-  t.add_algorithms("tree_scheduled");
-  t.add_msizes(1024);
-  t.add_msizes(65536);
-  t.set_warmup(1);
-  t.set_iterations(3);
-  t.set_seed(1);
-  t.set_nprocs(4);
-  t.set_ranks_per_node(1);
-  for (const char* h : {"h0", "h1", "h4", "h5"}) t.add_rank_hosts(h);
-  t.set_topology_version(1);
-  t.set_topology_yaml(ReadFile(TOPOTUNE_EXAMPLE_TOPOLOGY));
-  t.set_verify(true);
-  t.set_native_label("ompi:default");
-  *t.mutable_task_timeout() = TimeUtil::SecondsToDuration(300);
-  *t.mutable_point_timeout() = TimeUtil::SecondsToDuration(60);
-  return t;
+std::string MpirunLauncher() {
+  std::string line;
+  for (const std::string& a : Mpirun(0)) line += a + " ";
+  return std::regex_replace(line, std::regex("-np 0 $"), "-np {np} {command}");
 }
 
-class BenchMpiTest : public ::testing::Test {
+// One sweep of alltoall on `nodes` hosts, one rank each.
+v1::StartTuningRequest Sweep(int nodes, std::vector<int64_t> msizes, int iterations) {
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(nodes);
+  req.add_ranks_per_node(1);
+  for (int64_t m : msizes) req.add_msizes(m);
+  req.set_iterations(iterations);
+  req.set_skip_refinement(true);
+  return req;
+}
+
+int64_t TotalTimes(const std::vector<SampleSet>& sets) {
+  int64_t n = 0;
+  for (const SampleSet& s : sets) n += static_cast<int64_t>(s.seconds.size());
+  return n;
+}
+
+// "N samples sent over S stream(s)" from rank 0's log: {N, S}, or {-1, -1}.
+std::pair<int, int> SentOver(const std::string& log) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex("(\\d+) samples sent over (\\d+) stream"))) return {-1, -1};
+  return {std::stoi(m[1]), std::stoi(m[2])};
+}
+
+class DaemonTest : public ::testing::Test {
  protected:
-  BenchMpiTest() : server_(&service_) {
-    service_.set_token("mpi-token");
-    token_file_ = (std::filesystem::path(::testing::TempDir()) / "agent-bench-mpi-token").string();
-    std::ofstream(token_file_) << "mpi-token\n";
+  explicit DaemonTest(DaemonOptions options) : daemon_(std::move(options)) {}
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(daemon_.Start(&error)) << error;
+    daemon_.RegisterHosts(kHosts);
   }
-  ~BenchMpiTest() override { std::filesystem::remove(token_file_); }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "topotuned log:\n" << daemon_.log();
+  }
+  TestDaemon daemon_;
+};
 
+class TuningRunTest : public DaemonTest {
+ protected:
+  TuningRunTest()
+      : DaemonTest(DaemonOptions{.token = "mpi-token",
+                                 .agent_timeout_s = 600,
+                                 .launcher = MpirunLauncher(),
+                                 .agent_command = TOPOTUNE_AGENT_BINARY,
+                                 .job_timeout_s = 240,
+                                 .point_timeout_s = 60}) {}
+};
+
+TEST_F(TuningRunTest, ASweepRunsRealRanksAndStoresSamplesAndADecision) {
+  const std::string id = daemon_.StartTuning(Sweep(4, {1024, 65536}, 3));
+  ASSERT_FALSE(id.empty());
+  const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
+  const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
+  ASSERT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED) << done.message() << "\njob log:\n" << job_log;
+  EXPECT_EQ(done.runs_done(), 1);
+  EXPECT_EQ(done.runs_total(), 1);
+  // The daemon ran mpirun -np 4 over h0, h4, h1, h5 (both switches).
+  EXPECT_NE(daemon_.log().find("alltoall 4 ranks on h0,h4,h1,h5"), std::string::npos) << daemon_.log();
+
+  // Every (algorithm, size) point measured by the ranks is stored once, with
+  // its 3 timed calls, and nothing else.
+  const std::vector<SampleSet> sets = daemon_.StoredSamples({1, "alltoall", 4, 1});
+  std::map<std::string, std::set<double>> sizes_of;
+  for (const SampleSet& s : sets) {
+    EXPECT_EQ(s.seconds.size(), 3u) << s.algorithm << " at " << s.msize;
+    for (double t : s.seconds) EXPECT_GT(t, 0) << s.algorithm;
+    sizes_of[s.algorithm].insert(s.msize);
+  }
+  for (const char* a : {"native", "linear", "pairwise", "ring", "bruck", "phased_barrier", "tree_scheduled"})
+    EXPECT_EQ(sizes_of[a], (std::set<double>{1024, 65536})) << a;
+  EXPECT_EQ(done.samples_ingested(), TotalTimes(sets));
+  // Rank 0 sent exactly those, on one stream, none twice.
+  EXPECT_EQ(SentOver(job_log), std::make_pair(static_cast<int>(sets.size()), 1)) << job_log;
+  EXPECT_NE(job_log.find(fmt::format("topotuned stored {} new, 0 duplicates", sets.size())), std::string::npos)
+      << job_log;
+  const std::vector<db::BenchRun> runs = daemon_.StoredRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state, db::RunState::kDone);
+  EXPECT_EQ(runs[0].num_samples, TotalTimes(sets));
+
+  // The fields the daemon keeps beyond the times: the collective, the label,
+  // the size, the ranks, the throughput and (with the topology's bound) the
+  // fraction of the bound, per point, as metrics.
+  const std::string metrics = daemon_.Metrics();
+  for (const char* a : {"native", "ring", "tree_scheduled"})
+    for (const char* size : {"1KiB", "64KiB"}) {
+      const std::string labels = fmt::format(
+          "{{algorithm=\"{}\",collective=\"alltoall\",msize=\"{}\",nprocs=\"4\",source=\"bench\"}}", a, size);
+      EXPECT_NE(metrics.find("topotune_collective_throughput_bytes_per_second" + labels), std::string::npos) << labels;
+      EXPECT_NE(metrics.find("topotune_collective_fraction_of_bound" + labels), std::string::npos) << labels;
+    }
+
+  // The decision table of the run.
+  auto admin = v1::Admin::NewStub(daemon_.Channel());
+  v1::ListDecisionsRequest list;
+  v1::ListDecisionsResponse decisions;
+  auto ctx = daemon_.Context();
+  ASSERT_TRUE(admin->ListDecisions(ctx.get(), list, &decisions).ok());
+  ASSERT_EQ(decisions.decisions_size(), 1);
+  const v1::Decision& d = decisions.decisions(0);
+  EXPECT_EQ(d.collective(), v1::COLLECTIVE_ALLTOALL);
+  EXPECT_EQ(d.nprocs(), 4);
+  EXPECT_EQ(d.ranks_per_node(), 1);
+  EXPECT_EQ(d.num_samples(), TotalTimes(sets));
+  ASSERT_GE(d.table().ranges_size(), 1);
+  EXPECT_EQ(d.table().ranges(0).min_msize(), 0);
+  EXPECT_EQ(d.table().ranges(d.table().ranges_size() - 1).max_msize(), 0);
+  ASSERT_EQ(d.choices_size(), 2);
+  for (const v1::SizeChoice& c : d.choices()) EXPECT_EQ(sizes_of.count(c.chosen()), 1u) << c.chosen();
+}
+
+// The daemon's shortest point_timeout, 1 s.
+class PointTimeoutTest : public DaemonTest {
+ protected:
+  PointTimeoutTest()
+      : DaemonTest(DaemonOptions{.token = "mpi-token",
+                                 .agent_timeout_s = 600,
+                                 .launcher = MpirunLauncher(),
+                                 .agent_command = TOPOTUNE_AGENT_BINARY,
+                                 .job_timeout_s = 240,
+                                 .point_timeout_s = 1}) {}
+};
+
+TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
+  // 2000 calls at 1 MiB take longer than 1 s.
+  const auto start = std::chrono::steady_clock::now();
+  const std::string id = daemon_.StartTuning(Sweep(4, {1 << 20}, 2000));
+  ASSERT_FALSE(id.empty());
+  const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
+  const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
+  EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED) << done.message();
+  EXPECT_NE(done.message().find("launcher failed"), std::string::npos) << done.message();
+  EXPECT_NE(job_log.find("point_timeout"), std::string::npos) << job_log;
+  EXPECT_NE(job_log.find("MPI_ABORT"), std::string::npos) << job_log;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  const std::vector<db::BenchRun> runs = daemon_.StoredRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].state, db::RunState::kFailed);
+  EXPECT_EQ(runs[0].num_samples, 0);
+}
+
+class BenchMpiTest : public DaemonTest {
+ protected:
+  BenchMpiTest() : DaemonTest(DaemonOptions{.token = "mpi-token", .agent_timeout_s = 600, .job_timeout_s = 240}) {}
+
+  // The task of a sweep over `nodes` hosts, launched by the recorder.
+  std::string Task(int nodes, std::vector<int64_t> msizes = {1024}, int iterations = 3) {
+    EXPECT_FALSE(daemon_.StartTuning(Sweep(nodes, std::move(msizes), iterations)).empty());
+    std::string line;
+    const std::string task = daemon_.WaitForTask(0, &line);
+    EXPECT_FALSE(task.empty()) << "no benchmark command was launched";
+    EXPECT_NE(line.find(" bench --server " + daemon_.address() + " --task " + task + " --token-file "),
+              std::string::npos)
+        << line;
+    return task;
+  }
   // mpirun -np N topotune-agent bench --server ... --task ID --token-file ...
-  ProcessResult Launch(int np, const std::string& task_id) {
-    std::vector<std::string> argv = {TOPOTUNE_MPIEXEC};
-    std::istringstream flags(TOPOTUNE_MPIEXEC_FLAGS);
-    for (std::string f; flags >> f;) argv.push_back(f);
-    argv.insert(argv.end(), {"-np", std::to_string(np), TOPOTUNE_AGENT_BINARY, "bench", "--server", server_.address(),
-                             "--task", task_id, "--token-file", token_file_});
+  ProcessResult Launch(int np, const std::string& task_id, std::string token_file = "") {
+    if (token_file.empty()) token_file = daemon_.token_file();
+    std::vector<std::string> argv = Mpirun(np);
+    argv.insert(argv.end(), {TOPOTUNE_AGENT_BINARY, "bench", "--server", daemon_.address(), "--task", task_id,
+                             "--token-file", token_file});
     StatusOr<ProcessResult> r = RunProcess(argv, milliseconds(180000));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     // TOPOTUNE_TEST_VERBOSE=1 shows what the job logged.
     if (r.ok() && std::getenv("TOPOTUNE_TEST_VERBOSE")) std::cerr << r->err;
     return r.ok() ? *r : ProcessResult{};
   }
-
-  testing::FakeAgents service_;
-  testing::FakeServer server_;
-  std::string token_file_;
 };
 
-TEST_F(BenchMpiTest, RunsTheTaskAndReportsEverySample) {
-  service_.AddTask(Task("t-e2e"));
-  const ProcessResult r = Launch(4, "t-e2e");
+TEST_F(BenchMpiTest, ADaemonKilledMidJobGetsEverySampleOnce) {
+  const std::string task = Task(4, {1024, 65536, 1 << 20}, 10);
+  ProcessResult r;
+  std::thread job([&] { r = Launch(4, task); });
+  // The first sample is committed: the job is streaming. Kill the daemon
+  // under it, and bring it back on the same port and database.
+  const db::TuningKey key{1, "alltoall", 4, 1};
+  for (int i = 0; i < 1000 && TotalTimes(daemon_.StoredSamples(key)) == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_GT(TotalTimes(daemon_.StoredSamples(key)), 0);
+  EXPECT_EQ(daemon_.Kill(SIGKILL), 128 + SIGKILL);
+  std::this_thread::sleep_for(milliseconds(300));
+  std::string error;
+  EXPECT_TRUE(daemon_.Start(&error)) << error;
+  job.join();
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  ASSERT_EQ(service_.fetches().size(), 1u);  // Rank 0 only.
-  EXPECT_EQ(service_.fetches()[0].task_id(), "t-e2e");
-  EXPECT_FALSE(service_.fetches()[0].hostname().empty());
-  const auto samples = service_.samples();
-  ASSERT_EQ(samples.size(), 6u) << r.err;  // 3 algorithms x 2 sizes.
-  int64_t seq = 0;
-  for (const auto& [sequence, req] : samples) {
-    EXPECT_EQ(sequence, seq++);
-    const v1::BenchSample& s = req.sample();
-    EXPECT_EQ(req.task_id(), "t-e2e");
-    EXPECT_EQ(s.collective(), v1::COLLECTIVE_ALLTOALL);
-    EXPECT_EQ(s.nprocs(), 4);
-    EXPECT_EQ(s.ranks_per_node(), 1);
-    EXPECT_EQ(s.iterations(), 3);
-    EXPECT_EQ(s.times_s_size(), 3);
-    EXPECT_TRUE(s.verified()) << s.algorithm();
-    EXPECT_EQ(s.verify_errors(), 0);
-    EXPECT_TRUE(s.has_bound_s());
-    EXPECT_GT(s.median_s(), 0);
-    EXPECT_EQ(s.bytes_per_call(), 4 * 3 * s.msize());
-    EXPECT_EQ(s.label(), s.algorithm() == "native" ? "ompi:default" : s.algorithm());
-  }
-  // Sizes outer, algorithms inner.
-  EXPECT_EQ(samples.at(0).sample().algorithm(), "native");
-  EXPECT_EQ(samples.at(0).sample().msize(), 1024);
-  EXPECT_EQ(samples.at(5).sample().algorithm(), "tree_scheduled");
-  EXPECT_EQ(samples.at(5).sample().msize(), 65536);
-  EXPECT_NE(r.err.find("6 samples sent"), std::string::npos) << r.err;
-}
-
-TEST_F(BenchMpiTest, ABrokenStreamIsResent) {
-  service_.AddTask(Task("t-broken"));
-  service_.BreakStreams(1, 2);
-  const ProcessResult r = Launch(4, "t-broken");
-  ASSERT_EQ(r.exit_status, 0) << r.err;
-  EXPECT_EQ(service_.samples().size(), 6u);
-  EXPECT_GE(service_.streams(), 2);
+  const std::vector<SampleSet> sets = daemon_.StoredSamples(key);
+  for (const SampleSet& s : sets) EXPECT_EQ(s.seconds.size(), 10u) << s.algorithm << " at " << s.msize;
+  const auto [sent, streams] = SentOver(r.err);
+  EXPECT_EQ(sent, static_cast<int>(sets.size())) << r.err;
+  EXPECT_GE(streams, 2) << r.err;  // The stream broke and was reopened.
+  EXPECT_NE(r.err.find("duplicates"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchMpiTest, UnknownTaskFailsOnEveryRank) {
-  const ProcessResult r = Launch(3, "t-nope");
+  const ProcessResult r = Launch(3, "run-999");
   EXPECT_EQ(r.exit_status, 1) << r.err;
-  EXPECT_NE(r.err.find("knows no benchmark task 't-nope'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(server_.address()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("knows no benchmark task 'run-999'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(daemon_.address()), std::string::npos) << r.err;
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "NOT_FOUND"), 1);  // Rank 0 only.
 }
 
 TEST_F(BenchMpiTest, TaskForAnotherJobSizeIsAUsageError) {
-  service_.AddTask(Task("t-4ranks"));
-  const ProcessResult r = Launch(2, "t-4ranks");
+  const std::string task = Task(4);
+  const ProcessResult r = Launch(2, task);
   EXPECT_EQ(r.exit_status, 2) << r.err;
   EXPECT_NE(r.err.find("is for 4 ranks but this job has 2"), std::string::npos) << r.err;
-  EXPECT_TRUE(service_.samples().empty());
-}
-
-TEST_F(BenchMpiTest, PointTimeoutAbortsTheJob) {
-  v1::BenchTask t = Task("t-slow");
-  t.clear_msizes();
-  t.add_msizes(1 << 20);
-  t.set_iterations(50);
-  *t.mutable_point_timeout() = TimeUtil::MillisecondsToDuration(1);
-  service_.AddTask(t);
-  const auto start = std::chrono::steady_clock::now();
-  const ProcessResult r = Launch(4, "t-slow");
-  EXPECT_NE(r.exit_status, 0) << r.err;
-  EXPECT_NE(r.err.find("point_timeout"), std::string::npos) << r.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "OK"), 1);
+  EXPECT_EQ(TotalTimes(daemon_.StoredSamples({1, "alltoall", 4, 1})), 0);
 }
 
 TEST_F(BenchMpiTest, WrongTokenFails) {
-  service_.AddTask(Task("t-e2e"));
-  std::ofstream(token_file_) << "not-the-token\n";
-  const ProcessResult r = Launch(2, "t-e2e");
+  const std::string task = Task(2);
+  const std::string wrong = daemon_.File("wrong-token");
+  std::ofstream(wrong) << "not-the-token\n";
+  const ProcessResult r = Launch(2, task, wrong);
   EXPECT_EQ(r.exit_status, 1) << r.err;
   EXPECT_NE(r.err.find("UNAUTHENTICATED"), std::string::npos) << r.err;
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "UNAUTHENTICATED"), 1);
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "OK"), 0);
 }
 
 }  // namespace

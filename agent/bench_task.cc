@@ -173,10 +173,13 @@ StatusOr<v1::BenchTask> FetchTask(const BenchCommand& command, const std::string
         return Status::NotFound(fmt::format("topotuned at {} knows no benchmark task '{}' ({})", server,
                                             command.task_id, DescribeStatus(status)));
       case grpc::StatusCode::FAILED_PRECONDITION:
+        // topotuned refuses a task that is no longer runnable (finished, timed
+        // out, cancelled) and one fetched by a rank 0 on another host of the
+        // topology than the task places it (a launcher that mislaid the
+        // ranks); its message says which.
         return Status::FailedPrecondition(
-            fmt::format("benchmark task '{}' is no longer runnable (cancelled, timed out or finished): topotuned at {} "
-                        "says {}",
-                        command.task_id, server, DescribeStatus(status)));
+            fmt::format("topotuned at {} refuses benchmark task '{}' to rank 0 on {}: {}", server, command.task_id,
+                        hostname.empty() ? "(unnamed host)" : hostname, DescribeStatus(status)));
       case grpc::StatusCode::UNAUTHENTICATED:
         return Status::FailedPrecondition(fmt::format(
             "topotuned at {} refused the credentials ({}); {}", server, DescribeStatus(status),

@@ -94,7 +94,8 @@ struct BenchCommand {
 
 // Rank 0's fetch: FetchBenchTask(task_id, hostname), retried on transient
 // errors. The error says what the server answered and what it means
-// (unknown task, task no longer runnable, bad token), naming the server.
+// (unknown task; a task no longer runnable or placed on another host, in the
+// server's words; bad token), naming the server.
 StatusOr<v1::BenchTask> FetchTask(const BenchCommand& command, const std::string& hostname,
                                   const ChannelFactory& channels);
 

@@ -1,14 +1,18 @@
 // `topotune-agent bench` without MPI: task to options, sample to proto field
-// by field, the point watchdog, and FetchTask against a fake server.
+// by field, the point watchdog, and FetchTask against the real topotuned
+// (test_daemon.h): a task of a real sweep, refusals, a 6 MB task.
 #include "agent/bench_task.h"
 
 #include <google/protobuf/util/time_util.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
-#include "agent/fake_agents_server.h"
+#include "agent/test_daemon.h"
+#include "daemon/topotuned/validate.h"
 #include "proto/limits.h"
 
 namespace topotune::agent {
@@ -230,79 +234,145 @@ TEST(BenchTaskTest, WatchdogFiresOnASlowPointOnly) {
   EXPECT_EQ(fired.load(), 1);
 }
 
+// FetchTask against the real topotuned, on the task of a real sweep (the
+// daemon's launcher only records the benchmark command, test_daemon.h).
 class FetchTaskTest : public ::testing::Test {
  protected:
-  FetchTaskTest() : server_(&service_) {
-    command_.connection.server = server_.address();
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(daemon_.Start(&error)) << error;
+    daemon_.RegisterHosts({"h0", "h4"});
+    v1::StartTuningRequest req;
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_node_counts(2);
+    req.add_ranks_per_node(1);
+    req.add_msizes(65536);
+    req.add_msizes(1024);
+    req.set_iterations(7);
+    req.set_skip_refinement(true);
+    tuning_id_ = daemon_.StartTuning(req);
+    ASSERT_FALSE(tuning_id_.empty());
+    task_ = daemon_.WaitForTask(0);
+    ASSERT_FALSE(task_.empty()) << "no benchmark command was launched";
+    command_.connection.server = daemon_.address();
     command_.connection.token = "tok";
+    command_.task_id = task_;
     command_.rpc_timeout = milliseconds(5000);
     command_.fetch_backoff = BackoffPolicy{milliseconds(10), milliseconds(20), 0};
-    service_.set_token("tok");
-    service_.AddTask(FullTask());
-    v1::BenchTask finished = FullTask();
-    finished.set_task_id("finished");
-    service_.AddTask(finished);
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "topotuned log:\n" << daemon_.log();
   }
   ChannelFactory Channels() {
     return [this] { return MakeChannel(command_.connection); };
   }
-  testing::FakeAgents service_;
-  testing::FakeServer server_;
+  testing::TestDaemon daemon_{testing::DaemonOptions{.token = "tok", .agent_timeout_s = 60}};
+  std::string tuning_id_, task_;
   BenchCommand command_;
 };
 
 TEST_F(FetchTaskTest, Fetches) {
-  command_.task_id = "t-42";
+  // From a host the topology does not know (a test machine): let through.
   StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
   ASSERT_TRUE(task.ok()) << task.status().ToString();
-  EXPECT_EQ(task->task_id(), "t-42");
-  EXPECT_EQ(task->rank_hosts_size(), 4);
-  ASSERT_EQ(service_.fetches().size(), 1u);
-  EXPECT_EQ(service_.fetches()[0].hostname(), "node3");
-  EXPECT_EQ(service_.tokens().back(), "tok");
+  EXPECT_EQ(task->task_id(), task_);
+  EXPECT_EQ(task->tuning_id(), tuning_id_);
+  EXPECT_EQ(task->collective(), v1::COLLECTIVE_ALLTOALL);
+  EXPECT_EQ(task->nprocs(), 2);
+  EXPECT_EQ(task->ranks_per_node(), 1);
+  EXPECT_EQ(std::vector<std::string>(task->rank_hosts().begin(), task->rank_hosts().end()),
+            (std::vector<std::string>{"h0", "h4"}));  // Spread over both switches.
+  EXPECT_EQ(std::vector<int64_t>(task->msizes().begin(), task->msizes().end()), (std::vector<int64_t>{1024, 65536}));
+  EXPECT_EQ(task->iterations(), 7);
+  EXPECT_EQ(task->topology_version(), 1);
+  EXPECT_NE(task->topology_yaml().find("h7"), std::string::npos);
+  EXPECT_TRUE(task->has_point_timeout());
+  // The agent takes what the daemon builds.
+  EXPECT_TRUE(daemon::Validate(*task).ok());
+  StatusOr<bench::BenchOptions> options = TaskToOptions(*task);
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  EXPECT_EQ(options->placement.rank_hosts, (std::vector<std::string>{"h0", "h4"}));
+  EXPECT_EQ(options->iterations, 7);
+  // From the host the task places rank 0 on.
+  EXPECT_TRUE(FetchTask(command_, "h0", Channels()).ok());
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "OK"), 2);
 }
 
 TEST_F(FetchTaskTest, ExplainsRefusals) {
-  command_.task_id = "t-unknown";
+  command_.task_id = "run-999";
   StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
   ASSERT_FALSE(task.ok());
-  EXPECT_NE(task.status().message().find("knows no benchmark task 't-unknown'"), std::string::npos)
+  EXPECT_NE(task.status().message().find("knows no benchmark task 'run-999'"), std::string::npos)
       << task.status().message();
-  EXPECT_NE(task.status().message().find(server_.address()), std::string::npos);
+  EXPECT_NE(task.status().message().find(daemon_.address()), std::string::npos);
 
-  command_.task_id = "finished";
-  task = FetchTask(command_, "node3", Channels());
+  // Rank 0 on another host of the topology than the task places it.
+  command_.task_id = task_;
+  task = FetchTask(command_, "h5", Channels());
   ASSERT_FALSE(task.ok());
-  EXPECT_NE(task.status().message().find("no longer runnable"), std::string::npos) << task.status().message();
+  EXPECT_NE(task.status().message().find("refuses benchmark task '" + task_ + "' to rank 0 on h5"), std::string::npos)
+      << task.status().message();
+  EXPECT_NE(task.status().message().find("places rank 0 on h0"), std::string::npos) << task.status().message();
+  EXPECT_EQ(task.status().message().find("no longer runnable"), std::string::npos) << task.status().message();
 
-  command_.task_id = "t-42";
   command_.connection.token = "";
   task = FetchTask(command_, "node3", Channels());
   ASSERT_FALSE(task.ok());
   EXPECT_NE(task.status().message().find("UNAUTHENTICATED"), std::string::npos) << task.status().message();
   EXPECT_NE(task.status().message().find("--token-file"), std::string::npos);
-  EXPECT_EQ(service_.fetches().size(), 2u);  // The unauthenticated call is refused before it is recorded.
+
+  // The job ends: its task is no longer runnable.
+  daemon_.Go();
+  EXPECT_EQ(daemon_.WaitForSweep(tuning_id_).state(), v1::TUNING_STATE_SUCCEEDED);
+  command_.connection.token = "tok";
+  task = FetchTask(command_, "node3", Channels());
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("no longer runnable"), std::string::npos) << task.status().message();
+  // None of the refusals was retried.
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "NOT_FOUND"), 1);
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "UNAUTHENTICATED"), 1);
+  EXPECT_EQ(daemon_.RpcCount("FetchBenchTask", "FAILED_PRECONDITION"), 2);
 }
 
-TEST_F(FetchTaskTest, TasksLargerThanGrpcsDefaultLimitArrive) {
-  // 60000 ranks on hosts with 100-byte names: about 6 MB, over gRPC's default
-  // 4 MiB receive limit.
-  v1::BenchTask big = FullTask();
-  big.set_task_id("t-big");
-  big.clear_rank_hosts();
-  for (int r = 0; r < 60000; ++r) big.add_rank_hosts(std::string(90, 'h') + std::to_string(1000000 + r / 8));
-  big.set_nprocs(60000);
-  service_.AddTask(big);
-  command_.task_id = "t-big";
-  StatusOr<v1::BenchTask> task = FetchTask(command_, "node3", Channels());
+TEST(FetchTaskBigTest, TasksLargerThanGrpcsDefaultLimitArrive) {
+  // Two hosts with 125-byte names and 25000 ranks on each: rank_hosts alone
+  // is about 6.3 MB, over gRPC's default 4 MiB receive limit. (Host names
+  // stay within kMaxIdBytes: topotuned takes the host name as the agent id.)
+  const std::string a = std::string(120, 'a') + ".nd-a", b = std::string(120, 'b') + ".nd-b";
+  char dir_template[] = "/tmp/topotune-agent-big-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string topology = std::string(dir_template) + "/big.yaml";
+  std::ofstream(topology) << "switches:\n  - name: s0\nhosts:\n  - name: " << a << "\n  - name: " << b
+                          << "\nlinks:\n  - [" << a << ", s0, 10Gbps]\n  - [" << b << ", s0, 10Gbps]\n";
+  testing::TestDaemon daemon(testing::DaemonOptions{.agent_timeout_s = 60, .topology_file = topology});
+  std::string error;
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  std::filesystem::remove_all(dir_template);
+  daemon.RegisterHosts({a, b});
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(2);
+  req.add_ranks_per_node(25000);
+  req.add_msizes(1024);
+  req.set_skip_refinement(true);
+  ASSERT_FALSE(daemon.StartTuning(req).empty());
+  BenchCommand command;
+  command.connection.server = daemon.address();
+  command.task_id = daemon.WaitForTask(0);
+  ASSERT_FALSE(command.task_id.empty()) << daemon.log();
+  StatusOr<v1::BenchTask> task = FetchTask(command, "node3", [&] { return MakeChannel(command.connection); });
   ASSERT_TRUE(task.ok()) << task.status().ToString();
-  EXPECT_EQ(task->rank_hosts_size(), 60000);
-  EXPECT_GT(task->ByteSizeLong(), size_t{4} << 20);
+  EXPECT_EQ(task->nprocs(), 50000);
+  ASSERT_EQ(task->rank_hosts_size(), 50000);
+  EXPECT_EQ(task->rank_hosts(49999), b);
+  EXPECT_EQ(task->rank_hosts(0), a);
+  EXPECT_GT(task->ByteSizeLong(), size_t{6000000});  // Over 4 MiB.
+  EXPECT_TRUE(daemon::Validate(*task).ok());
 }
 
 TEST(FetchTaskNoServerTest, RetriesThenNamesTheServer) {
   BenchCommand command;
-  command.connection.server = "127.0.0.1:" + std::to_string(testing::UnusedPort());
+  command.connection.server = "127.0.0.1:" + std::to_string(testing::FreePort());
   command.task_id = "t-1";
   command.rpc_timeout = milliseconds(2000);
   command.fetch_attempts = 3;

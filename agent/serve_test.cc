@@ -1,31 +1,42 @@
-// The serve loop against a fake server: register, heartbeat at the server's
-// interval, re-register on NOT_FOUND, reconnect with backoff, fatal
-// UNAUTHENTICATED, DRAINING on Stop, facts registered again when they change.
+// The serve loop against the real topotuned (test_daemon.h): register and
+// heartbeat at the daemon's interval with the host's facts stored in its
+// database, the bearer token (a wrong one is fatal, and the binary exits 1),
+// DRAINING on Stop, NOT_FOUND from a daemon with a new database and the
+// registration that follows, reconnection with backoff while the daemon is
+// down and after it comes back on the same port, facts registered again when
+// they change, Stop during a call to a frozen daemon, and TLS.
 #include "agent/serve.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <filesystem>
-#include <optional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "agent/client.h"
-#include "agent/fake_agents_server.h"
 #include "agent/process.h"
+#include "agent/test_daemon.h"
 
 namespace topotune::agent {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::DaemonOptions;
+using testing::TestDaemon;
 
-v1::HostFacts Facts(const std::string& hostname = "node1") {
+// A host of the daemon's topology (two-switch-4x4.yaml), so that the daemon
+// counts it among the live agents a sweep may use.
+v1::HostFacts Facts(const std::string& hostname = "h0") {
   v1::HostFacts f;
   f.set_hostname(hostname);
   f.add_macs("52:54:00:12:34:56");
   f.set_nic_speed_bps(10000000000);
   f.set_cores(8);
   return f;
+}
+
+FactsSource FixedFacts(const std::string& hostname = "h0") {
+  return [hostname] { return StatusOr<v1::HostFacts>(Facts(hostname)); };
 }
 
 ServeOptions Options(const std::string& server, const std::string& token = "") {
@@ -43,112 +54,159 @@ ChannelFactory Channels(const ServeOptions& o) {
   return [c = o.connection] { return MakeChannel(c); };
 }
 
-int CountState(const std::vector<v1::HeartbeatRequest>& hbs, v1::AgentState state) {
-  int n = 0;
-  for (const auto& h : hbs) n += h.state() == state;
-  return n;
+// Starts `daemon`, failing the test (with its log) when it does not come up.
+#define START_OR_FAIL(daemon)                       \
+  do {                                              \
+    std::string error_;                             \
+    ASSERT_TRUE((daemon).Start(&error_)) << error_; \
+  } while (0)
+
+// The facts the daemon stored for `hostname`, as JSON ({host, agent_version}).
+nlohmann::json StoredFacts(const TestDaemon& daemon, const std::string& hostname) {
+  for (const db::AgentInfo& a : daemon.StoredAgents())
+    if (a.hostname == hostname) return nlohmann::json::parse(a.facts_json);
+  return nullptr;
 }
 
-TEST(ServeTest, OnceRegistersAndHeartbeatsOnce) {
-  testing::FakeAgents service;
-  service.set_token("s3cret");
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address(), "s3cret");
+std::vector<std::string> Live(const TestDaemon& daemon) {
+  StatusOr<std::vector<std::string>> live = daemon.LiveAgents();
+  EXPECT_TRUE(live.ok()) << live.status().ToString();
+  return live.ok() ? *live : std::vector<std::string>{"(unknown)"};
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure())
+      for (TestDaemon* d : logged_) std::cerr << "topotuned log:\n" << d->log();
+  }
+  // Prints the daemon's log if the test fails.
+  void Log(TestDaemon* d) { logged_.push_back(d); }
+  std::vector<TestDaemon*> logged_;
+};
+
+TEST_F(ServeTest, OnceRegistersAndHeartbeatsOnce) {
+  TestDaemon daemon(DaemonOptions{.token = "s3cret"});
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  ServeOptions options = Options(daemon.address(), "s3cret");
   options.once = true;
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  Agent agent(options, FixedFacts(), Channels(options));
   Status st = agent.Run();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_EQ(service.registrations().size(), 1u);
-  EXPECT_EQ(service.registrations()[0].host().hostname(), "node1");
-  EXPECT_EQ(service.registrations()[0].agent_version(), "0.1.0-test");
-  const auto hbs = service.heartbeats();
-  ASSERT_EQ(hbs.size(), 1u);
-  EXPECT_EQ(hbs[0].agent_id(), agent.agent_id());
-  EXPECT_EQ(hbs[0].state(), v1::AGENT_STATE_IDLE);
-  for (const std::string& t : service.tokens()) EXPECT_EQ(t, "s3cret");
+  EXPECT_EQ(agent.agent_id(), "h0");  // topotuned names agents by hostname.
+  EXPECT_EQ(daemon.RpcCount("Register", "OK"), 1);
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), 1);
+  // The host's facts, as stored.
+  const nlohmann::json facts = StoredFacts(daemon, "h0");
+  ASSERT_TRUE(facts.is_object()) << "h0 is not in the daemon's database";
+  EXPECT_EQ(facts["host"]["macs"], nlohmann::json::array({"52:54:00:12:34:56"}));
+  EXPECT_EQ(facts["host"]["cores"], 8);
+  EXPECT_EQ(facts["host"]["nic_speed_bps"], "10000000000");  // int64 in proto JSON.
+  EXPECT_EQ(facts["agent_version"], "0.1.0-test");
+  EXPECT_EQ(Live(daemon), std::vector<std::string>{"h0"});
 }
 
-TEST(ServeTest, HeartbeatsUntilStoppedThenDrains) {
-  testing::FakeAgents service;
-  service.set_heartbeat_interval(milliseconds(30));
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address());
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+TEST_F(ServeTest, HeartbeatsUntilStoppedThenDrains) {
+  TestDaemon daemon;  // agent_timeout 1 s: a heartbeat every 333 ms.
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  ServeOptions options = Options(daemon.address());
+  Agent agent(options, FixedFacts(), Channels(options));
   Status st;
   std::thread run([&] { st = agent.Run(); });
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= 4; }, milliseconds(10000)));
+  EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 4));
+  EXPECT_EQ(Live(daemon), std::vector<std::string>{"h0"});
+  const int64_t before = daemon.RpcCount("Heartbeat", "OK");
   const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
   EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
   ASSERT_TRUE(st.ok()) << st.ToString();
-  const auto hbs = service.heartbeats();
-  EXPECT_EQ(hbs.back().state(), v1::AGENT_STATE_DRAINING);
-  EXPECT_EQ(CountState(hbs, v1::AGENT_STATE_DRAINING), 1);
-  EXPECT_EQ(service.registrations().size(), 1u);
-  for (const auto& h : hbs) EXPECT_EQ(h.agent_id(), agent.agent_id());
-  EXPECT_TRUE(service.tokens().front().empty());  // No token: no metadata.
+  // One more heartbeat, DRAINING: the daemon no longer offers the host to sweeps.
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), before + 1);
+  EXPECT_TRUE(Live(daemon).empty());
+  EXPECT_EQ(daemon.RpcCount("Register", "OK"), 1);
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "NOT_FOUND"), 0);  // Every heartbeat carried the registered id.
+  EXPECT_EQ(agent.agent_id(), "h0");
 }
 
-TEST(ServeTest, StopWithALongIntervalIsPrompt) {
-  testing::FakeAgents service;
-  service.set_heartbeat_interval(milliseconds(60000));
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address());
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+TEST_F(ServeTest, StopWithALongIntervalIsPrompt) {
+  TestDaemon daemon(DaemonOptions{.agent_timeout_s = 180});  // A heartbeat every 60 s.
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  ServeOptions options = Options(daemon.address());
+  Agent agent(options, FixedFacts(), Channels(options));
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= 1; }, milliseconds(10000)));
+  EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 1));
   const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
   EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
-  EXPECT_EQ(service.heartbeats().back().state(), v1::AGENT_STATE_DRAINING);
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), 2);  // The first one and DRAINING.
+  EXPECT_TRUE(Live(daemon).empty());
 }
 
-TEST(ServeTest, NotFoundMakesItRegisterAgain) {
-  testing::FakeAgents service;
-  service.set_heartbeat_interval(milliseconds(20));
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address());
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+TEST_F(ServeTest, NotFoundMakesItRegisterAgain) {
+  TestDaemon first;
+  Log(&first);
+  START_OR_FAIL(first);
+  ServeOptions options = Options(first.address());
+  Agent agent(options, FixedFacts(), Channels(options));
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= 2; }, milliseconds(10000)));
-  service.Forget();  // As after a database reset.
-  EXPECT_TRUE(service.WaitUntil([&] { return agent.registrations() >= 2; }, milliseconds(10000)));
-  const size_t after = service.heartbeats().size();
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= after + 2; }, milliseconds(10000)));
+  EXPECT_TRUE(first.WaitForRpcs("Heartbeat", "OK", 2));
+  // Another daemon at the same address with a new database (as after a
+  // database reset) does not know the agent.
+  EXPECT_EQ(first.Kill(SIGKILL), 128 + SIGKILL);
+  TestDaemon second(DaemonOptions{.port = first.port()});
+  Log(&second);
+  START_OR_FAIL(second);
+  ASSERT_EQ(second.address(), first.address());
+  EXPECT_TRUE(second.WaitForRpcs("Heartbeat", "NOT_FOUND", 1));
+  EXPECT_TRUE(second.WaitForRpcs("Register", "OK", 1));
+  EXPECT_TRUE(second.WaitForRpcs("Heartbeat", "OK", 2));
   agent.Stop();
   run.join();
-  EXPECT_EQ(service.heartbeats().back().agent_id(), agent.agent_id());
+  EXPECT_EQ(agent.registrations(), 2);
+  EXPECT_EQ(second.RpcCount("Heartbeat", "NOT_FOUND"), 1);
+  EXPECT_EQ(second.RpcCount("Register", "OK"), 1);
+  EXPECT_TRUE(StoredFacts(second, "h0").is_object());
 }
 
-TEST(ServeTest, WrongTokenIsFatal) {
-  testing::FakeAgents service;
-  service.set_token("right");
-  testing::FakeServer server(&service);
+TEST_F(ServeTest, WrongTokenIsFatal) {
+  TestDaemon daemon(DaemonOptions{.token = "right"});
+  Log(&daemon);
+  START_OR_FAIL(daemon);
   for (const std::string token : {"wrong", ""}) {
-    ServeOptions options = Options(server.address(), token);
-    Agent agent(
-        options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+    ServeOptions options = Options(daemon.address(), token);
+    Agent agent(options, FixedFacts(), Channels(options));
     const Status st = agent.Run();
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.message().find("UNAUTHENTICATED"), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find(server.address()), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(daemon.address()), std::string::npos) << st.message();
     EXPECT_NE(st.message().find("--token-file"), std::string::npos) << st.message();
   }
-  EXPECT_TRUE(service.registrations().empty());
+  EXPECT_EQ(daemon.RpcCount("Register", "UNAUTHENTICATED"), 2);  // No retries.
+  EXPECT_TRUE(daemon.StoredAgents().empty());
+
+  // The binary: exit status 1, and the reason.
+  const std::string wrong = daemon.File("wrong-token");
+  std::ofstream(wrong) << "wrong\n";
+  StatusOr<ProcessResult> r = RunProcess({TOPOTUNE_AGENT_BINARY, "serve", "--server", daemon.address(), "--token-file",
+                                          wrong, "--hostname", "h0", "--no-lldp"},
+                                         milliseconds(20000));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  if (r->err.find("no MAC address") != std::string::npos) GTEST_SKIP() << "no network interface here: " << r->err;
+  EXPECT_EQ(r->exit_status, 1) << r->err;
+  EXPECT_NE(r->err.find("UNAUTHENTICATED"), std::string::npos) << r->err;
+  EXPECT_EQ(daemon.RpcCount("Register", "UNAUTHENTICATED"), 3);
 }
 
-TEST(ServeTest, OnceWithoutServerFailsFastNamingIt) {
-  const std::string address = "127.0.0.1:" + std::to_string(testing::UnusedPort());
+TEST(ServeNoServerTest, OnceWithoutServerFailsFastNamingIt) {
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
   ServeOptions options = Options(address);
   options.once = true;
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  Agent agent(options, FixedFacts(), Channels(options));
   const auto start = std::chrono::steady_clock::now();
   const Status st = agent.Run();
   ASSERT_FALSE(st.ok());
@@ -156,46 +214,45 @@ TEST(ServeTest, OnceWithoutServerFailsFastNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 
-TEST(ServeTest, ReconnectsWithBackoffWhenTheServerComesUp) {
-  const int port = testing::UnusedPort();
-  ServeOptions options = Options("127.0.0.1:" + std::to_string(port));
+TEST_F(ServeTest, ReconnectsWithBackoffWhileTheDaemonIsDown) {
+  TestDaemon daemon(DaemonOptions{.port = testing::FreePort()});
+  Log(&daemon);
+  ServeOptions options = Options(daemon.address());
   std::atomic<int> channels{0};
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); },
-      [&, c = options.connection] {
-        ++channels;
-        return MakeChannel(c);
-      });
+  Agent agent(options, FixedFacts(), [&, c = options.connection] {
+    ++channels;
+    return MakeChannel(c);
+  });
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
   // Several failed attempts (20, 40, 80, 80 ms ...), each on a new channel.
   for (int i = 0; i < 200 && channels.load() < 4; ++i) std::this_thread::sleep_for(milliseconds(10));
   EXPECT_GE(channels.load(), 4);
   EXPECT_EQ(agent.registrations(), 0);
 
-  testing::FakeAgents service;
-  service.set_heartbeat_interval(milliseconds(30));
-  testing::FakeServer server(&service, port);
-  ASSERT_EQ(server.port(), port);
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= 2; }, milliseconds(10000)));
+  // The daemon comes up where the agent dials.
+  START_OR_FAIL(daemon);
+  EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 2));
   EXPECT_EQ(agent.registrations(), 1);
 
-  // The server goes away and comes back: heartbeats resume with the same id.
-  server.Shutdown();
-  const size_t before = service.heartbeats().size();
-  std::this_thread::sleep_for(milliseconds(200));
-  testing::FakeServer again(&service, port);
-  ASSERT_EQ(again.port(), port);
-  EXPECT_TRUE(service.WaitUntil([&] { return service.heartbeats().size() >= before + 2; }, milliseconds(10000)));
+  // It dies (kill -9) and comes back on the same port and database: the
+  // heartbeats resume with the same id, and no new registration is needed.
+  EXPECT_EQ(daemon.Kill(SIGKILL), 128 + SIGKILL);
+  const int channels_before = channels.load();
+  std::this_thread::sleep_for(milliseconds(400));  // At least one heartbeat (every 333 ms) fails.
+  START_OR_FAIL(daemon);
+  EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 2));
   agent.Stop();
   run.join();
+  EXPECT_GT(channels.load(), channels_before);  // Reconnected on new channels.
   EXPECT_EQ(agent.registrations(), 1);
+  EXPECT_EQ(daemon.RpcCount("Register", "OK"), 0);
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "NOT_FOUND"), 0);
 }
 
-TEST(ServeTest, StopDuringBackoffIsPrompt) {
-  ServeOptions options = Options("127.0.0.1:" + std::to_string(testing::UnusedPort()));
+TEST(ServeNoServerTest, StopDuringBackoffIsPrompt) {
+  ServeOptions options = Options("127.0.0.1:" + std::to_string(testing::FreePort()));
   options.backoff = BackoffPolicy{milliseconds(30000), milliseconds(30000), 0};
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  Agent agent(options, FixedFacts(), Channels(options));
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
   std::this_thread::sleep_for(milliseconds(300));
   const auto stop_at = std::chrono::steady_clock::now();
@@ -204,11 +261,11 @@ TEST(ServeTest, StopDuringBackoffIsPrompt) {
   EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
 }
 
-TEST(ServeTest, ChangedFactsAreRegisteredAgain) {
-  testing::FakeAgents service;
-  service.set_heartbeat_interval(milliseconds(20));
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address());
+TEST_F(ServeTest, ChangedFactsAreRegisteredAgain) {
+  TestDaemon daemon;
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  ServeOptions options = Options(daemon.address());
   options.refresh = milliseconds(50);
   std::atomic<int> calls{0};
   Agent agent(
@@ -229,16 +286,19 @@ TEST(ServeTest, ChangedFactsAreRegisteredAgain) {
       },
       Channels(options));
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
-  EXPECT_TRUE(service.WaitUntil([&] { return service.registrations().size() >= 2; }, milliseconds(10000)));
+  EXPECT_TRUE(daemon.WaitForRpcs("Register", "OK", 2));
+  EXPECT_FALSE(StoredFacts(daemon, "h0")["host"]["lldp_neighbor"].is_null());
+  EXPECT_EQ(StoredFacts(daemon, "h0")["host"]["lldp_neighbor"]["system_name"], "sw1");
+  // Unchanged facts are not registered again.
+  const int64_t heartbeats = daemon.RpcCount("Heartbeat", "OK");
+  EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", heartbeats + 3));
   agent.Stop();
   run.join();
-  const auto regs = service.registrations();
-  EXPECT_FALSE(regs[0].host().has_lldp_neighbor());
-  EXPECT_EQ(regs[1].host().lldp_neighbor().system_name(), "sw1");
-  EXPECT_EQ(regs.size(), 2u);  // Unchanged facts are not registered again.
+  EXPECT_EQ(daemon.RpcCount("Register", "OK"), 2);
+  EXPECT_EQ(agent.registrations(), 2);
 }
 
-TEST(ServeTest, FactsFailureIsReturned) {
+TEST(ServeNoServerTest, FactsFailureIsReturned) {
   ServeOptions options = Options("127.0.0.1:1");
   Agent agent(
       options, [] { return StatusOr<v1::HostFacts>(Status::FailedPrecondition("no MAC address found")); },
@@ -248,84 +308,58 @@ TEST(ServeTest, FactsFailureIsReturned) {
   EXPECT_EQ(st.message(), "no MAC address found");
 }
 
-TEST(ServeTest, StopCancelsACallInFlight) {
-  testing::FakeAgents service;
-  service.set_hang(true);
-  testing::FakeServer server(&service);
-  ServeOptions options = Options(server.address());
+TEST_F(ServeTest, StopCancelsACallToAFrozenDaemon) {
+  TestDaemon daemon;
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  // SIGSTOP: the kernel still accepts connections on the daemon's port, and
+  // nothing answers, so the agent's first call waits for its deadline.
+  daemon.Signal(SIGSTOP);
+  ServeOptions options = Options(daemon.address());
   options.rpc_timeout = milliseconds(20000);
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  Agent agent(options, FixedFacts(), Channels(options));
   Status st;
   std::thread run([&] { st = agent.Run(); });
-  EXPECT_TRUE(service.WaitUntil([&] { return service.calls() >= 1; }, milliseconds(10000)));
+  std::this_thread::sleep_for(milliseconds(500));
   const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
   EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
   EXPECT_TRUE(st.ok()) << st.ToString();
-  service.set_hang(false);
+  EXPECT_EQ(agent.registrations(), 0);
+  daemon.Signal(SIGCONT);
 }
 
-// A self-signed certificate for 127.0.0.1 (its own CA), made by openssl in
-// `dir`; nullopt when openssl is missing.
-struct Pem {
-  std::string cert, key;
-};
-std::optional<Pem> SelfSigned(const std::filesystem::path& dir) {
-  const std::string openssl = FindExecutable("openssl");
-  if (openssl.empty()) return std::nullopt;
-  std::filesystem::create_directories(dir);
-  const std::string key = (dir / "key.pem").string(), cert = (dir / "cert.pem").string();
-  StatusOr<ProcessResult> r = RunProcess(
-      {openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
-       "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"},
-      milliseconds(60000));
-  if (!r.ok() || r->exit_status != 0) {
-    ADD_FAILURE() << "openssl failed: " << (r.ok() ? r->err : r.status().ToString());
-    return std::nullopt;
-  }
-  StatusOr<std::string> c = ReadWholeFile(cert), k = ReadWholeFile(key);
-  if (!c.ok() || !k.ok()) return std::nullopt;
-  return Pem{*c, *k};
-}
+TEST_F(ServeTest, TlsWithTheDaemonsCertificate) {
+  TestDaemon daemon(DaemonOptions{.token = "tls-token", .tls = true});
+  Log(&daemon);
+  START_OR_FAIL(daemon);
+  ASSERT_FALSE(daemon.cert_pem().empty());
+  std::optional<testing::Pem> other = testing::SelfSigned(daemon.File("other-ca"));
+  ASSERT_TRUE(other);
 
-TEST(ServeTest, TlsWithTheServersCa) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "agent-tls";
-  std::optional<Pem> server_pem = SelfSigned(dir / "server");
-  std::optional<Pem> other_pem = SelfSigned(dir / "other");
-  std::filesystem::remove_all(dir);
-  if (!server_pem || !other_pem) GTEST_SKIP() << "needs openssl";
-
-  grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({server_pem->key, server_pem->cert});
-  testing::FakeAgents service;
-  testing::FakeServer server(&service, 0, grpc::SslServerCredentials(ssl));
-
-  ServeOptions options = Options(server.address(), "tls-token");
+  ServeOptions options = Options(daemon.address(), "tls-token");
   options.once = true;
-  options.connection.tls_ca_pem = server_pem->cert;
-  Agent agent(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  options.connection.tls_ca_pem = daemon.cert_pem();
+  Agent agent(options, FixedFacts(), Channels(options));
   const Status st = agent.Run();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(service.registrations().size(), 1u);
-  EXPECT_EQ(service.tokens().front(), "tls-token");
+  EXPECT_TRUE(StoredFacts(daemon, "h0").is_object());
+  EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), 1);
 
   // Another CA: the handshake fails, and the message names the server.
-  options.connection.tls_ca_pem = other_pem->cert;
-  Agent untrusting(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  options.connection.tls_ca_pem = other->cert;
+  Agent untrusting(options, FixedFacts("h1"), Channels(options));
   const Status refused = untrusting.Run();
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find(server.address()), std::string::npos) << refused.message();
-  EXPECT_EQ(service.registrations().size(), 1u);
+  EXPECT_NE(refused.message().find(daemon.address()), std::string::npos) << refused.message();
 
   // Plaintext to a TLS server fails too.
   options.connection.tls_ca_pem.clear();
-  Agent plaintext(
-      options, [] { return StatusOr<v1::HostFacts>(Facts()); }, Channels(options));
+  Agent plaintext(options, FixedFacts("h2"), Channels(options));
   EXPECT_FALSE(plaintext.Run().ok());
+  ASSERT_EQ(daemon.StoredAgents().size(), 1u);  // Only h0 got through.
+  EXPECT_EQ(daemon.RpcCount("Register", "OK"), 1);
 }
 
 }  // namespace

@@ -350,22 +350,15 @@ int RunDecisions(const DecisionsArgs& args, std::ostream& out, std::ostream& err
   auto conn = Connection::Open(args.server.Resolved(), err, &code);
   if (!conn) return code;
   v1::ListDecisionsResponse all;
-  std::set<std::string> tokens;
-  while (true) {
-    v1::ListDecisionsResponse page;
-    code = conn->Call(
-        "ListDecisions", [&](grpc::ClientContext* c) { return conn->admin().ListDecisions(c, request, &page); }, err);
-    if (code != kExitOk) return code;
-    all.mutable_decisions()->MergeFrom(page.decisions());
-    if (page.next_page_token().empty()) break;
-    // A server that hands out a token twice would page forever.
-    if (!tokens.insert(page.next_page_token()).second) {
-      err << fmt::format("topotune: ListDecisions: the server returned the page token '{}' twice\n",
-                         page.next_page_token());
-      return kExitFailure;
-    }
-    request.set_page_token(page.next_page_token());
-  }
+  code = CollectDecisionPages(
+      [&](const std::string& token, v1::ListDecisionsResponse* page) {
+        request.set_page_token(token);
+        return conn->Call(
+            "ListDecisions", [&](grpc::ClientContext* c) { return conn->admin().ListDecisions(c, request, page); },
+            err);
+      },
+      &all, err);
+  if (code != kExitOk) return code;
   out << (args.json ? ToJson(all) : FormatDecisions(all));
   return kExitOk;
 }
@@ -739,6 +732,26 @@ int FollowTuning(const std::function<int(v1::TuningStatusResponse*, std::ostream
   err << fmt::format("topotune: tuning {} {}: {}\n", status.tuning_id(), state,
                      status.message().empty() ? "(no message)" : status.message());
   return kExitFailure;
+}
+
+int CollectDecisionPages(const std::function<int(const std::string& token, v1::ListDecisionsResponse* page)>& fetch,
+                         v1::ListDecisionsResponse* all, std::ostream& err) {
+  std::set<std::string> tokens;
+  std::string token;
+  while (true) {
+    v1::ListDecisionsResponse page;
+    const int code = fetch(token, &page);
+    if (code != kExitOk) return code;
+    all->mutable_decisions()->MergeFrom(page.decisions());
+    if (page.next_page_token().empty()) return kExitOk;
+    // A server that hands out a token twice would page forever.
+    if (!tokens.insert(page.next_page_token()).second) {
+      err << fmt::format("topotune: ListDecisions: the server returned the page token '{}' twice\n",
+                         page.next_page_token());
+      return kExitFailure;
+    }
+    token = page.next_page_token();
+  }
 }
 
 // --- Commands -----------------------------------------------------------------

@@ -133,6 +133,13 @@ int FollowTuning(const std::function<int(v1::TuningStatusResponse*, std::ostream
                  const std::function<void()>& sleep, const FollowOptions& options, std::ostream& out,
                  std::ostream& err);
 
+// Reads every page of a listing into `all`. `fetch` asks for the page after
+// `token` ("" for the first), fills it and returns an exit code, printing its
+// error to `err`. Returns kExitOk, fetch's code, or kExitFailure when the
+// server hands out a page token twice (which would page forever).
+int CollectDecisionPages(const std::function<int(const std::string& token, v1::ListDecisionsResponse* page)>& fetch,
+                         v1::ListDecisionsResponse* all, std::ostream& err);
+
 // --- Commands ------------------------------------------------------------
 
 struct TuneStartArgs {

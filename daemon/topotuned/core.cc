@@ -76,7 +76,7 @@ v1::TopologyOrigin OriginOf(std::string_view source) {
 grpc::Status NoTopology() {
   return {grpc::StatusCode::UNAVAILABLE,
           "topotuned has no topology yet: set topology_file, or discovery seeds and run `topotune discover "
-          "--server`"};
+          "--remote`"};
 }
 
 // "mtime size" of a file, or "" when it cannot be read.
@@ -490,11 +490,30 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
 
 // --- Admin ------------------------------------------------------------------
 
+grpc::Status Core::ResolveVersion(int64_t requested, int64_t* version) {
+  auto current = topology();
+  if (requested == 0) {
+    if (!current) return NoTopology();
+    *version = current->stored.version;
+    return grpc::Status::OK;
+  }
+  *version = requested;
+  if (current && current->stored.version == requested) return grpc::Status::OK;
+  auto stored = store_.GetTopology(requested);
+  if (stored.ok()) return grpc::Status::OK;
+  if (stored.status().code() != Status::Code::kNotFound) return ToGrpc(stored.status());
+  return {grpc::StatusCode::NOT_FOUND,
+          fmt::format("topology version {} does not exist ({})", requested,
+                      current ? fmt::format("the current one is {}", current->stored.version) : "there is none yet")};
+}
+
 grpc::Status Core::GetTopology(const v1::GetTopologyRequest& req, v1::GetTopologyResponse* resp) {
   auto current = topology();
   std::shared_ptr<const TopologyState> state = current;
   if (req.version() != 0 && (!current || current->stored.version != req.version())) {
-    auto stored = store_.GetTopology(req.version());
+    int64_t version = 0;
+    if (grpc::Status st = ResolveVersion(req.version(), &version); !st.ok()) return st;
+    auto stored = store_.GetTopology(version);
     if (!stored.ok()) return ToGrpc(stored.status());
     auto s = std::make_shared<TopologyState>(std::move(*stored));
     s->origin = OriginOf(s->stored.source);
@@ -594,12 +613,8 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
 }
 
 grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp) {
-  int64_t version = req.topology_version();
-  if (version == 0) {
-    auto topo = topology();
-    if (!topo) return NoTopology();
-    version = topo->stored.version;
-  }
+  int64_t version = 0;
+  if (grpc::Status st = ResolveVersion(req.topology_version(), &version); !st.ok()) return st;
   auto decisions = DecisionsOf(version);
   std::string name(v1::CollectiveName(req.collective()));
   std::vector<const db::StoredDecision*> match;
@@ -651,14 +666,14 @@ grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRule
   OmpiRulesFormat format = req.format() == v1::RULES_FORMAT_CLASSIC_V1   ? OmpiRulesFormat::kClassicV1
                            : req.format() == v1::RULES_FORMAT_CLASSIC_V2 ? OmpiRulesFormat::kClassicV2
                                                                          : OmpiRulesFormat::kJsonV3;
-  int64_t version = req.topology_version();
-  if (version == 0) {
-    auto topo = topology();
-    if (!topo) return NoTopology();
-    version = topo->stored.version;
-  }
+  int64_t version = 0;
+  if (grpc::Status st = ResolveVersion(req.topology_version(), &version); !st.ok()) return st;
   std::vector<std::string> collectives;
-  for (int c : req.collectives()) collectives.emplace_back(v1::CollectiveName(static_cast<v1::Collective>(c)));
+  for (int c : req.collectives()) {
+    // A collective named twice is exported once (a rules file takes each size once).
+    std::string name(v1::CollectiveName(static_cast<v1::Collective>(c)));
+    if (std::find(collectives.begin(), collectives.end(), name) == collectives.end()) collectives.push_back(name);
+  }
   if (collectives.empty()) collectives = {"alltoall", "alltoallv", "allgather"};
   auto decisions = DecisionsOf(version);
   std::vector<OmpiRuleSet> sets;
@@ -699,7 +714,9 @@ grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobRespo
   opts.preserve_proto_field_names = true;
   auto st = google::protobuf::util::MessageToJsonString(req, &json, opts);
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, "cannot encode the report: " + st.ToString()};
-  auto id = store_.AddJobReport(req.job_id(), json);
+  // job_id may be empty (a job outside a batch system, as in GetPlan); the
+  // store keys reports by a non-empty id, so such reports share one.
+  auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json);
   if (!id.ok()) return ToGrpc(id.status());
   // The job's tree, when its plan came from here: calls are then set against
   // their physical bound.

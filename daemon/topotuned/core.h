@@ -119,6 +119,9 @@ class Core {
   void Housekeeping();
   void Publish(std::shared_ptr<const TopologyState> state);
   std::shared_ptr<const Decisions> DecisionsOf(int64_t version);
+  // The version a request means: `requested`, or the current one for 0.
+  // NOT_FOUND for a version that does not exist, UNAVAILABLE with none yet.
+  grpc::Status ResolveVersion(int64_t requested, int64_t* version);
   grpc::Status RunDiscovery(const std::vector<std::string>& seeds, v1::DiscoverResponse* resp);
   // The plan of (collective, algorithm) for the placement, from memory, the
   // store or compiled now.

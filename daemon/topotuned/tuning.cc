@@ -430,7 +430,7 @@ void Tuner::RunSweep(const std::string& sweep_id) {
     s.message = fmt::format("{} of {} runs failed: {}", failures.size(), s.runs_total, fmt::join(failures, "; "));
   } else {
     s.state = v1::TUNING_STATE_SUCCEEDED;
-    s.message = fmt::format("{} runs, {} samples", s.runs_total, s.samples);
+    s.message = "every run finished; decision tables stored";
   }
   spdlog::info("{} {}", sweep_id, s.message);
 }
@@ -502,8 +502,7 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   }
   std::string command = fmt::format("{} bench --server {} --task {}", AgentCommand(), ServerAddress(), task_id);
   if (!config.token_file.empty()) command += " --token-file " + config.token_file;
-  if (!config.tls_cert.empty())
-    command += " --tls-ca " + (tc.agent_tls_ca.empty() ? config.tls_cert : tc.agent_tls_ca);
+  if (!config.tls_cert.empty()) command += " --tls-ca " + (tc.agent_tls_ca.empty() ? config.tls_cert : tc.agent_tls_ca);
   const std::string line = ExpandLauncher(tc.launcher, np, hostfile, hosts, run.ranks_per_node, command);
   spdlog::info("{} ({} {} ranks on {}): {}", task_id, run.collective, np, fmt::join(hosts, ","), line);
 

@@ -1,11 +1,9 @@
 // In-process tests of the `topotune` commands that talk to topotuned
 // (daemon/cli/server_cmd.h, server_render.h): the pure pieces (renderings of
 // responses built here, the progress line, flag parsers, exit code mapping,
-// the follow loop with a scripted poll), usage errors and an unreachable
-// server through cli::Run, and every command end to end against a fake
-// Admin + Plans server on 127.0.0.1 (canned answers, recorded requests and
-// authorization headers). The fake stands in for topotuned until the real
-// daemon's tests drive the same commands.
+// the follow loop with a scripted poll), and usage errors and an unreachable
+// server through cli::Run. Every command end to end against the real
+// topotuned is in tests/daemon/cli_test.cc (label daemon).
 #include "daemon/cli/server_cmd.h"
 
 #include <grpcpp/grpcpp.h>
@@ -15,13 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon/cli/cli.h"
@@ -50,13 +46,6 @@ Result RunCli(std::vector<std::string> args) {
 }
 
 std::string Example(const std::string& name) { return std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/" + name; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A file in the test's temporary directory, removed at the end.
 class TempFile {
@@ -495,6 +484,55 @@ TEST(FollowTuningTest, CancelledIsAFailureAndJsonGoesToStdout) {
   EXPECT_EQ(script.sleeps, 0);
 }
 
+// --- Paging ---------------------------------------------------------------------
+
+// Pages by token; every token asked for is recorded.
+struct Paged {
+  std::map<std::string, v1::ListDecisionsResponse> pages;
+  std::vector<std::string> asked;
+
+  std::function<int(const std::string&, v1::ListDecisionsResponse*)> Fetch() {
+    return [this](const std::string& token, v1::ListDecisionsResponse* page) {
+      asked.push_back(token);
+      *page = pages.at(token);
+      return kExitOk;
+    };
+  }
+};
+
+TEST(CollectDecisionPagesTest, FollowsEveryPageInOrder) {
+  Paged server;
+  v1::Decision d = AlltoallDecision();
+  *server.pages[""].add_decisions() = d;
+  server.pages[""].set_next_page_token("p2");
+  d.set_nprocs(32);
+  *server.pages["p2"].add_decisions() = d;
+  server.pages["p2"].set_next_page_token("p3");
+  d.set_nprocs(64);
+  *server.pages["p3"].add_decisions() = d;
+  v1::ListDecisionsResponse all;
+  std::ostringstream err;
+  EXPECT_EQ(CollectDecisionPages(server.Fetch(), &all, err), kExitOk);
+  EXPECT_EQ(server.asked, (std::vector<std::string>{"", "p2", "p3"}));
+  ASSERT_EQ(all.decisions_size(), 3);
+  EXPECT_EQ(all.decisions(2).nprocs(), 64);
+  EXPECT_EQ(err.str(), "");
+}
+
+TEST(CollectDecisionPagesTest, ATokenHandedOutTwiceWouldLoopForever) {
+  Paged server;
+  server.pages[""].set_next_page_token("p2");
+  server.pages["p2"].set_next_page_token("p3");
+  server.pages["p3"].set_next_page_token("p2");
+  v1::ListDecisionsResponse all;
+  std::ostringstream err;
+  EXPECT_EQ(CollectDecisionPages(server.Fetch(), &all, err), kExitFailure);
+  EXPECT_EQ(err.str(), "topotune: ListDecisions: the server returned the page token 'p2' twice\n");
+  // A failing fetch ends the listing with its code.
+  auto failing = [](const std::string&, v1::ListDecisionsResponse*) { return kExitUnavailable; };
+  EXPECT_EQ(CollectDecisionPages(failing, &all, err), kExitUnavailable);
+}
+
 // --- Usage errors and an unreachable server, through cli::Run -----------------
 
 // Port 1 on loopback: nothing listens, so anything that gets as far as a
@@ -630,361 +668,6 @@ TEST(ServerUsageTest, HelpOfEveryCommand) {
   }
   Result top = RunCli({"--help"});
   EXPECT_NE(top.out.find("69  topotuned cannot be reached"), std::string::npos) << top.out;
-}
-
-// --- End to end against a fake topotuned ---------------------------------------
-
-std::string Authorization(const grpc::ServerContext& context) {
-  auto it = context.client_metadata().find("authorization");
-  if (it == context.client_metadata().end()) return "";
-  return std::string(it->second.data(), it->second.size());
-}
-
-// Canned answers; every request and authorization header is recorded.
-class FakeAdmin final : public v1::Admin::Service {
- public:
-  std::mutex mu;
-  std::vector<std::string> auth;
-  grpc::Status status = grpc::Status::OK;  // Returned by every call when not OK.
-  std::chrono::milliseconds topology_delay{0};
-  v1::GetTopologyResponse topology;
-  std::vector<int64_t> topology_versions;
-  v1::DiscoverRequest discover_request;
-  v1::DiscoverResponse discover;
-  v1::StartTuningRequest start_request;
-  std::vector<v1::TuningStatusResponse> statuses;
-  size_t status_calls = 0;
-  std::vector<v1::ListDecisionsRequest> list_requests;
-  std::map<std::string, v1::ListDecisionsResponse> pages;  // By page token.
-  v1::ExportRulesRequest export_request;
-  v1::ExportRulesResponse exported;
-
-  grpc::Status GetTopology(grpc::ServerContext* c, const v1::GetTopologyRequest* req,
-                           v1::GetTopologyResponse* resp) override {
-    std::this_thread::sleep_for(topology_delay);
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    topology_versions.push_back(req->version());
-    *resp = topology;
-    return status;
-  }
-  grpc::Status Discover(grpc::ServerContext* c, const v1::DiscoverRequest* req, v1::DiscoverResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    if (Authorization(*c) != "Bearer s3cret") return {grpc::StatusCode::UNAUTHENTICATED, "Discover needs the token"};
-    discover_request = *req;
-    *resp = discover;
-    return status;
-  }
-  grpc::Status StartTuning(grpc::ServerContext* c, const v1::StartTuningRequest* req,
-                           v1::StartTuningResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    start_request = *req;
-    resp->set_tuning_id("t-9");
-    resp->set_runs_total(4);
-    return status;
-  }
-  grpc::Status TuningStatus(grpc::ServerContext* c, const v1::TuningStatusRequest* req,
-                            v1::TuningStatusResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    if (req->tuning_id() != "t-9") return {grpc::StatusCode::NOT_FOUND, "no tuning sweep '" + req->tuning_id() + "'"};
-    *resp = statuses.at(std::min(status_calls++, statuses.size() - 1));
-    return status;
-  }
-  grpc::Status ListDecisions(grpc::ServerContext* c, const v1::ListDecisionsRequest* req,
-                             v1::ListDecisionsResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    list_requests.push_back(*req);
-    auto it = pages.find(req->page_token());
-    if (it == pages.end()) return {grpc::StatusCode::INVALID_ARGUMENT, "bad page token"};
-    *resp = it->second;
-    return status;
-  }
-  grpc::Status ExportRules(grpc::ServerContext* c, const v1::ExportRulesRequest* req,
-                           v1::ExportRulesResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    auth.push_back(Authorization(*c));
-    export_request = *req;
-    *resp = exported;
-    return status;
-  }
-};
-
-class FakePlans final : public v1::Plans::Service {
- public:
-  std::mutex mu;
-  v1::GetPlanRequest request;
-  v1::GetPlanResponse response;
-  grpc::Status status = grpc::Status::OK;
-
-  grpc::Status GetPlan(grpc::ServerContext*, const v1::GetPlanRequest* req, v1::GetPlanResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu);
-    request = *req;
-    *resp = response;
-    return status;
-  }
-};
-
-class FakeServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&admin_);
-    builder.RegisterService(&plans_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    admin_.topology.set_version(7);
-    admin_.topology.set_yaml(ReadFile(Example("two-switch-4x4.yaml")));
-    admin_.topology.set_origin(v1::TOPOLOGY_ORIGIN_FILE);
-    admin_.topology.set_source("/etc/topotune/cluster.yaml");
-    admin_.topology.set_num_switches(2);
-    admin_.topology.set_num_hosts(8);
-    admin_.topology.set_num_links(9);
-    *admin_.topology.mutable_discovered_at() = Time(1795257258);
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  }
-
-  // Runs the command against the fake, with a deadline that fails a hung
-  // call instead of the test.
-  Result RunAgainstFake(std::vector<std::string> args) {
-    args.push_back("--server");
-    args.push_back("127.0.0.1:" + std::to_string(port_));
-    return RunCli(args);
-  }
-
-  FakeAdmin admin_;
-  FakePlans plans_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-};
-
-TEST_F(FakeServerTest, TopologyShowDrawsTheServedTopologyLikeAFile) {
-  Result served = RunAgainstFake({"topology", "show", "--ascii", "--hosts", "h0,h1:3,h4"});
-  ASSERT_EQ(served.code, kExitOk) << served.err;
-  Result local = RunCli({"topology", "show", Example("two-switch-4x4.yaml"), "--ascii", "--hosts", "h0,h1:3,h4"});
-  ASSERT_EQ(local.code, kExitOk) << local.err;
-  const std::string header =
-      "topology version 7 from file (/etc/topotune/cluster.yaml), 2026-11-21T10:34:18Z: 2 switches, 8 hosts, "
-      "9 links\n";
-  ASSERT_TRUE(served.out.starts_with(header)) << served.out;
-  // The same drawing; only the summary line names its source differently.
-  std::string drawing = served.out.substr(header.size());
-  auto summary = [](const std::string& s) { return s.substr(s.rfind('\n', s.size() - 2) + 1); };
-  EXPECT_EQ(drawing.substr(0, drawing.size() - summary(drawing).size()),
-            local.out.substr(0, local.out.size() - summary(local.out).size()));
-  EXPECT_EQ(summary(drawing),
-            "topology version 7: 2 switches, 8 hosts (3 with ranks), 5 ranks, bottleneck load 6 on "
-            "h1 -- s0\n");
-  EXPECT_EQ(admin_.topology_versions, std::vector<int64_t>{0});
-
-  Result yaml = RunAgainstFake({"topology", "show", "--version", "3", "--yaml"});
-  ASSERT_EQ(yaml.code, kExitOk) << yaml.err;
-  EXPECT_EQ(yaml.out, admin_.topology.yaml());
-  EXPECT_EQ(admin_.topology_versions.back(), 3);
-  Result json = RunAgainstFake({"topology", "show", "--json"});
-  ASSERT_EQ(json.code, kExitOk) << json.err;
-  EXPECT_TRUE(json.out.starts_with("{\"version\":\"7\",\"yaml\":\"")) << json.out;
-}
-
-TEST_F(FakeServerTest, ServerErrorsExit1WithTheCodeName) {
-  admin_.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no topology yet");
-  Result r = RunAgainstFake({"topology", "show"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "topotune: GetTopology: UNAVAILABLE: no topology yet\n");
-  admin_.status = grpc::Status(grpc::StatusCode::NOT_FOUND, "no topology version 99");
-  r = RunAgainstFake({"topology", "show", "--version", "99"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "topotune: GetTopology: NOT_FOUND: no topology version 99\n");
-  // A served topology that does not parse names its version.
-  admin_.status = grpc::Status::OK;
-  admin_.topology.set_yaml("switches: [");
-  r = RunAgainstFake({"topology", "show"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_TRUE(r.err.starts_with("topotune: topology version 7")) << r.err;
-}
-
-TEST_F(FakeServerTest, ADeadlineMissedByAConnectedServerIsItsFailure) {
-  admin_.topology_delay = std::chrono::milliseconds(1500);
-  Result r = RunAgainstFake({"topology", "show", "--timeout", "0.3"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_TRUE(r.err.starts_with("topotune: GetTopology: DEADLINE_EXCEEDED: ")) << r.err;
-  EXPECT_NE(r.err.find("topotune: hint: the deadline was 300.000 ms; raise it with --timeout SECONDS\n"),
-            std::string::npos)
-      << r.err;
-}
-
-TEST_F(FakeServerTest, DiscoverSendsSeedsAndTheTokenWithoutItsNewline) {
-  TempFile token("token", "s3cret\n");
-  admin_.discover.set_topology_version(8);
-  admin_.discover.set_changed(true);
-  admin_.discover.set_switches_walked(2);
-  admin_.discover.set_hosts_found(8);
-  admin_.discover.add_warnings("s1 port 7: LLDP neighbour not walked");
-  Result r = RunAgainstFake({"discover", "--remote", "--seed", "10.0.0.1,10.0.0.2", "--token-file", token.path()});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(admin_.auth.back(), "Bearer s3cret");
-  ASSERT_EQ(admin_.discover_request.seeds_size(), 2);
-  EXPECT_EQ(admin_.discover_request.seeds(1), "10.0.0.2");
-  EXPECT_TRUE(r.out.starts_with("topology version  8 (new: the tree changed)\n")) << r.out;
-  EXPECT_EQ(r.err, "warning: s1 port 7: LLDP neighbour not walked\n");
-
-  // The token file from the environment; --server alone means remote.
-  {
-    ScopedEnv env("TOPOTUNE_TOKEN_FILE", token.path().c_str());
-    r = RunAgainstFake({"discover", "--json"});
-    ASSERT_EQ(r.code, kExitOk) << r.err;
-    EXPECT_EQ(admin_.discover_request.seeds_size(), 0);
-    EXPECT_TRUE(r.out.starts_with("{\"topology_version\":\"8\",\"changed\":true")) << r.out;
-  }
-  // Without a token: UNAUTHENTICATED, exit 1 and a hint.
-  ScopedEnv no_token("TOPOTUNE_TOKEN_FILE", nullptr);
-  r = RunAgainstFake({"discover", "--remote"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(admin_.auth.back(), "");
-  EXPECT_EQ(r.err,
-            "topotune: Discover: UNAUTHENTICATED: Discover needs the token\n"
-            "topotune: hint: this call needs topotuned's admin token: --token-file FILE or $TOPOTUNE_TOKEN_FILE\n");
-}
-
-TEST_F(FakeServerTest, TuneStartSendsTheSweepAndWaits) {
-  admin_.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 2, 4, 100, "alltoall 2x1 ring 1KiB"),
-                     Sweep(v1::TUNING_STATE_SUCCEEDED, 4, 4, 200, "")};
-  Result r =
-      RunAgainstFake({"tune", "start", "--collective", "alltoall,allgather", "--nodes", "2,4", "--ranks-per-node", "1",
-                      "--sizes", "1KiB,64KiB", "--iterations", "20", "--skip-refinement"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(r.out, "t-9\n");
-  EXPECT_EQ(r.err, "queued tuning t-9: 4 runs planned; follow it with 'topotune tune status t-9 --watch'\n");
-  const v1::StartTuningRequest& req = admin_.start_request;
-  ASSERT_EQ(req.collectives_size(), 2);
-  EXPECT_EQ(req.collectives(1), v1::COLLECTIVE_ALLGATHER);
-  EXPECT_EQ(req.node_counts_size(), 2);
-  EXPECT_EQ(req.node_counts(1), 4);
-  EXPECT_EQ(req.ranks_per_node_size(), 1);
-  ASSERT_EQ(req.msizes_size(), 2);
-  EXPECT_EQ(req.msizes(1), 65536);
-  EXPECT_EQ(req.iterations(), 20);
-  EXPECT_TRUE(req.skip_refinement());
-
-  r = RunAgainstFake({"tune", "start", "--collective", "alltoall", "--nodes", "2", "--ranks-per-node", "1", "--wait"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(r.out, "t-9\ntuning t-9 succeeded: 4/4 runs, 200 samples\n");
-  EXPECT_EQ(r.err,
-            "running   [############............] 2/4 runs  100 samples  alltoall 2x1 ring 1KiB\n"
-            "succeeded [########################] 4/4 runs  200 samples\n");
-}
-
-TEST_F(FakeServerTest, TuneStatusExitCodes) {
-  admin_.statuses = {Sweep(v1::TUNING_STATE_RUNNING, 2, 4, 100, "alltoall 2x1 ring 1KiB")};
-  Result r = RunAgainstFake({"tune", "status", "t-9"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_TRUE(r.out.starts_with("tuning t-9: running\n  runs      2/4\n")) << r.out;
-  admin_.statuses = {Sweep(v1::TUNING_STATE_FAILED, 2, 4, 100, "agent n3 died")};
-  admin_.status_calls = 0;
-  r = RunAgainstFake({"tune", "status", "t-9", "--watch"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "failed    [############............] 2/4 runs  100 samples  agent n3 died\n"
-            "topotune: tuning t-9 failed: agent n3 died\n");
-  r = RunAgainstFake({"tune", "status", "t-8"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "topotune: TuningStatus: NOT_FOUND: no tuning sweep 't-8'\n");
-}
-
-TEST_F(FakeServerTest, DecisionsFollowEveryPage) {
-  v1::Decision d = AlltoallDecision();
-  *admin_.pages[""].add_decisions() = d;
-  admin_.pages[""].set_next_page_token("p2");
-  d.set_nprocs(32);
-  *admin_.pages["p2"].add_decisions() = d;
-  admin_.pages["p2"].set_next_page_token("p3");
-  d.set_nprocs(64);
-  *admin_.pages["p3"].add_decisions() = d;
-  Result r = RunAgainstFake(
-      {"decisions", "show", "--collective", "alltoall", "--ranks-per-node", "2", "--topology-version", "7"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  ASSERT_EQ(admin_.list_requests.size(), 3u);
-  EXPECT_EQ(admin_.list_requests[2].page_token(), "p3");
-  for (const auto& req : admin_.list_requests) {
-    EXPECT_EQ(req.collective(), v1::COLLECTIVE_ALLTOALL);
-    EXPECT_EQ(req.ranks_per_node(), 2);
-    EXPECT_EQ(req.nprocs(), 0);
-    EXPECT_EQ(req.topology_version(), 7);
-  }
-  v1::ListDecisionsResponse all;
-  for (const char* token : {"", "p2", "p3"}) all.mutable_decisions()->MergeFrom(admin_.pages[token].decisions());
-  EXPECT_EQ(r.out, FormatDecisions(all));
-
-  r = RunAgainstFake({"decisions", "show", "--json"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(r.out, ToJson(all));
-
-  // A token handed out twice would loop forever.
-  admin_.pages["p3"].set_next_page_token("p2");
-  r = RunAgainstFake({"decisions", "show"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "topotune: ListDecisions: the server returned the page token 'p2' twice\n");
-}
-
-TEST_F(FakeServerTest, PlanExpandsHostsAgainstTheServedTopology) {
-  plans_.response = SamplePlan();
-  // h0 has 1 slot in two-switch-4x4.yaml; h4:2 gives two ranks.
-  Result r = RunAgainstFake({"plan", "show", "--hosts", "h0,h4:2,h5", "--collective", "alltoall,allgather"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(std::vector<std::string>(plans_.request.rank_hosts().begin(), plans_.request.rank_hosts().end()),
-            (std::vector<std::string>{"h0", "h4", "h4", "h5"}));
-  ASSERT_EQ(plans_.request.collectives_size(), 2);
-  EXPECT_FALSE(plans_.request.tables_only());
-  EXPECT_EQ(r.out, FormatPlan(SamplePlan()));
-
-  TempFile hosts("rank-hosts", "# rank order\nh0\nh0\nh7\n");
-  r = RunAgainstFake({"plan", "show", "--rank-hosts", hosts.path(), "--collective", "alltoall", "--tables-only"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(std::vector<std::string>(plans_.request.rank_hosts().begin(), plans_.request.rank_hosts().end()),
-            (std::vector<std::string>{"h0", "h0", "h7"}));
-  EXPECT_TRUE(plans_.request.tables_only());
-
-  // An unknown host in --hosts is a usage error, as offline.
-  r = RunAgainstFake({"plan", "show", "--hosts", "h0,nowhere", "--collective", "alltoall"});
-  EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_NE(r.err.find("--hosts: unknown host 'nowhere'"), std::string::npos) << r.err;
-  // The server's verdict on --rank-hosts is its answer.
-  plans_.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank_hosts[2]: 'h9' is not in topology 7");
-  r = RunAgainstFake({"plan", "show", "--rank-hosts", hosts.path(), "--collective", "alltoall"});
-  EXPECT_EQ(r.code, kExitFailure);
-  EXPECT_EQ(r.err, "topotune: GetPlan: INVALID_ARGUMENT: rank_hosts[2]: 'h9' is not in topology 7\n");
-}
-
-TEST_F(FakeServerTest, ExportWritesTheFileAndTheNotes) {
-  admin_.exported.set_text("1\n1\n16\n1\n0 3 0 0\n");
-  admin_.exported.add_notes("alltoall 16 ranks: tree_scheduled is not an Open MPI algorithm; mapped to pairwise");
-  TempFile out("rules", "");
-  Result r = RunAgainstFake({"export", "--format", "classic", "-o", out.path(), "--collective", "alltoall",
-                             "--ranks-per-node", "2", "--topology-version", "7"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(ReadFile(out.path()), admin_.exported.text());
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "note: alltoall 16 ranks: tree_scheduled is not an Open MPI algorithm; mapped to pairwise\n"
-            "wrote " +
-                out.path() + "\n");
-  EXPECT_EQ(admin_.export_request.format(), v1::RULES_FORMAT_CLASSIC_V1);
-  EXPECT_EQ(admin_.export_request.collectives_size(), 1);
-  EXPECT_EQ(admin_.export_request.ranks_per_node(), 2);
-  EXPECT_EQ(admin_.export_request.topology_version(), 7);
-
-  r = RunAgainstFake({"export", "--format", "json"});
-  ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(r.out, admin_.exported.text());
-  EXPECT_EQ(admin_.export_request.format(), v1::RULES_FORMAT_JSON_V3);
-  EXPECT_EQ(admin_.export_request.collectives_size(), 0);
 }
 
 }  // namespace

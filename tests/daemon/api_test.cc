@@ -21,6 +21,7 @@
 
 #include "db/store.h"
 #include "tests/daemon/daemon_process.h"
+#include "tests/daemon/sweep_feed.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
@@ -31,107 +32,21 @@ namespace {
 using testing::Context;
 using testing::DaemonProcess;
 using ::testing::HasSubstr;
+using testing::Registration;
+using testing::SampleMessage;
 using testing::ScratchDir;
+using testing::WaitForSweep;
+using testing::WaitForTask;
 
 const std::string kTopology = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/two-switch-4x4.yaml";
 
-// A launcher that records the benchmark command and waits for the test to
-// say "go" (the job "ends" then), instead of starting MPI ranks.
 std::string WriteConfig(const ScratchDir& dir, double job_timeout_s = 60) {
   std::string path = dir.File("topotuned.yaml");
   std::ofstream(path) << "tuning:\n"
-                      << "  launcher: \"echo '{command} np={np} hosts={hosts}' >> " << dir.File("commands")
-                      << "; while [ ! -e " << dir.File("go") << " ]; do sleep 0.05; done\"\n"
+                      << "  launcher: \"" << testing::RecordingLauncher(dir) << "\"\n"
                       << "  job_timeout: " << job_timeout_s << "s\n"
                       << "agent_timeout: 60s\n";
   return path;
-}
-
-// The task id of the n-th benchmark command the launcher recorded (waits up to 20 s).
-std::string WaitForTask(const ScratchDir& dir, size_t n, std::string* line_out = nullptr) {
-  for (int i = 0; i < 400; ++i) {
-    std::ifstream in(dir.File("commands"));
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    if (lines.size() > n) {
-      std::smatch m;
-      if (line_out) *line_out = lines[n];
-      if (std::regex_search(lines[n], m, std::regex("--task (\\S+)"))) return m[1];
-      return "";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "";
-}
-
-v1::RegisterRequest Registration(const std::string& host, int index) {
-  v1::RegisterRequest req;
-  req.mutable_host()->set_hostname(host);
-  req.mutable_host()->add_macs(fmt::format("02:00:00:00:00:{:02x}", index));
-  req.mutable_host()->set_cores(4);
-  req.mutable_host()->set_nic_speed_bps(100'000'000);
-  req.set_agent_version("test");
-  return req;
-}
-
-// `n` times around `median` (deterministic jitter of +-5%).
-std::vector<double> Times(double median, int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> jitter(0.95, 1.05);
-  std::vector<double> out;
-  for (int i = 0; i < n; ++i) out.push_back(median * jitter(rng));
-  return out;
-}
-
-v1::ReportSamplesRequest SampleMessage(const std::string& task, int64_t seq, const std::string& algorithm,
-                                       int64_t msize, double median, int n = 20) {
-  v1::ReportSamplesRequest msg;
-  msg.set_task_id(task);
-  msg.set_sequence(seq);
-  v1::BenchSample* s = msg.mutable_sample();
-  s->set_collective(v1::COLLECTIVE_ALLTOALL);
-  s->set_algorithm(algorithm);
-  s->set_label(algorithm);
-  s->set_nprocs(2);
-  s->set_ranks_per_node(1);
-  s->set_msize(msize);
-  s->set_iterations(n);
-  std::vector<double> t = Times(median, n, static_cast<uint64_t>(seq) * 7 + 1);
-  std::vector<double> sorted = t;
-  std::sort(sorted.begin(), sorted.end());
-  s->set_min_s(sorted.front());
-  s->set_median_s(sorted[sorted.size() / 2]);
-  s->set_p95_s(sorted[sorted.size() * 95 / 100]);
-  s->set_max_s(sorted.back());
-  s->set_bytes_per_call(2 * msize);
-  s->set_bytes_per_s(static_cast<double>(2 * msize) / sorted[sorted.size() / 2]);
-  for (double x : t) s->add_times_s(x);
-  return msg;
-}
-
-// Streams `msgs` in one ReportSamples call.
-grpc::Status Stream(v1::Agents::Stub& agents, const std::vector<v1::ReportSamplesRequest>& msgs,
-                    v1::ReportSamplesResponse* resp) {
-  auto ctx = Context();
-  auto writer = agents.ReportSamples(ctx.get(), resp);
-  for (const auto& m : msgs)
-    if (!writer->Write(m)) break;
-  writer->WritesDone();
-  return writer->Finish();
-}
-
-v1::TuningStatusResponse WaitForSweep(v1::Admin::Stub& admin, const std::string& id) {
-  v1::TuningStatusRequest req;
-  req.set_tuning_id(id);
-  v1::TuningStatusResponse resp;
-  for (int i = 0; i < 400; ++i) {
-    resp.Clear();
-    auto ctx = Context();
-    EXPECT_TRUE(admin.TuningStatus(ctx.get(), req, &resp).ok());
-    if (resp.state() != v1::TUNING_STATE_QUEUED && resp.state() != v1::TUNING_STATE_RUNNING) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return resp;
 }
 
 class ApiTest : public ::testing::Test {
@@ -227,13 +142,13 @@ class ApiTest : public ::testing::Test {
         SampleMessage(task, 0, "native", 1024, 1e-4), SampleMessage(task, 1, "tree_scheduled", 1024, 3e-4),
         SampleMessage(task, 2, "native", 65536, 5e-3), SampleMessage(task, 3, "tree_scheduled", 65536, 2e-3)};
     v1::ReportSamplesResponse reported;
-    st = Stream(*agents_, msgs, &reported);
+    st = testing::StreamSamples(*agents_, msgs, &reported);
     EXPECT_TRUE(st.ok()) << st.error_message();
     EXPECT_EQ(reported.accepted(), 4);
     EXPECT_EQ(reported.duplicates(), 0);
     // A stream resent after a (supposedly) broken connection stores nothing twice.
     reported.Clear();
-    EXPECT_TRUE(Stream(*agents_, msgs, &reported).ok());
+    EXPECT_TRUE(testing::StreamSamples(*agents_, msgs, &reported).ok());
     EXPECT_EQ(reported.accepted(), 0);
     EXPECT_EQ(reported.duplicates(), 4);
 
@@ -484,7 +399,7 @@ TEST_F(ApiTest, KillNineMidIngestLosesNothingCommitted) {
   std::ofstream(dir_.File("go")) << "";  // The old launcher script outlived its daemon.
   StartDaemon();
   v1::ReportSamplesResponse resp;
-  grpc::Status st = Stream(*agents_, msgs, &resp);
+  grpc::Status st = testing::StreamSamples(*agents_, msgs, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(resp.duplicates(), stored_batches);
   EXPECT_EQ(resp.accepted(), kMessages - stored_batches);

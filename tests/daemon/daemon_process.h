@@ -77,15 +77,22 @@ class DaemonProcess {
   std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
   pid_t pid() const { return pid_; }
 
-  // Starts topotuned with --listen/--metrics-listen on port 0, --database,
+  // The gRPC address the next Start listens on: 127.0.0.1:<port>. The default
+  // 0 lets the kernel choose; a fixed port lets a test restart the daemon
+  // where its clients already dial (topotuned takes --listen only once, so
+  // `extra` cannot override it).
+  void set_listen_port(int port) { listen_port_ = port; }
+
+  // Starts topotuned with --listen on 127.0.0.1 and the port of
+  // set_listen_port (0 unless set), --metrics-listen on port 0, --database,
   // --port-file, and `extra` flags; waits until it serves. False (with the
   // log in `error`) when it exits or does not come up within 20 s.
   bool Start(const std::vector<std::string>& extra, std::string* error) {
     std::string ports = dir_ + "/ports";
     std::filesystem::remove(ports);
-    std::vector<std::string> args = {binary_,       "--listen",    "127.0.0.1:0", "--metrics-listen",
-                                     "127.0.0.1:0", "--database",  database(),    "--port-file",
-                                     ports,         "--log-level", "debug"};
+    std::string listen = "127.0.0.1:" + std::to_string(listen_port_);
+    std::vector<std::string> args = {binary_,    "--listen",    listen, "--metrics-listen", "127.0.0.1:0", "--database",
+                                     database(), "--port-file", ports,  "--log-level",      "debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -144,6 +151,7 @@ class DaemonProcess {
  private:
   std::string binary_, dir_;
   pid_t pid_ = -1;
+  int listen_port_ = 0;
   int grpc_port_ = 0, metrics_port_ = 0;
   int exit_status_ = -1;
 };

@@ -10,6 +10,13 @@
 //       topotune algorithms). The expectations come from the tables in
 //       bytes per block, not from the exported file, so a wrong size
 //       conversion shows up as a wrong algorithm.
+//   ompi_rules_gen seed DATABASE TOPOLOGY_FILE EXPECT_FILE
+//       Stores TOPOLOGY_FILE in topotuned's DATABASE (db/store.h; the same
+//       version topotuned then finds when started with --topology-file
+//       TOPOLOGY_FILE) and the test tables below as that version's decisions
+//       (ranks per node = communicator size: one node, as the probe runs),
+//       for `topotune export` to fetch from a real topotuned; writes
+//       EXPECT_FILE as `write` does.
 //   ompi_rules_gen check-json RULES_FILE EXPECT_FILE
 //       Checks RULES_FILE the way Open MPI 6 (main) reads it
 //       (coll_tuned_dynamic_file.c: ompi_coll_tuned_read_rules_json; the
@@ -32,7 +39,9 @@
 #include <string>
 #include <vector>
 
+#include "db/store.h"
 #include "tuner/ompi_rules.h"
+#include "tuner/topology_io.h"
 
 namespace {
 
@@ -92,6 +101,16 @@ std::string Expected(const std::vector<OmpiRuleSet>& sets, const Probe& p) {
   return "native";
 }
 
+// One line per probe call: COLLECTIVE COMM_SIZE BLOCK_BYTES ALGORITHM.
+bool WriteExpectations(const std::vector<OmpiRuleSet>& sets, const std::string& expect_path) {
+  std::ofstream expect(expect_path);
+  for (const Probe& p : Probes())
+    expect << p.collective << " " << p.comm_size << " " << p.block << " " << Expected(sets, p) << "\n";
+  expect.close();
+  if (!expect) std::cerr << "ompi_rules_gen: cannot write " << expect_path << "\n";
+  return static_cast<bool>(expect);
+}
+
 int Write(const std::string& format_name, const std::string& rules_path, const std::string& expect_path) {
   auto format = topotune::ParseOmpiRulesFormat(format_name);
   if (!format.ok()) {
@@ -104,17 +123,37 @@ int Write(const std::string& format_name, const std::string& rules_path, const s
     std::cerr << "ompi_rules_gen: " << exported.status().ToString() << "\n";
     return 1;
   }
-  std::ofstream rules(rules_path), expect(expect_path);
+  std::ofstream rules(rules_path);
   rules << exported->text;
-  for (const Probe& p : Probes())
-    expect << p.collective << " " << p.comm_size << " " << p.block << " " << Expected(sets, p) << "\n";
   rules.close();
-  expect.close();
-  if (!rules || !expect) {
-    std::cerr << "ompi_rules_gen: cannot write " << rules_path << " or " << expect_path << "\n";
+  if (!rules) {
+    std::cerr << "ompi_rules_gen: cannot write " << rules_path << "\n";
     return 2;
   }
+  if (!WriteExpectations(sets, expect_path)) return 2;
   for (const std::string& n : exported->notes) std::cout << "note: " << n << "\n";
+  return 0;
+}
+
+int Seed(const std::string& database, const std::string& topology_path, const std::string& expect_path) {
+  auto fail = [](const topotune::Status& status) {
+    std::cerr << "ompi_rules_gen: " << status.ToString() << "\n";
+    return 2;
+  };
+  auto topology = topotune::LoadTopologyFile(topology_path);
+  if (!topology.ok()) return fail(topology.status());
+  auto store = topotune::db::Store::Open(database);
+  if (!store.ok()) return fail(store.status());
+  auto version = store->PutTopology(*topology, topology_path);
+  if (!version.ok()) return fail(version.status());
+  const std::vector<OmpiRuleSet> sets = TestSets();
+  for (const OmpiRuleSet& s : sets) {
+    auto put = store->PutDecision({*version, s.collective, s.comm_size, s.comm_size}, s.table, {});
+    if (!put.ok()) return fail(put.status());
+  }
+  if (!WriteExpectations(sets, expect_path)) return 2;
+  std::cout << "ompi_rules_gen: " << sets.size() << " decision tables of topology version " << *version << " in "
+            << database << "\n";
   return 0;
 }
 
@@ -256,9 +295,11 @@ int CheckJson(const std::string& rules_path, const std::string& expect_path) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 4 && args[0] == "write") return Write(args[1], args[2], args[3]);
+  if (args.size() == 4 && args[0] == "seed") return Seed(args[1], args[2], args[3]);
   if (args.size() == 3 && args[0] == "check-json") return CheckJson(args[1], args[2]);
   bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
   (help ? std::cout : std::cerr) << "usage: ompi_rules_gen write FORMAT RULES_FILE EXPECT_FILE\n"
-               "       ompi_rules_gen check-json RULES_FILE EXPECT_FILE\n";
+                                    "       ompi_rules_gen seed DATABASE TOPOLOGY_FILE EXPECT_FILE\n"
+                                    "       ompi_rules_gen check-json RULES_FILE EXPECT_FILE\n";
   return help ? 0 : 2;
 }

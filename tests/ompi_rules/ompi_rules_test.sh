@@ -2,12 +2,20 @@
 # Open MPI reads the rules files of tuner/ompi_rules.h: one case per ctest test.
 #
 # Usage: ompi_rules_test.sh CASE GEN PROBE WORK_DIR MPIRUN... NP_FLAG
-#   CASE      classic1 | classic2 | json
+#   CASE      classic1 | classic2 | json | export1
 #   GEN       ompi_rules_gen (writes the file and the expected algorithms)
 #   PROBE     coll_probe (runs the calls, prints the algorithm Open MPI ran)
 #   WORK_DIR  scratch directory (recreated)
 #   MPIRUN... the launcher with its flags, ending with its -np flag
-# Environment: OMPI_INFO (default ompi_info), to tell the Open MPI version.
+# Environment: OMPI_INFO (default ompi_info), to tell the Open MPI version;
+# for export1 also TOPOTUNE and TOPOTUNED (the binaries) and TOPOLOGY (a
+# topology file).
+#
+# export1 is classic1 with the file made the way users make it: the test
+# tables are stored as decisions in a topotuned database (ompi_rules_gen
+# seed), a real topotuned serves them, and `topotune export --format 1 -o
+# FILE --server ...` fetches the file, printing a note for each table range
+# Open MPI cannot run (topotune's own algorithms) and "wrote FILE".
 #
 # classic1/classic2: the probe runs once without rules (Open MPI's fixed
 # decision: the baseline) and once with
@@ -32,7 +40,7 @@ rm -rf "$work" && mkdir -p "$work"
 source "$(dirname "${BASH_SOURCE[0]}")/../testlib.sh"
 
 case $case_name in
-  classic1) format=1 rules=$work/rules.txt ;;
+  classic1 | export1) format=1 rules=$work/rules.txt ;;
   classic2) format=2 rules=$work/rules.txt ;;
   json) format=3 rules=$work/rules.json ;;
   *)
@@ -41,9 +49,55 @@ case $case_name in
     ;;
 esac
 
-run "$gen" write "$format" "$rules" "$work/expect.txt"
-[[ $status -eq 0 ]] || fail "ompi_rules_gen write exited $status"
-cat "$work/stdout"
+# Starts topotuned on a free loopback port with the database in $work/db
+# (not in $work itself, whose files fail() prints); sets $topotuned_pid and
+# $server.
+start_topotuned() {
+  mkdir -p "$work/db"
+  : >"$work/topotuned.yaml" # Defaults, not /etc/topotune/topotuned.yaml.
+  "$TOPOTUNED" --config "$work/topotuned.yaml" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --database "$work/db/topotune.db" --topology-file "$TOPOLOGY" --port-file "$work/db/ports" \
+    >"$work/topotuned.log" 2>&1 &
+  topotuned_pid=$!
+  local i
+  for ((i = 0; i < 200; i++)); do
+    [[ -s $work/db/ports ]] && break
+    kill -0 "$topotuned_pid" 2>/dev/null || fail "topotuned exited before serving"
+    sleep 0.1
+  done
+  server=127.0.0.1:$(sed -n 's/^grpc=//p' "$work/db/ports")
+  [[ $server != 127.0.0.1: ]] || fail "topotuned did not write its port in 20 s"
+}
+stop_topotuned() {
+  [[ -n ${topotuned_pid:-} ]] || return 0
+  kill "$topotuned_pid" 2>/dev/null || true
+  wait "$topotuned_pid" 2>/dev/null || true
+  topotuned_pid=
+}
+
+if [[ $case_name == export1 ]]; then
+  trap stop_topotuned EXIT
+  mkdir -p "$work/db"
+  run "$gen" seed "$work/db/topotune.db" "$TOPOLOGY" "$work/expect.txt"
+  [[ $status -eq 0 ]] || fail "ompi_rules_gen seed exited $status"
+  cat "$work/stdout"
+  start_topotuned
+  run "$TOPOTUNE" export --format 1 -o "$rules" --server "$server"
+  cp "$work/stderr" "$work/export.stderr"
+  cat "$work/export.stderr"
+  [[ $status -eq 0 ]] || fail "topotune export exited $status"
+  [[ -s $rules ]] || fail "topotune export wrote no $rules"
+  [[ ! -s $work/stdout ]] || fail "topotune export -o printed the rules on stdout too"
+  [[ $(tail -n 1 "$work/export.stderr") == "wrote $rules" ]] || fail "topotune export did not say 'wrote $rules' last"
+  grep -q '^note: .*tree_scheduled' "$work/export.stderr" ||
+    fail "topotune export gave no note on tree_scheduled, which Open MPI cannot run"
+  stop_topotuned
+  grep -q 'shutting down' "$work/topotuned.log" || fail "topotuned did not stop gracefully"
+else
+  run "$gen" write "$format" "$rules" "$work/expect.txt"
+  [[ $status -eq 0 ]] || fail "ompi_rules_gen write exited $status"
+  cat "$work/stdout"
+fi
 
 if [[ $case_name == json ]]; then
   # Open MPI 4.1 and 5.0 read the classic formats only; 6.0 tries JSON first.
