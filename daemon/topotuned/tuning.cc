@@ -40,12 +40,18 @@ void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
     s.replace(pos, from.size(), to);
 }
 
-// The last `n` lines of a file, joined by " | ", for a failed run's message.
+// The last `n` lines of a job's output, joined by " | ", for a failed run's
+// message: topotune-agent's own lines when there are any (mpirun's closing
+// banners say little), else the last lines.
 std::string Tail(const std::string& path, size_t n) {
   std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
+  std::vector<std::string> lines, ours;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line.find("topotune-agent") != std::string::npos) ours.push_back(line);
+    lines.push_back(line);
+  }
+  if (!ours.empty()) lines = std::move(ours);
   if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
   return fmt::format("{}", fmt::join(lines, " | "));
 }

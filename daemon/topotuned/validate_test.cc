@@ -440,7 +440,7 @@ TEST(ValidateHeartbeat, Limits) {
   v.set_task_id("task-1");
   const std::string id = Lim("kMaxIdBytes", 128);
   ExpectStringLimits<R>(
-      v, "agent_id", [](R& r, const std::string& s) { r.set_agent_id(s); }, 0, 128, id);
+      v, "agent_id", [](R& r, const std::string& s) { r.set_agent_id(s); }, 0, 253, Lim("kMaxHostnameBytes", 253));
   // Within the limit it may be empty, but not while benchmarking.
   ExpectStringLimits<R>(
       v, "task_id", [](R& r, const std::string& s) { r.set_task_id(s); }, 1, 128, id);
