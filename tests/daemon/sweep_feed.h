@@ -91,10 +91,11 @@ inline v1::ReportSamplesRequest SampleMessage(const std::string& task, int64_t s
   return msg;
 }
 
-// Streams `msgs` in one ReportSamples call.
+// Streams `msgs` in one ReportSamples call (with a deadline of a minute:
+// thousands of samples on a loaded machine take a while).
 inline grpc::Status StreamSamples(v1::Agents::Stub& agents, const std::vector<v1::ReportSamplesRequest>& msgs,
                                   v1::ReportSamplesResponse* resp, const std::string& token = "") {
-  auto ctx = Context(token);
+  auto ctx = Context(token, 60);
   auto writer = agents.ReportSamples(ctx.get(), resp);
   for (const auto& m : msgs)
     if (!writer->Write(m)) break;
