@@ -15,6 +15,7 @@
 
 #include "daemon/discovery/discover.h"
 #include "daemon/topotuned/tuning.h"
+#include "daemon/topotuned/validate.h"
 #include "db/hash.h"
 #include "proto/limits.h"
 #include "proto/names.h"
@@ -475,7 +476,8 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   resp->set_plan_id(fmt::format("{:016x}", db::Fnv1a64(identity)));
   {
     std::lock_guard lock(mu_);
-    if (!recent_plans_.count(resp->plan_id())) {
+    // Jobs of up to 4096 ranks: the memory held stays bounded (256 x 4096 names).
+    if (nprocs <= 4096 && !recent_plans_.count(resp->plan_id())) {
       constexpr size_t kRecentPlans = 256;
       if (recent_order_.size() >= kRecentPlans) {
         recent_plans_.erase(recent_order_.front());
@@ -628,7 +630,7 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
     unsigned long long v = std::strtoull(req.page_token().c_str(), &end, 10);
     if (*end != '\0' || v > match.size())
       return {grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("page_token: '{}' is not a token of this listing", req.page_token())};
+              fmt::format("page_token: {} is not a token of this listing", Quote(req.page_token()))};
     offset = static_cast<size_t>(v);
   }
   size_t page = req.page_size() > 0 ? static_cast<size_t>(req.page_size()) : limits::kDefaultPageSize;

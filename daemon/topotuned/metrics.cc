@@ -1,5 +1,6 @@
 #include "daemon/topotuned/metrics.h"
 
+#include <fmt/format.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -7,6 +8,8 @@
 #include <prometheus/text_serializer.h>
 
 #include <bit>
+#include <mutex>
+#include <set>
 
 namespace topotune::daemon {
 
@@ -93,6 +96,13 @@ struct Metrics::Impl {
                                   .Name("topotune_collective_throughput_bytes_per_second")
                                   .Help("Collective throughput: payload bytes between distinct ranks per second")
                                   .Register(r);
+  Counter& series_dropped = BuildCounter()
+                                .Name("topotune_metrics_series_dropped_total")
+                                .Help("Throughput updates dropped because kMaxThroughputSeries series exist")
+                                .Register(r)
+                                .Add({});
+  std::mutex series_mu;
+  std::set<std::string> series;  // Label sets of throughput series created.
   Family<Gauge>& fraction = BuildGauge()
                                 .Name("topotune_collective_fraction_of_bound")
                                 .Help("Physical lower bound of a call divided by its measured time")
@@ -156,6 +166,19 @@ void Metrics::SetThroughput(std::string_view source, std::string_view collective
                                {"algorithm", std::string(algorithm)},
                                {"msize", MsizeLabel(msize)},
                                {"nprocs", std::to_string(nprocs)}};
+  {
+    // Job reports need no token, so their labels come from anyone: the
+    // number of series is bounded.
+    std::string key = fmt::format("{}\n{}\n{}\n{}\n{}", source, collective, algorithm, labels["msize"], nprocs);
+    std::lock_guard lock(impl_->series_mu);
+    if (!impl_->series.count(key)) {
+      if (impl_->series.size() >= kMaxThroughputSeries) {
+        impl_->series_dropped.Increment();
+        return;
+      }
+      impl_->series.insert(std::move(key));
+    }
+  }
   impl_->throughput.Add(labels).Set(bytes_per_s);
   if (fraction_of_bound) impl_->fraction.Add(labels).Set(*fraction_of_bound);
 }

@@ -17,6 +17,7 @@
 //   topotune_tuning_samples_ingested_total            counter
 //   topotune_collective_throughput_bytes_per_second{source,collective,algorithm,msize,nprocs}   gauge
 //   topotune_collective_fraction_of_bound{source,collective,algorithm,msize,nprocs}            gauge
+//   topotune_metrics_series_dropped_total              counter (updates beyond kMaxThroughputSeries)
 //
 // Throughput series are labelled by message size rounded to a power of two
 // ("64KiB"), which bounds their number; `source` is "bench" (benchmark
@@ -36,6 +37,10 @@ class Registry;
 }
 
 namespace topotune::daemon {
+
+// Throughput series (label sets) kept at most; updates of further ones are
+// dropped and counted, since ReportJob is open to every job.
+inline constexpr size_t kMaxThroughputSeries = 4096;
 
 class Metrics {
  public:

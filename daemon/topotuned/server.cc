@@ -102,6 +102,10 @@ grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access
 // Calls being handled, so that Shutdown waits for them and not for idle
 // connections (gRPC's own deadline covers both).
 std::atomic<int> g_inflight{0};
+// Set when shutdown begins: new calls are refused while running ones finish.
+std::atomic<bool> g_draining{false};
+
+grpc::Status Draining() { return {grpc::StatusCode::UNAVAILABLE, "topotuned is shutting down"}; }
 
 struct InFlight {
   InFlight() { ++g_inflight; }
@@ -116,7 +120,7 @@ grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, con
                    Handler&& handler) {
   InFlight counted;
   auto start = std::chrono::steady_clock::now();
-  grpc::Status st = Authorize(*core, ctx, access);
+  grpc::Status st = g_draining ? Draining() : Authorize(*core, ctx, access);
   if (st.ok()) {
     Status valid = Validate(req);
     st = valid.ok() ? handler() : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
@@ -148,7 +152,7 @@ class AgentsService final : public v1::Agents::Service {
                              v1::ReportSamplesResponse* resp) override {
     InFlight counted;
     auto start = std::chrono::steady_clock::now();
-    grpc::Status st = Authorize(*core_, ctx, Access::kWrite);
+    grpc::Status st = g_draining ? Draining() : Authorize(*core_, ctx, Access::kWrite);
     Tuner::Stream stream(&core_->tuner());
     v1::ReportSamplesRequest msg;
     while (st.ok() && reader->Read(&msg)) {
@@ -287,6 +291,7 @@ void Server::Shutdown(double seconds) {
   // Give running calls up to `seconds`, then cancel what is left. (gRPC's
   // Shutdown(deadline) would also wait out the deadline for clients that
   // merely keep an idle connection open.)
+  g_draining = true;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   while (g_inflight > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

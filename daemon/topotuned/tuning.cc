@@ -180,7 +180,7 @@ grpc::Status Tuner::TuningStatus(const v1::TuningStatusRequest& req, v1::TuningS
   auto it = sweeps_.find(req.tuning_id());
   if (it == sweeps_.end())
     return {grpc::StatusCode::NOT_FOUND,
-            fmt::format("no tuning sweep '{}' (ids are kept until topotuned restarts)", req.tuning_id())};
+            fmt::format("no tuning sweep {} (ids are kept until topotuned restarts)", Quote(req.tuning_id()))};
   const Sweep& s = it->second;
   resp->set_tuning_id(s.id);
   resp->set_state(s.state);
@@ -197,11 +197,11 @@ grpc::Status Tuner::TuningStatus(const v1::TuningStatusRequest& req, v1::TuningS
 grpc::Status Tuner::FetchBenchTask(const v1::FetchBenchTaskRequest& req, v1::FetchBenchTaskResponse* resp) {
   std::lock_guard lock(mu_);
   auto it = tasks_.find(req.task_id());
-  if (it == tasks_.end()) return {grpc::StatusCode::NOT_FOUND, fmt::format("no task '{}'", req.task_id())};
+  if (it == tasks_.end()) return {grpc::StatusCode::NOT_FOUND, fmt::format("no task {}", Quote(req.task_id()))};
   const Task& task = it->second;
   if (!task.runnable)
     return {grpc::StatusCode::FAILED_PRECONDITION,
-            fmt::format("task '{}' is no longer runnable (finished, timed out or cancelled)", req.task_id())};
+            fmt::format("task {} is no longer runnable (finished, timed out or cancelled)", Quote(req.task_id()))};
   // A rank 0 on another host of the topology than the task's first is a
   // mislaunched job; a name the topology does not know (a test machine, a
   // container) is let through.
@@ -250,11 +250,11 @@ grpc::Status Tuner::Stream::Add(const v1::ReportSamplesRequest& msg) {
             fmt::format("more than kMaxSamplesPerStream ({}) messages in one stream", limits::kMaxSamplesPerStream)};
   if (task_id_.empty()) {
     run_id_ = tuner_->RunOfTask(msg.task_id());
-    if (run_id_ == 0) return {grpc::StatusCode::NOT_FOUND, fmt::format("no task '{}'", msg.task_id())};
+    if (run_id_ == 0) return {grpc::StatusCode::NOT_FOUND, fmt::format("no task {}", Quote(msg.task_id()))};
     task_id_ = msg.task_id();
   } else if (msg.task_id() != task_id_) {
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("task_id: '{}' in a stream of task '{}' (one stream per task)", msg.task_id(), task_id_)};
+    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("task_id: {} in a stream of task {} (one stream per task)",
+                                                            Quote(msg.task_id()), Quote(task_id_))};
   }
   const v1::BenchSample& s = msg.sample();
   const std::string& algorithm = s.label().empty() ? s.algorithm() : s.label();

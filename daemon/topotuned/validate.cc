@@ -87,10 +87,8 @@ constexpr int32_t kMaxNanos = 999'999'999;
 // Values quoted in messages are cut to this many bytes (then "...").
 constexpr size_t kMaxQuotedBytes = 64;
 
-// A value from the request as a message shows it: in double quotes, cut to
-// kMaxQuotedBytes bytes, with '"', '\\', control bytes and every byte outside
-// ASCII escaped (\xNN), so that a message stays one printable line whatever
-// the client sent, and never cuts or garbles a UTF-8 sequence in a log.
+}  // namespace
+
 std::string Quote(std::string_view s) {
   std::string out = "\"";
   for (const char ch : s.substr(0, kMaxQuotedBytes)) {
@@ -108,6 +106,8 @@ std::string Quote(std::string_view s) {
   if (s.size() > kMaxQuotedBytes) out += "...";
   return out;
 }
+
+namespace {
 
 Status Invalid(const Field& f, std::string_view why) {
   return Status::InvalidArgument(fmt::format("{}: {}", f.Name(), why));

@@ -72,6 +72,12 @@ Status Validate(const v1::ListDecisionsRequest& req);
 Status Validate(const v1::ExportRulesRequest& req);
 Status Validate(const v1::ReportJobRequest& req);
 
+// A value from a request as error messages show it: in double quotes, cut
+// to 64 bytes (then "..."), with '"', '\\', control bytes and every byte
+// outside ASCII escaped (\xNN), so that a message stays one printable line
+// whatever the client sent. Handlers quote ids the same way.
+std::string Quote(std::string_view s);
+
 // A host name as HostFacts.hostname and placements use it: 1 to
 // kMaxHostnameBytes bytes of ASCII letters, digits, '-', '_' and '.' (no
 // spaces, control bytes or UTF-8: names must match the launcher's and the

@@ -427,7 +427,7 @@ TEST_F(CliTest, ServerErrorsExit1WithTheCodeName) {
   r = Cli({"tune", "status", "t-8"});
   EXPECT_EQ(r.code, kExitFailure);
   EXPECT_EQ(r.err,
-            "topotune: TuningStatus: NOT_FOUND: no tuning sweep 't-8' (ids are kept until topotuned restarts)\n");
+            "topotune: TuningStatus: NOT_FOUND: no tuning sweep \"t-8\" (ids are kept until topotuned restarts)\n");
 }
 
 TEST_F(CliTest, ADeadlineMissedByAConnectedServerIsItsFailure) {
