@@ -15,6 +15,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Storage
   libsqlite3-dev sqlite3
+  # Compression (bench/plan_load measures gzip of plans)
+  zlib1g-dev
   # MPI
   openmpi-bin libopenmpi-dev
   # Metrics
