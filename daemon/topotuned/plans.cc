@@ -1,6 +1,9 @@
 #include "daemon/topotuned/plans.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
 
@@ -18,13 +21,27 @@ uint64_t PlacementHash(const std::vector<std::string>& rank_hosts) {
 }
 
 size_t CompiledPlan::bytes() const {
-  size_t b = sizeof(*this) + collective.size() + algorithm.size();
-  for (const RankProgram& p : programs) {
-    b += sizeof(p);
-    for (const RankStep& s : p.steps) b += sizeof(s) + (s.wait_for.size() + s.notify.size()) * sizeof(int32_t);
-  }
+  size_t b = sizeof(*this) + collective.size() + algorithm.size() + steps.size() * sizeof(int32_t);
+  for (const std::string& p : programs) b += sizeof(p) + p.capacity();
   return b;
 }
+
+namespace {
+
+void ToProto(const RankProgram& p, v1::RankProgram* out) {
+  out->set_rank(p.rank);
+  out->mutable_steps()->Reserve(static_cast<int>(p.steps.size()));
+  for (const RankStep& s : p.steps) {
+    v1::RankStep* st = out->add_steps();
+    st->set_phase(s.phase);
+    if (s.send_to >= 0) st->set_send_to(s.send_to);
+    if (s.recv_from >= 0) st->set_recv_from(s.recv_from);
+    st->mutable_wait_for()->Add(s.wait_for.begin(), s.wait_for.end());
+    st->mutable_notify()->Add(s.notify.begin(), s.notify.end());
+  }
+}
+
+}  // namespace
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {
@@ -40,16 +57,41 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   if (!schedule.ok()) return schedule.status();
   auto programs = CompileRankPrograms(*schedule);
   if (!programs.ok()) return programs.status();
-  CompiledPlan plan{std::string(collective), std::string(algorithm), std::move(*programs)};
-  for (const RankProgram& p : plan.programs) {
+  CompiledPlan plan;
+  plan.collective = std::string(collective);
+  plan.algorithm = std::string(algorithm);
+  plan.bottleneck_load = BottleneckLoad(*tree);
+  v1::RankProgram wire;
+  for (RankProgram& p : *programs) {
+    plan.steps.push_back(static_cast<int32_t>(p.steps.size()));
     plan.num_steps += static_cast<int64_t>(p.steps.size());
     for (const RankStep& s : p.steps) {
       plan.num_syncs += static_cast<int64_t>(s.notify.size());
       plan.num_phases = std::max(plan.num_phases, s.phase + 1);
     }
+    wire.Clear();
+    ToProto(p, &wire);
+    plan.programs.push_back(wire.SerializeAsString());
+    p.steps = {};  // The structs of a thousand ranks take 130 MB: free them as we go.
   }
-  plan.bottleneck_load = BottleneckLoad(*tree);
   return plan;
+}
+
+RankProgram ProgramOf(const CompiledPlan& plan, int rank) {
+  v1::RankProgram wire;
+  wire.ParseFromString(plan.programs[rank]);
+  RankProgram out;
+  out.rank = wire.rank();
+  for (const v1::RankStep& s : wire.steps()) {
+    RankStep step;
+    step.phase = s.phase();
+    step.send_to = s.has_send_to() ? s.send_to() : -1;
+    step.recv_from = s.has_recv_from() ? s.recv_from() : -1;
+    step.wait_for.assign(s.wait_for().begin(), s.wait_for().end());
+    step.notify.assign(s.notify().begin(), s.notify().end());
+    out.steps.push_back(std::move(step));
+  }
+  return out;
 }
 
 void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64_t max_steps,
@@ -63,115 +105,53 @@ void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64
   if (ranks.empty()) {
     steps = plan.num_steps;
   } else {
-    for (int32_t r : ranks) steps += static_cast<int64_t>(plan.programs[r].steps.size());
+    for (int32_t r : ranks) steps += plan.steps[r];
   }
   if (steps > max_steps) {
     out->set_omitted_reason(fmt::format("the programs of {} ranks would have {} steps, more than {}",
                                         ranks.empty() ? plan.programs.size() : ranks.size(), steps, max_steps));
     return;
   }
-  auto add = [out](const RankProgram& p) {
-    v1::RankProgram* rp = out->add_programs();
-    rp->set_rank(p.rank);
-    rp->mutable_steps()->Reserve(static_cast<int>(p.steps.size()));
-    for (const RankStep& s : p.steps) {
-      v1::RankStep* st = rp->add_steps();
-      st->set_phase(s.phase);
-      if (s.send_to >= 0) st->set_send_to(s.send_to);
-      if (s.recv_from >= 0) st->set_recv_from(s.recv_from);
-      st->mutable_wait_for()->Add(s.wait_for.begin(), s.wait_for.end());
-      st->mutable_notify()->Add(s.notify.begin(), s.notify.end());
-    }
-  };
+  // Each program was checked when the plan was built or decoded.
   if (ranks.empty()) {
-    for (const RankProgram& p : plan.programs) add(p);
+    out->mutable_programs()->Reserve(static_cast<int>(plan.programs.size()));
+    for (const std::string& p : plan.programs) out->add_programs()->ParseFromString(p);
   } else {
-    for (int32_t r : ranks) add(plan.programs[r]);
+    for (int32_t r : ranks) out->add_programs()->ParseFromString(plan.programs[r]);
   }
 }
 
 namespace {
 
-constexpr std::string_view kMagic = "TTP2";  // Bump the digit when the layout changes.
-
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-
-// Signed values zig-zag encoded (so -1, "no peer", stays one byte).
-void PutSigned(std::string& out, int64_t v) {
-  PutVarint(out, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
-}
-
-void PutString(std::string& out, std::string_view s) {
-  PutVarint(out, s.size());
-  out += s;
-}
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= in_.size()) return false;
-      auto byte = static_cast<uint8_t>(in_[pos_++]);
-      *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80)) return true;
-    }
-    return false;
-  }
-  bool Signed32(int32_t* v) {
-    uint64_t u;
-    if (!Varint(&u)) return false;
-    int64_t s = static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-    if (s < INT32_MIN || s > INT32_MAX) return false;
-    *v = static_cast<int32_t>(s);
-    return true;
-  }
-  bool String(std::string* s) {
-    uint64_t n;
-    if (!Varint(&n) || n > in_.size() - pos_) return false;
-    s->assign(in_.substr(pos_, n));
-    pos_ += n;
-    return true;
-  }
-  // A count that cannot exceed the bytes left (each element takes at least one).
-  bool Count(uint64_t* n) { return Varint(n) && *n <= in_.size() - pos_; }
-  bool done() const { return pos_ == in_.size(); }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
+constexpr std::string_view kMagic = "TTP3";  // Bump the digit when the layout changes.
+using google::protobuf::internal::WireFormatLite;
 
 }  // namespace
 
 std::string EncodePlan(const CompiledPlan& plan) {
+  v1::CompiledSchedule header;
+  header.set_algorithm(plan.algorithm);
+  header.set_num_ranks(static_cast<int32_t>(plan.programs.size()));
+  header.set_num_phases(plan.num_phases);
+  header.set_bottleneck_load(plan.bottleneck_load);
+  header.set_num_syncs(plan.num_syncs);
   std::string out(kMagic);
-  PutString(out, plan.collective);
-  PutString(out, plan.algorithm);
-  PutVarint(out, static_cast<uint64_t>(plan.num_phases));
-  PutVarint(out, static_cast<uint64_t>(plan.num_syncs));
-  PutVarint(out, static_cast<uint64_t>(plan.bottleneck_load));
-  PutVarint(out, static_cast<uint64_t>(plan.num_steps));
-  PutVarint(out, plan.programs.size());
-  for (const RankProgram& p : plan.programs) {
-    PutSigned(out, p.rank);
-    PutVarint(out, p.steps.size());
-    for (const RankStep& s : p.steps) {
-      PutSigned(out, s.phase);
-      PutSigned(out, s.send_to);
-      PutSigned(out, s.recv_from);
-      PutVarint(out, s.wait_for.size());
-      for (int32_t w : s.wait_for) PutSigned(out, w);
-      PutVarint(out, s.notify.size());
-      for (int32_t n : s.notify) PutSigned(out, n);
-    }
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteVarint32(static_cast<uint32_t>(plan.collective.size()));
+    coded.WriteString(plan.collective);
+  }
+  out += header.SerializeAsString();
+  // Repeated field 6 (programs), each element length-delimited: exactly what
+  // serializing the programs inside the message would write.
+  for (const std::string& p : plan.programs) {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteTag(
+        WireFormatLite::MakeTag(v1::CompiledSchedule::kProgramsFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    coded.WriteVarint32(static_cast<uint32_t>(p.size()));
+    coded.WriteString(p);
   }
   return out;
 }
@@ -179,51 +159,55 @@ std::string EncodePlan(const CompiledPlan& plan) {
 StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
   auto bad = [](std::string_view what) { return Status::InvalidArgument(fmt::format("corrupt plan blob: {}", what)); };
   if (!blob.starts_with(kMagic)) return bad(fmt::format("unknown format (no {} header)", kMagic));
-  Reader r(blob.substr(kMagic.size()));
+  blob.remove_prefix(kMagic.size());
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(blob.data()),
+                                            static_cast<int>(std::min<size_t>(blob.size(), INT32_MAX)));
+  in.SetTotalBytesLimit(INT32_MAX);
   CompiledPlan plan;
-  uint64_t nprog = 0, phases = 0, syncs = 0, load = 0, steps = 0;
-  if (!r.String(&plan.collective) || !r.String(&plan.algorithm) || !r.Varint(&phases) || !r.Varint(&syncs) ||
-      !r.Varint(&load) || !r.Varint(&steps) || !r.Count(&nprog))
+  uint32_t len = 0;
+  if (!in.ReadVarint32(&len) || len > 64 || !in.ReadString(&plan.collective, static_cast<int>(len)))
     return bad("truncated header");
-  if (phases > INT32_MAX || syncs > INT64_MAX || load > INT64_MAX || steps > INT64_MAX)
-    return bad("figures out of range");
-  plan.num_phases = static_cast<int32_t>(phases);
-  plan.num_syncs = static_cast<int64_t>(syncs);
-  plan.bottleneck_load = static_cast<int64_t>(load);
-  plan.num_steps = static_cast<int64_t>(steps);
-  plan.programs.resize(nprog);
-  for (RankProgram& p : plan.programs) {
-    uint64_t nsteps = 0;
-    if (!r.Signed32(&p.rank) || !r.Count(&nsteps)) return bad("truncated program");
-    p.steps.resize(nsteps);
-    for (RankStep& s : p.steps) {
-      uint64_t nw = 0, nn = 0;
-      if (!r.Signed32(&s.phase) || !r.Signed32(&s.send_to) || !r.Signed32(&s.recv_from) || !r.Count(&nw))
-        return bad("truncated step");
-      s.wait_for.resize(nw);
-      for (int32_t& w : s.wait_for)
-        if (!r.Signed32(&w)) return bad("truncated wait list");
-      if (!r.Count(&nn)) return bad("truncated step");
-      s.notify.resize(nn);
-      for (int32_t& n : s.notify)
-        if (!r.Signed32(&n)) return bad("truncated notify list");
+  int64_t num_ranks = -1;
+  for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const auto type = WireFormatLite::GetTagWireType(tag);
+    uint64_t v = 0;
+    if (type == WireFormatLite::WIRETYPE_VARINT && field >= 2 && field <= 5) {
+      if (!in.ReadVarint64(&v)) return bad("truncated number");
+      if (field == 2) num_ranks = static_cast<int64_t>(v);
+      if (field == 3) plan.num_phases = static_cast<int32_t>(v);
+      if (field == 4) plan.bottleneck_load = static_cast<int64_t>(v);
+      if (field == 5) plan.num_syncs = static_cast<int64_t>(v);
+    } else if (type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED && (field == 1 || field == 6)) {
+      std::string bytes;
+      if (!in.ReadVarint32(&len) || !in.ReadString(&bytes, static_cast<int>(len))) return bad("truncated string");
+      if (field == 1) plan.algorithm = std::move(bytes);
+      if (field == 6) plan.programs.push_back(std::move(bytes));
+    } else {
+      return bad(fmt::format("unexpected field {} of wire type {}", field, static_cast<int>(type)));
     }
   }
-  if (!r.done()) return bad("trailing bytes");
-  int64_t counted = 0;
-  for (size_t i = 0; i < plan.programs.size(); ++i) {
-    const RankProgram& p = plan.programs[i];
-    if (p.rank != static_cast<int32_t>(i)) return bad(fmt::format("program {} is of rank {}", i, p.rank));
-    counted += static_cast<int64_t>(p.steps.size());
-    for (const RankStep& s : p.steps) {
-      auto in_range = [n = static_cast<int32_t>(nprog)](int32_t k) { return k >= -1 && k < n; };
-      bool ok = in_range(s.send_to) && in_range(s.recv_from);
-      for (int32_t w : s.wait_for) ok = ok && w >= 0 && in_range(w);
-      for (int32_t w : s.notify) ok = ok && w >= 0 && in_range(w);
-      if (!ok) return bad(fmt::format("rank {} names a rank out of range", i));
+  if (!in.ConsumedEntireMessage() || in.CurrentPosition() != static_cast<int>(blob.size()))
+    return bad("trailing bytes");
+  if (num_ranks != static_cast<int64_t>(plan.programs.size()))
+    return bad(fmt::format("{} programs for {} ranks", plan.programs.size(), num_ranks));
+  if (plan.num_phases < 0 || plan.num_syncs < 0 || plan.bottleneck_load < 0) return bad("figures out of range");
+  // Every program must parse, be its rank's, and name ranks in range.
+  const auto n = static_cast<int32_t>(plan.programs.size());
+  v1::RankProgram wire;
+  for (int32_t r = 0; r < n; ++r) {
+    if (!wire.ParseFromString(plan.programs[r])) return bad(fmt::format("program {} does not parse", r));
+    if (wire.rank() != r) return bad(fmt::format("program {} is of rank {}", r, wire.rank()));
+    for (const v1::RankStep& s : wire.steps()) {
+      bool ok = (!s.has_send_to() || (s.send_to() >= 0 && s.send_to() < n)) &&
+                (!s.has_recv_from() || (s.recv_from() >= 0 && s.recv_from() < n));
+      for (int32_t w : s.wait_for()) ok = ok && w >= 0 && w < n;
+      for (int32_t w : s.notify()) ok = ok && w >= 0 && w < n;
+      if (!ok) return bad(fmt::format("rank {} names a rank out of range", r));
     }
+    plan.steps.push_back(wire.steps_size());
+    plan.num_steps += wire.steps_size();
   }
-  if (counted != plan.num_steps) return bad("step count mismatch");
   return plan;
 }
 

@@ -2,8 +2,9 @@
 // algorithm is chosen: the per-rank programs compiled from the schedule of
 // that algorithm for the job's placement on the topology. Building one can
 // take a second for a thousand ranks, so plans are cached in memory (an LRU
-// bounded in bytes) and persisted (EncodePlan/DecodePlan, a versioned binary
-// form stored as a BLOB) so that a restart does not lose them.
+// bounded in bytes, programs kept in their wire form) and persisted
+// (EncodePlan/DecodePlan: the API's own CompiledSchedule encoding, stored as
+// a BLOB) so that a restart does not lose them.
 //
 // Thread-safety: CompilePlan, PlacementHash and the codec are pure; a
 // PlanCache may be used from many threads.
@@ -42,7 +43,12 @@ struct PlanKey {
 struct CompiledPlan {
   std::string collective;
   std::string algorithm;
-  std::vector<RankProgram> programs;  // One per rank, in rank order.
+  // Each rank's program, in rank order, as the serialized v1::RankProgram
+  // GetPlan sends: a plan of 1024 ranks (two million steps) then holds about
+  // 18 MB instead of 130 MB of structs, and answering one rank costs a parse
+  // of its few kilobytes.
+  std::vector<std::string> programs;
+  std::vector<int32_t> steps;  // Steps of each rank's program.
   // The schedule's figures, for GetPlan's CompiledSchedule.
   int32_t num_phases = 0;
   int64_t num_syncs = 0;        // Notices over all programs (Faraj-Yuan §5, after redundancy removal).
@@ -59,9 +65,14 @@ struct CompiledPlan {
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm);
 
-// A compact, versioned binary form (varints; header "TTP2") and its strict
-// decoder: a truncated or corrupt blob, or one of an older layout, is an
-// error, never a crash (the caller compiles the plan again).
+// The program of `rank` decoded (tests and tools; GetPlan sends the bytes).
+RankProgram ProgramOf(const CompiledPlan& plan, int rank);
+
+// The persisted form: "TTP3", the collective (varint length and bytes), then
+// the plan as a serialized v1::CompiledSchedule with every program. The
+// decoder is strict: a truncated or corrupt blob, one of an older layout, a
+// program of the wrong rank or naming a rank out of range is an error, never
+// a crash (the caller compiles the plan again).
 std::string EncodePlan(const CompiledPlan& plan);
 StatusOr<CompiledPlan> DecodePlan(std::string_view blob);
 
