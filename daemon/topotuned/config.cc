@@ -87,6 +87,13 @@ Reader::Handler StrList(std::vector<std::string>* out) {
   };
 }
 
+Reader::Handler Bool(bool* out) {
+  return [out](const YAML::Node& n) -> std::string {
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, *out)) return "expected true or false";
+    return "";
+  };
+}
+
 template <typename Num>
 Reader::Handler Number(Num* out, Num lo, Num hi) {
   return [out, lo, hi](const YAML::Node& n) -> std::string {
@@ -204,6 +211,7 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
                        {"topology_file", Str(&c.topology_file)},
                        {"hosts_file", Str(&c.hosts_file)},
                        {"plan_cache_size", Bytes(&c.plan_cache_bytes, 0, 1LL << 40)},
+                       {"plan_gzip", Bool(&c.plan_gzip)},
                        {"agent_timeout", Seconds(&c.agent_timeout_s, 1, 86400)},
                        {"log_level", Str(&c.log_level)},
                        {"discovery", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "discovery", discovery)); }},

@@ -70,6 +70,7 @@ struct Config {
   DiscoveryConfig discovery;
   TuningConfig tuning;
   int64_t plan_cache_bytes = 64 << 20;
+  bool plan_gzip = false;       // gzip GetPlan responses above 64 KiB.
   double agent_timeout_s = 90;  // An agent with no heartbeat for this long is not alive.
   std::string log_level = "info";
 };

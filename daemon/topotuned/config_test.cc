@@ -57,6 +57,10 @@ TEST(Config, ErrorsNameTheFileLineAndKey) {
       << nested.status().message();
   auto size = ParseConfig("plan_cache_size: lots\n", "t.yaml");
   EXPECT_NE(size.status().message().find("'lots' is not a size"), std::string::npos) << size.status().message();
+  auto gzip = ParseConfig("plan_gzip: sometimes\n", "t.yaml");
+  EXPECT_NE(gzip.status().message().find("plan_gzip: expected true or false"), std::string::npos)
+      << gzip.status().message();
+  EXPECT_TRUE(ParseConfig("plan_gzip: true\n", "t.yaml")->plan_gzip);
   auto tls = ParseConfig("tls_cert: a.pem\n", "t.yaml");
   EXPECT_NE(tls.status().message().find("give both or neither"), std::string::npos);
   auto launcher = ParseConfig("tuning:\n  launcher: mpirun -np 4\n", "t.yaml");

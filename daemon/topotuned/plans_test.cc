@@ -37,7 +37,10 @@ TEST(CompilePlan, MatchesTheRegistryScheduleCompiledDirectly) {
   auto schedule = FindScheduleAlgorithm("alltoall", "tree_scheduled")->make(*tree);
   auto direct = CompileRankPrograms(*schedule);
   ASSERT_TRUE(direct.ok());
-  for (size_t r = 0; r < 8; ++r) EXPECT_EQ(plan->programs[r].steps, (*direct)[r].steps) << "rank " << r;
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(ProgramOf(*plan, r).steps, (*direct)[r].steps) << "rank " << r;
+    EXPECT_EQ(plan->steps[r], static_cast<int32_t>((*direct)[r].steps.size()));
+  }
   EXPECT_GT(plan->bytes(), 8 * sizeof(RankProgram));
 }
 
@@ -60,10 +63,17 @@ TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
     EXPECT_EQ(back->collective, "alltoall");
     EXPECT_EQ(back->algorithm, alg);
     ASSERT_EQ(back->programs.size(), plan->programs.size());
-    for (size_t r = 0; r < plan->programs.size(); ++r) {
-      EXPECT_EQ(back->programs[r].rank, plan->programs[r].rank);
-      EXPECT_EQ(back->programs[r].steps, plan->programs[r].steps);
-    }
+    EXPECT_EQ(back->programs, plan->programs);  // The wire bytes, unchanged.
+    EXPECT_EQ(back->steps, plan->steps);
+    EXPECT_EQ(back->num_steps, plan->num_steps);
+    EXPECT_EQ(back->num_phases, plan->num_phases);
+    EXPECT_EQ(back->num_syncs, plan->num_syncs);
+    EXPECT_EQ(back->bottleneck_load, plan->bottleneck_load);
+    // The blob after its header is the CompiledSchedule GetPlan sends.
+    v1::CompiledSchedule sent;
+    PlanToProto(*plan, {}, INT64_MAX, &sent);
+    EXPECT_TRUE(blob.ends_with(sent.SerializeAsString()));
+    EXPECT_EQ(ProgramOf(*back, 3).steps, ProgramOf(*plan, 3).steps);
     for (size_t n = 0; n < blob.size(); ++n) EXPECT_FALSE(DecodePlan(blob.substr(0, n)).ok()) << n;
     EXPECT_FALSE(DecodePlan(blob + "x").ok());
     // Random corruption: an error or a plan, never a crash.
