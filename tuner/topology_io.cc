@@ -118,7 +118,9 @@ bool IsWellFormedButNotPositive(std::string_view text, std::optional<double> (*p
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || !std::isfinite(value) || value > 0) return false;
-  return parse("1" + std::string(ptr, text.data() + text.size())).has_value();
+  std::string one = "1";  // Appended to, not "1" + std::string: GCC 12 -O3 warns (-Wrestrict) on that.
+  one.append(ptr, text.data() + text.size());
+  return parse(one).has_value();
 }
 
 // Records where each document starts and nothing else.
