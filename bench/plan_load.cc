@@ -71,6 +71,7 @@
 #include "db/store.h"
 #include "proto/limits.h"
 #include "proto/names.h"
+#include "proto/status_names.h"
 #include "topotune/v1/plans.grpc.pb.h"
 #include "tuner/rank_tree.h"
 #include "tuner/topology_io.h"
@@ -305,11 +306,11 @@ int RunLoad(const std::string& server, int clients, double rate, double warmup_s
   fmt::print("  client CPU  {:.2f} s in the window ({:.1f} us per request)\n", cpu_window,
              requests ? cpu_window / static_cast<double>(requests) * 1e6 : 0.0);
   for (const auto& [code, n] : errors)
-    fmt::print("  error       {} x {}: {}\n", n, topotune::daemon::StatusCodeName(code), messages[code]);
+    fmt::print("  error       {} x {}: {}\n", n, topotune::v1::StatusCodeName(code), messages[code]);
   if (missing) fmt::print("  warning     {} sampled responses carried no programs\n", missing);
   std::string error_list;
   for (const auto& [code, n] : errors)
-    error_list += fmt::format("{}{}:{}", error_list.empty() ? "" : ",", topotune::daemon::StatusCodeName(code), n);
+    error_list += fmt::format("{}{}:{}", error_list.empty() ? "" : ",", topotune::v1::StatusCodeName(code), n);
   fmt::print(
       "result mode={} ranks={} clients={} rate={:.0f} duration_s={:.3f} requests={} errors={} rps={:.1f} p50_ms={:.3f} "
       "p90_ms={:.3f} p99_ms={:.3f} max_ms={:.3f} bytes={:.0f} client_cpu_s={:.3f} error_codes={}\n",
@@ -350,7 +351,7 @@ int RunCold(const std::string& server, const std::vector<std::string>& modes, do
     const double call_s = std::chrono::duration<double>(Clock::now() - start).count();
     if (!st.ok()) {
       fmt::print("cold call {} mode={}: {} after {:.3f} s: {}\n", i + 1, modes[i],
-                 topotune::daemon::StatusCodeName(st.error_code()), call_s, st.error_message());
+                 topotune::v1::StatusCodeName(st.error_code()), call_s, st.error_message());
       fmt::print("result cold call={} mode={} ok=0 call_s={:.4f}\n", i + 1, modes[i], call_s);
       ++failures;
       continue;

@@ -25,6 +25,7 @@
 #include "daemon/cli/server_render.h"
 #include "proto/limits.h"
 #include "proto/names.h"
+#include "proto/status_names.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
 #include "tuner/rank_tree.h"
@@ -192,7 +193,7 @@ int Connection::Call(std::string_view rpc, const std::function<grpc::Status(grpc
     ReportUnreachable(rpc, status.error_message(), err);
     return code;
   }
-  err << fmt::format("topotune: {}: {}: {}\n", rpc, StatusCodeName(status.error_code()), status.error_message());
+  err << fmt::format("topotune: {}: {}: {}\n", rpc, v1::StatusCodeName(status.error_code()), status.error_message());
   switch (status.error_code()) {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
@@ -636,47 +637,6 @@ StatusOr<std::vector<std::string>> ParseRankHostsText(std::string_view text, std
     return Status::InvalidArgument(fmt::format("--rank-hosts: {}: no host names (one per rank, in rank order)", path));
   }
   return names;
-}
-
-std::string StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return fmt::format("CODE_{}", static_cast<int>(code));
-  }
 }
 
 int ExitCodeForRpc(grpc::StatusCode code, bool connected) {

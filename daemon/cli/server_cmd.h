@@ -109,8 +109,6 @@ StatusOr<std::string> ParseToken(std::string_view text, std::string_view path);
 // newlines, blanks or commas; '#' starts a comment. At most kMaxRanks names
 // of at most kMaxHostnameBytes bytes.
 StatusOr<std::vector<std::string>> ParseRankHostsText(std::string_view text, std::string_view path);
-// "INVALID_ARGUMENT", "UNAVAILABLE", ...; "CODE_<n>" for another value.
-std::string StatusCodeName(grpc::StatusCode code);
 // kExitOk for OK; kExitUnavailable for UNAVAILABLE or DEADLINE_EXCEEDED when
 // the channel never connected (or lost its connection); else kExitFailure.
 int ExitCodeForRpc(grpc::StatusCode code, bool connected);

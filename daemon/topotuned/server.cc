@@ -14,52 +14,12 @@
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
 #include "proto/limits.h"
+#include "proto/status_names.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
 
 namespace topotune::daemon {
-
-const char* StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
 
 namespace {
 
@@ -126,10 +86,10 @@ grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, con
     st = valid.ok() ? handler() : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  core->metrics().ObserveRpc(method, StatusCodeName(st.error_code()), seconds);
+  core->metrics().ObserveRpc(method, v1::StatusCodeName(st.error_code()), seconds);
   if (!st.ok())
     spdlog::log(st.error_code() == grpc::StatusCode::INTERNAL ? spdlog::level::err : spdlog::level::debug,
-                "{} from {}: {}: {}", method, ctx->peer(), StatusCodeName(st.error_code()), st.error_message());
+                "{} from {}: {}: {}", method, ctx->peer(), v1::StatusCodeName(st.error_code()), st.error_message());
   return st;
 }
 
@@ -164,7 +124,7 @@ class AgentsService final : public v1::Agents::Service {
       st = grpc::Status(st.error_code(),
                         fmt::format("{} (after {} samples stored and {} duplicates)", st.error_message(),
                                     stream.result().accepted(), stream.result().duplicates()));
-    core_->metrics().ObserveRpc("ReportSamples", StatusCodeName(st.error_code()),
+    core_->metrics().ObserveRpc("ReportSamples", v1::StatusCodeName(st.error_code()),
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (!st.ok()) spdlog::warn("ReportSamples from {}: {}", ctx->peer(), st.error_message());
     return st;

@@ -48,7 +48,4 @@ class Server {
   int port_ = 0;
 };
 
-// "OK", "INVALID_ARGUMENT", ...: gRPC's names of status codes.
-const char* StatusCodeName(grpc::StatusCode code);
-
 }  // namespace topotune::daemon

@@ -22,6 +22,7 @@
 
 #include "daemon/cli/cli.h"
 #include "daemon/cli/server_render.h"
+#include "proto/status_names.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
 
@@ -378,9 +379,9 @@ TEST(ServerOptionsTest, RankHostsFiles) {
 }
 
 TEST(ServerOptionsTest, StatusCodesAndExitCodes) {
-  EXPECT_EQ(StatusCodeName(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");
-  EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
-  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "CODE_99");
+  EXPECT_EQ(v1::StatusCodeName(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");
+  EXPECT_EQ(v1::StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(v1::StatusCodeName(static_cast<grpc::StatusCode>(99)), "CODE_99");
   EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::OK, true), kExitOk);
   EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::UNAVAILABLE, false), kExitUnavailable);
   EXPECT_EQ(ExitCodeForRpc(grpc::StatusCode::DEADLINE_EXCEEDED, false), kExitUnavailable);

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "db/store.h"
+#include "proto/status_names.h"
 #include "tests/daemon/daemon_process.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
@@ -49,17 +50,7 @@ const std::string kTopology = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/exampl
 const std::string kToken = "topotune-test-token-4f1c9e";
 constexpr int kClients = 64;
 
-std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-      "DATA_LOSS", "UNAUTHENTICATED"};
-  const auto i = static_cast<size_t>(code);
-  return i < std::size(kNames) ? kNames[i] : std::to_string(i);
-}
-
-std::string Show(const grpc::Status& st) { return CodeName(st.error_code()) + ": " + st.error_message(); }
+std::string Show(const grpc::Status& st) { return v1::StatusCodeName(st.error_code()) + ": " + st.error_message(); }
 
 // A channel of its own: a local subchannel pool, so that it opens its own
 // connection instead of sharing one with every channel to the same address.
