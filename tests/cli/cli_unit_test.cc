@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/cli/cli.h"
+#include "tests/cli/cli_run.h"
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
 #include "tuner/topology_io.h"
@@ -15,24 +16,10 @@
 namespace topotune::cli {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "topotune");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Result r;
-  r.code = Run(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-std::string Example(const std::string& name) { return std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/" + name; }
+using cli::testing::Example;
+using cli::testing::Result;
+using cli::testing::RunCli;
+using cli::testing::ScopedEnv;
 
 TEST(CliFormatTest, FormatSecondsPicksAUnit) {
   EXPECT_EQ(FormatSeconds(0), "0 s");

@@ -23,30 +23,17 @@
 #include "daemon/cli/cli.h"
 #include "daemon/cli/server_render.h"
 #include "proto/status_names.h"
+#include "tests/cli/cli_run.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
 
 namespace topotune::cli {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "topotune");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Result r;
-  r.code = Run(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-std::string Example(const std::string& name) { return std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/" + name; }
+using cli::testing::Example;
+using cli::testing::Result;
+using cli::testing::RunCli;
+using cli::testing::ScopedEnv;
 
 // A file in the test's temporary directory, removed at the end.
 class TempFile {
@@ -60,30 +47,6 @@ class TempFile {
 
  private:
   std::string path_;
-};
-
-// Sets an environment variable for the scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
 };
 
 google::protobuf::Timestamp Time(int64_t seconds) {

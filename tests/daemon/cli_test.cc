@@ -49,11 +49,17 @@
 #include "tuner/topology_diff.h"
 #include "tuner/topology_io.h"
 #ifdef TOPOTUNE_HAVE_SNMPREC_GEN
+#include "tests/cli/cli_run.h"
 #include "tests/discovery/gen/snmprec_gen.h"
 #endif
 
 namespace topotune {
 namespace {
+
+using cli::testing::Example;
+using cli::testing::Result;
+using cli::testing::RunCli;
+using cli::testing::ScopedEnv;
 
 using cli::kExitFailure;
 using cli::kExitOk;
@@ -72,51 +78,6 @@ using testing::WaitForTask;
 const std::string kExamples = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/";
 const std::string kTopology = kExamples + "two-switch-4x4.yaml";
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// `topotune ARGS...` in-process.
-Result RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "topotune");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Result r;
-  r.code = cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-// Sets an environment variable for the scope (no other thread may run the
-// CLI meanwhile), restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A UDP socket bound on 127.0.0.1 that never answers: SNMP requests to its
 // port time out (no ICMP port unreachable either).
