@@ -70,9 +70,7 @@ void TableToProto(const std::vector<DecisionRange>& table, v1::DecisionTable* ou
   }
 }
 
-v1::TopologyOrigin OriginOf(std::string_view source) {
-  return source.starts_with("discovery") ? v1::TOPOLOGY_ORIGIN_DISCOVERY : v1::TOPOLOGY_ORIGIN_FILE;
-}
+constexpr std::string_view kDiscoverySource = "discovery from ";
 
 grpc::Status NoTopology() {
   return {grpc::StatusCode::UNAVAILABLE,
@@ -128,6 +126,12 @@ StatusOr<Topology> Canonical(const Topology& t) {
 
 }  // namespace
 
+TopologyState::TopologyState(db::StoredTopology s)
+    : stored(std::move(s)),
+      origin(stored.source.starts_with(kDiscoverySource) ? v1::TOPOLOGY_ORIGIN_DISCOVERY : v1::TOPOLOGY_ORIGIN_FILE),
+      num_switches(stored.topology.num_nodes() - static_cast<int>(stored.topology.hosts().size())),
+      num_hosts(static_cast<int>(stored.topology.hosts().size())) {}
+
 struct Core::Decisions {
   int64_t version = 0;
   std::vector<db::StoredDecision> all;
@@ -149,9 +153,7 @@ Status Core::Start() {
   auto latest = store_.LatestTopology();
   if (!latest.ok()) return latest.status();
   if (latest->has_value()) {
-    auto state = std::make_shared<TopologyState>(std::move(**latest));
-    state->origin = OriginOf(state->stored.source);
-    Publish(std::move(state));
+    Publish(std::make_shared<TopologyState>(std::move(**latest)));
   }
   if (!config_.topology_file.empty()) TOPOTUNE_RETURN_IF_ERROR(LoadTopologyFile());
   tuner_->Start();
@@ -177,11 +179,6 @@ std::shared_ptr<const TopologyState> Core::topology() const {
 }
 
 void Core::Publish(std::shared_ptr<const TopologyState> state) {
-  auto mutable_state = std::const_pointer_cast<TopologyState>(state);
-  const Topology& t = mutable_state->stored.topology;
-  mutable_state->num_hosts = static_cast<int>(t.hosts().size());
-  mutable_state->num_switches = t.num_nodes() - mutable_state->num_hosts;
-  if (mutable_state->source.empty()) mutable_state->source = mutable_state->stored.source;
   int64_t version = state->stored.version;
   {
     std::lock_guard lock(mu_);
@@ -190,8 +187,7 @@ void Core::Publish(std::shared_ptr<const TopologyState> state) {
   metrics_->SetTopologyVersion(version);
 }
 
-StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::string_view source,
-                                                     v1::TopologyOrigin origin) {
+StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::string_view source) {
   auto version = store_.PutTopology(topo, source);
   if (!version.ok()) return version.status();
   auto current = topology();
@@ -199,8 +195,6 @@ StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::
   auto stored = store_.GetTopology(*version);
   if (!stored.ok()) return stored.status();
   auto state = std::make_shared<TopologyState>(std::move(*stored));
-  state->origin = origin;
-  state->source = std::string(source);
   Publish(state);
   plans_.InvalidateBefore(*version);
   auto dropped = store_.DeletePlansBefore(*version);
@@ -214,7 +208,7 @@ Status Core::LoadTopologyFile() {
   std::string stamp = FileStamp(config_.topology_file);
   auto topo = topotune::LoadTopologyFile(config_.topology_file);
   if (!topo.ok()) return topo.status();
-  auto set = SetTopology(*topo, config_.topology_file, v1::TOPOLOGY_ORIGIN_FILE);
+  auto set = SetTopology(*topo, config_.topology_file);
   if (!set.ok()) return set.status();
   std::lock_guard lock(mu_);
   topology_file_stamp_ = stamp;
@@ -517,12 +511,7 @@ grpc::Status Core::GetTopology(const v1::GetTopologyRequest& req, v1::GetTopolog
     if (grpc::Status st = ResolveVersion(req.version(), &version); !st.ok()) return st;
     auto stored = store_.GetTopology(version);
     if (!stored.ok()) return ToGrpc(stored.status());
-    auto s = std::make_shared<TopologyState>(std::move(*stored));
-    s->origin = OriginOf(s->stored.source);
-    s->source = s->stored.source;
-    s->num_hosts = static_cast<int>(s->stored.topology.hosts().size());
-    s->num_switches = s->stored.topology.num_nodes() - s->num_hosts;
-    state = s;
+    state = std::make_shared<TopologyState>(std::move(*stored));
   }
   if (!state) return NoTopology();
   resp->set_version(state->stored.version);
@@ -531,7 +520,7 @@ grpc::Status Core::GetTopology(const v1::GetTopologyRequest& req, v1::GetTopolog
   resp->set_num_hosts(state->num_hosts);
   resp->set_num_links(static_cast<int>(state->stored.topology.links().size()));
   resp->set_origin(state->origin);
-  resp->set_source(state->source);
+  resp->set_source(state->stored.source);
   *resp->mutable_discovered_at() = ToTimestamp(state->stored.created_at);
   return grpc::Status::OK;
 }
@@ -596,8 +585,7 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   const discovery::DiscoveredTree& tree = report->tree;
   auto canonical = Canonical(tree.topology);
   if (!canonical.ok()) return ToGrpc(canonical.status());
-  auto set =
-      SetTopology(*canonical, fmt::format("discovery from {}", fmt::join(seeds, ",")), v1::TOPOLOGY_ORIGIN_DISCOVERY);
+  auto set = SetTopology(*canonical, fmt::format("{}{}", kDiscoverySource, fmt::join(seeds, ",")));
   if (!set.ok()) return ToGrpc(set.status());
   int hosts = static_cast<int>(tree.topology.hosts().size());
   metrics_->DiscoverySucceeded(seconds, std::chrono::duration<double>(Now().time_since_epoch()).count(),
@@ -635,6 +623,13 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
   }
   size_t page = req.page_size() > 0 ? static_cast<size_t>(req.page_size()) : limits::kDefaultPageSize;
   size_t end = std::min(match.size(), offset + page);
+  // Samples per layout: the runs' counts, one query for the page (loading
+  // the samples themselves only to count them would read every time stored).
+  std::map<std::tuple<std::string, int, int>, int64_t> samples;
+  if (offset < end)
+    if (auto runs = store_.ListRuns({.topology_version = version}); runs.ok())
+      for (const db::BenchRun& r : *runs)
+        samples[{r.key.collective, r.key.nprocs, r.key.ranks_per_node}] += r.num_samples;
   for (size_t i = offset; i < end; ++i) {
     const db::StoredDecision& d = *match[i];
     v1::Decision* out = resp->add_decisions();
@@ -653,11 +648,8 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
       sc->set_regret(c.regret);
       sc->set_significant(c.significant);
     }
-    if (auto samples = store_.Samples(d.key); samples.ok()) {
-      int64_t n = 0;
-      for (const SampleSet& s : *samples) n += static_cast<int64_t>(s.seconds.size());
-      out->set_num_samples(n);
-    }
+    if (auto n = samples.find({d.key.collective, d.key.nprocs, d.key.ranks_per_node}); n != samples.end())
+      out->set_num_samples(n->second);
     *out->mutable_updated_at() = ToTimestamp(d.created_at);
   }
   if (end < match.size()) resp->set_next_page_token(std::to_string(end));

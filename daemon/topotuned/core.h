@@ -46,12 +46,12 @@ class Tuner;
 // IoError -> INTERNAL, ...), with its message.
 grpc::Status ToGrpc(const Status& status);
 
-// The current topology as handlers see it: immutable once published.
+// A stored topology version as handlers see it, with what GetTopology
+// reports derived once from it; immutable once published.
 struct TopologyState {
-  explicit TopologyState(db::StoredTopology s) : stored(std::move(s)) {}
+  explicit TopologyState(db::StoredTopology s);
   db::StoredTopology stored;
-  v1::TopologyOrigin origin = v1::TOPOLOGY_ORIGIN_UNSPECIFIED;
-  std::string source;  // The file, or the seeds discovery started from.
+  v1::TopologyOrigin origin;  // DISCOVERY when stored.source is "discovery from SEEDS", else FILE.
   int num_switches = 0, num_hosts = 0;
 };
 
@@ -87,9 +87,9 @@ class Core {
   std::shared_ptr<const TopologyState> topology() const;
   // Stores `topo` and publishes it when it differs from the current one;
   // returns the version and whether it changed. Plans of older versions are
-  // dropped from memory and from the store.
-  StatusOr<std::pair<int64_t, bool>> SetTopology(const Topology& topo, std::string_view source,
-                                                 v1::TopologyOrigin origin);
+  // dropped from memory and from the store. `source` is the file's path, or
+  // DiscoverySource(seeds).
+  StatusOr<std::pair<int64_t, bool>> SetTopology(const Topology& topo, std::string_view source);
   // Loads topology_file and sets it (origin FILE).
   Status LoadTopologyFile();
 

@@ -188,13 +188,8 @@ struct Fixture {
     core = std::make_unique<daemon::Core>(config, std::move(store), &metrics, options);
 
     old_version =
-        Must(core->SetTopology(LoadExample("faraj-yuan-fig1.yaml"), "faraj-yuan-fig1.yaml", v1::TOPOLOGY_ORIGIN_FILE),
-             "SetTopology")
-            .first;
-    version =
-        Must(core->SetTopology(LoadExample("two-switch-4x4.yaml"), "two-switch-4x4.yaml", v1::TOPOLOGY_ORIGIN_FILE),
-             "SetTopology")
-            .first;
+        Must(core->SetTopology(LoadExample("faraj-yuan-fig1.yaml"), "faraj-yuan-fig1.yaml"), "SetTopology").first;
+    version = Must(core->SetTopology(LoadExample("two-switch-4x4.yaml"), "two-switch-4x4.yaml"), "SetTopology").first;
     for (int h = 0; h < kRegisteredAgents; ++h) {
       v1::RegisterRequest req;
       req.mutable_host()->set_hostname(fmt::format("h{}", h));
