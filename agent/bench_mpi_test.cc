@@ -189,7 +189,9 @@ TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
   EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED) << done.message();
   EXPECT_NE(done.message().find("launcher failed"), std::string::npos) << done.message();
   EXPECT_NE(job_log.find("point_timeout"), std::string::npos) << job_log;
-  EXPECT_NE(job_log.find("MPI_ABORT"), std::string::npos) << job_log;
+  // Open MPI's own "MPI_ABORT was invoked" banner is not asserted: 4.1.4
+  // sometimes loses it ("ORTE_ERROR_LOG: Data unpack would read past end of
+  // buffer in show_help.c"). The abort shows in the launcher's failure above.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   const std::vector<db::BenchRun> runs = daemon_.StoredRuns();
   ASSERT_EQ(runs.size(), 1u);
