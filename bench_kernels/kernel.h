@@ -94,17 +94,19 @@ struct KernelContext {
   // use the call's communicator with tags from kKernelTagBase up.
   MPI_Comm private_comm = MPI_COMM_NULL;
   MPI_Comm CommFor(MPI_Comm call_comm) const { return private_comm != MPI_COMM_NULL ? private_comm : call_comm; }
-  const RankProgram* tree_program = nullptr;      // alltoall tree_scheduled: this rank's program.
-  const std::vector<int>* ring_order = nullptr;   // allgather switch_ordered_ring / link_scheduled: rank order.
+  const RankProgram* tree_program = nullptr;         // alltoall tree_scheduled: this rank's program.
+  const std::vector<int>* ring_order = nullptr;      // allgather switch_ordered_ring / link_scheduled: rank order.
   const std::vector<int>* switch_of_rank = nullptr;  // allgather link_scheduled: switch index of each rank.
-  const AlltoallvPlan* alltoallv_plan = nullptr;  // alltoallv Level 3.
+  const AlltoallvPlan* alltoallv_plan = nullptr;     // alltoallv Level 3.
 };
 
 // The outcome of a kernel call.
 class KernelStatus {
  public:
   static KernelStatus Done() { return KernelStatus(Kind::kDone, MPI_SUCCESS, {}); }
-  static KernelStatus Fallback(std::string reason) { return KernelStatus(Kind::kFallback, MPI_SUCCESS, std::move(reason)); }
+  static KernelStatus Fallback(std::string reason) {
+    return KernelStatus(Kind::kFallback, MPI_SUCCESS, std::move(reason));
+  }
   static KernelStatus MpiError(int code) { return KernelStatus(Kind::kError, code, {}); }
   bool done() const { return kind_ == Kind::kDone; }
   bool fallback() const { return kind_ == Kind::kFallback; }
@@ -125,8 +127,8 @@ using AllgatherFn = KernelStatus (*)(const AllgatherArgs&, const KernelContext&)
 
 struct KernelInfo {
   Collective collective;
-  std::string_view name;         // Unique per collective; the only place algorithm names live.
-  std::string_view description;  // One line, for --help.
+  std::string_view name;          // Unique per collective; the only place algorithm names live.
+  std::string_view description;   // One line, for --help.
   AlltoallFn alltoall = nullptr;  // Exactly one of the three is set, matching `collective`.
   AlltoallvFn alltoallv = nullptr;
   AllgatherFn allgather = nullptr;
@@ -144,10 +146,15 @@ class FallbackLog {
  public:
   void Record(std::string_view kernel, const std::string& reason);
   const std::map<std::string, int64_t>& counts() const { return counts_; }
+  // Fallbacks recorded, and the key ("kernel: reason") of the latest.
+  int64_t total() const { return total_; }
+  const std::string& last() const { return last_; }
   std::function<void(const std::string&)> sink;
 
  private:
   std::map<std::string, int64_t> counts_;
+  int64_t total_ = 0;
+  std::string last_;
 };
 
 // Run `kernel` (which must match the collective), falling back to the MPI

@@ -41,7 +41,8 @@ bool ParseCollective(std::string_view name, Collective* out) {
 std::span<const KernelInfo> Kernels() {
   static const std::vector<KernelInfo> all = [] {
     std::vector<KernelInfo> v;
-    for (auto table : {AlltoallKernels(), AlltoallvKernels(), AllgatherKernels()}) v.insert(v.end(), table.begin(), table.end());
+    for (auto table : {AlltoallKernels(), AlltoallvKernels(), AllgatherKernels()})
+      v.insert(v.end(), table.begin(), table.end());
     return v;
   }();
   return all;
@@ -66,10 +67,14 @@ std::string ValidKernels(Collective c) {
 
 void FallbackLog::Record(std::string_view kernel, const std::string& reason) {
   std::string key = fmt::format("{}: {}", kernel, reason);
+  ++total_;
+  last_ = key;
   if (counts_[key]++ == 0) {
     std::string line = fmt::format("topotune: {} falls back to the MPI library's collective: {}", kernel, reason);
-    if (sink) sink(line);
-    else std::fprintf(stderr, "%s\n", line.c_str());
+    if (sink)
+      sink(line);
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
   }
 }
 

@@ -78,13 +78,25 @@ ContextHolder::~ContextHolder() {
   if (ctx_.private_comm != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&ctx_.private_comm);
+    if (!finalized) PMPI_Comm_free(&ctx_.private_comm);
   }
 }
 
 int ContextHolder::DupComm(MPI_Comm comm) {
-  if (ctx_.private_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx_.private_comm);
-  return MPI_Comm_dup(comm, &ctx_.private_comm);
+  if (ctx_.private_comm != MPI_COMM_NULL) PMPI_Comm_free(&ctx_.private_comm);
+  return PMPI_Comm_dup(comm, &ctx_.private_comm);
+}
+
+void ContextHolder::SetProgram(RankProgram program) {
+  program_ = std::make_unique<RankProgram>(std::move(program));
+  ctx_.tree_program = program_.get();
+}
+
+void ContextHolder::SetRing(std::vector<int> order, std::vector<int> switch_of_rank) {
+  ring_order_ = std::make_unique<std::vector<int>>(std::move(order));
+  switch_of_rank_ = std::make_unique<std::vector<int>>(std::move(switch_of_rank));
+  ctx_.ring_order = ring_order_.get();
+  ctx_.switch_of_rank = switch_of_rank_.get();
 }
 
 Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective collective, int rank) {
@@ -96,16 +108,15 @@ Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective coll
       if (!schedule.ok()) return Status::Internal("tree_scheduled: " + schedule.status().message());
       auto program = CompileRankProgram(*schedule, rank);
       if (!program.ok()) return Status::Internal("tree_scheduled program: " + program.status().message());
-      program_ = std::make_unique<RankProgram>(std::move(program).value());
-      ctx_.tree_program = program_.get();
+      SetProgram(std::move(program).value());
       return Status::Ok();
     }
-    case kernels::Collective::kAllgather:
-      ring_order_ = std::make_unique<std::vector<int>>(SwitchOrderedRing(tree));
-      switch_of_rank_ = std::make_unique<std::vector<int>>(SwitchOfRank(tree, *ring_order_));
-      ctx_.ring_order = ring_order_.get();
-      ctx_.switch_of_rank = switch_of_rank_.get();
+    case kernels::Collective::kAllgather: {
+      std::vector<int> order = SwitchOrderedRing(tree);
+      std::vector<int> switch_of_rank = SwitchOfRank(tree, order);
+      SetRing(std::move(order), std::move(switch_of_rank));
       return Status::Ok();
+    }
     case kernels::Collective::kAlltoallv:
       return Status::Ok();  // The plan depends on the sizes: SetAlltoallvPlan.
   }

@@ -71,11 +71,17 @@ class ContextHolder {
   // Frees the private communicator; MPI must still be initialised then.
   ~ContextHolder();
 
-  // Collective over `comm`: sets private_comm to a duplicate of it.
+  // Collective over `comm`: sets private_comm to a duplicate of it (through
+  // PMPI_, so that the shim does not see the holder's own communicators).
   int DupComm(MPI_Comm comm);
   // What `collective`'s kernels need on `rank`, from the job's tree (see the
   // header comment). Pure (no MPI). Fails when a schedule cannot be built.
   Status AddTopology(const RankTree& tree, kernels::Collective collective, int rank);
+  // The same pieces as computed elsewhere (libtopotune-mpi receives them in
+  // its plan): this rank's tree_scheduled program, the switch-ordered ring
+  // and the switch index of every rank.
+  void SetProgram(RankProgram program);
+  void SetRing(std::vector<int> order, std::vector<int> switch_of_rank);
   // Collective over shape.comm: builds the Level 3 plan of this call shape
   // with BuildAlltoallvPlan (greedy_phased when `greedy`, else a2a_phased)
   // and points the context at it. Returns an MPI error code.

@@ -91,6 +91,8 @@ std::string DecisionSourceName(v1::DecisionSource source) {
       return "nearest";
     case v1::DECISION_SOURCE_DEFAULT:
       return "default";
+    case v1::DECISION_SOURCE_FORCED:
+      return "forced";
     default:
       return "unspecified";
   }
@@ -167,6 +169,9 @@ std::string FormatPlan(const v1::GetPlanResponse& response) {
         break;
       case v1::DECISION_SOURCE_DEFAULT:
         source = "default, nothing measured";
+        break;
+      case v1::DECISION_SOURCE_FORCED:
+        source = "forced by the job";
         break;
       default:
         source = "source unspecified";

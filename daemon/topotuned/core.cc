@@ -432,7 +432,12 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       if (!best || distance < best_distance) best = &d, best_distance = distance;
     }
     std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
-    if (best) {
+    auto forced = std::find_if(req.force().begin(), req.force().end(),
+                               [c](const v1::ForcedAlgorithm& f) { return f.collective() == c; });
+    if (forced != req.force().end()) {
+      table = {{0, INFINITY, forced->algorithm()}};
+      plan->set_source(v1::DECISION_SOURCE_FORCED);
+    } else if (best) {
       table = best->table;
       bool exact = best->key.nprocs == nprocs && best->key.ranks_per_node == rpn;
       plan->set_source(exact ? v1::DECISION_SOURCE_TUNED : v1::DECISION_SOURCE_NEAREST);

@@ -549,11 +549,33 @@ Status Validate(const v1::BenchTask& task) {
 
 // --- Plans ----------------------------------------------------------------
 
+// A forced collective must be one of the request's, and forced once.
+Status CheckForcedCollective(const Field& f, int collective, const v1::GetPlanRequest& req) {
+  if (std::find(req.collectives().begin(), req.collectives().end(), collective) == req.collectives().end())
+    return Invalid(f, fmt::format("{} is not one of the request's collectives; add it to collectives",
+                                  EnumName(kCollective, collective)));
+  int times = 0;
+  for (const v1::ForcedAlgorithm& other : req.force()) times += other.collective() == collective;
+  if (times > 1)
+    return Invalid(
+        f, fmt::format("{} is forced {} times; force each collective once", EnumName(kCollective, collective), times));
+  return Status::Ok();
+}
+
 Status Validate(const v1::GetPlanRequest& req) {
   return First({
       CheckId("job_id", req.job_id(), 0),
       CheckRankHosts("rank_hosts", req.rank_hosts()),
       CheckCollectives("collectives", req.collectives(), 1, /*unique=*/true),
+      CheckCount("force", req.force_size(), 0, TOPOTUNE_LIMIT(kMaxCollectives)),
+      Each(Field("force"), req.force(),
+           [&req](const Field& f, const v1::ForcedAlgorithm& forced) {
+             return First({
+                 CheckCollective(f.Sub("collective"), forced.collective()),
+                 CheckForcedCollective(f.Sub("collective"), forced.collective(), req),
+                 CheckString(f.Sub("algorithm"), forced.algorithm(), 1, TOPOTUNE_LIMIT(kMaxAlgorithmNameBytes)),
+             });
+           }),
   });
 }
 

@@ -1,0 +1,255 @@
+#include "bench_kernels/shim/plan_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "proto/names.h"
+
+namespace topotune::shim {
+
+namespace {
+
+// Programs are checked only when the pair matrix stays small: 4096 ranks,
+// 16 Mi pairs (the daemon sends programs of at most about 2048 ranks).
+constexpr int64_t kMaxCheckedRanks = 4096;
+
+std::string Where(v1::Collective c) { return std::string(v1::CollectiveName(c)); }
+
+// Whether the kernels of `k` take a compiled schedule or a ring order from
+// the plan (alltoallv kernels build their plans in the job).
+bool NeedsPrograms(const kernels::KernelInfo& k) {
+  return k.collective == kernels::Collective::kAlltoall && k.needs_context;
+}
+bool NeedsRing(const kernels::KernelInfo& k) {
+  return k.collective == kernels::Collective::kAllgather && k.needs_context;
+}
+
+Status CheckRank(int32_t r, int nprocs, int self, std::string_view what) {
+  if (r < 0 || r >= nprocs)
+    return Status::InvalidArgument(fmt::format("{} names rank {}, not a rank of {}", what, r, nprocs));
+  if (r == self) return Status::InvalidArgument(fmt::format("{} names the rank itself ({})", what, r));
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool ToKernelCollective(v1::Collective c, kernels::Collective* out) {
+  return kernels::ParseCollective(v1::CollectiveName(c), out);
+}
+
+StatusOr<std::vector<TableRow>> CheckTable(kernels::Collective collective, const v1::DecisionTable& table) {
+  if (table.ranges_size() == 0) return Status::InvalidArgument("the decision table is empty");
+  std::vector<TableRow> rows;
+  for (int i = 0; i < table.ranges_size(); ++i) {
+    const v1::DecisionRange& r = table.ranges(i);
+    const int64_t expected_min = i == 0 ? 0 : table.ranges(i - 1).max_msize();
+    if (r.min_msize() != expected_min)
+      return Status::InvalidArgument(
+          fmt::format("range {} starts at {} bytes, not at {}", i, r.min_msize(), expected_min));
+    const bool last = i + 1 == table.ranges_size();
+    if (last != (r.max_msize() == 0))
+      return Status::InvalidArgument(
+          last ? fmt::format("the last range ends at {} bytes instead of having no end", r.max_msize())
+               : fmt::format("range {} has no end but is not the last", i));
+    if (!last && r.max_msize() <= r.min_msize())
+      return Status::InvalidArgument(
+          fmt::format("range {} is empty ({} to {} bytes)", i, r.min_msize(), r.max_msize()));
+    const kernels::KernelInfo* k = kernels::FindKernel(collective, r.algorithm());
+    if (k == nullptr)
+      return Status::InvalidArgument(fmt::format("range {} names algorithm '{}', which this library does not have ({})",
+                                                 i, r.algorithm().substr(0, 64), kernels::ValidKernels(collective)));
+    rows.push_back({r.min_msize(), k});
+  }
+  return rows;
+}
+
+StatusOr<RankProgram> ProgramFromProto(const v1::RankProgram& wire, int nprocs) {
+  RankProgram out;
+  out.rank = wire.rank();
+  if (out.rank < 0 || out.rank >= nprocs)
+    return Status::InvalidArgument(fmt::format("a program of rank {}, not a rank of {}", out.rank, nprocs));
+  const std::string who = fmt::format("rank {}'s program", out.rank);
+  int32_t last_phase = -1;
+  for (const v1::RankStep& s : wire.steps()) {
+    if (s.phase() <= last_phase)
+      return Status::InvalidArgument(fmt::format("{}: phase {} after phase {}", who, s.phase(), last_phase));
+    last_phase = s.phase();
+    RankStep step;
+    step.phase = s.phase();
+    if (s.has_send_to()) {
+      if (auto st = CheckRank(s.send_to(), nprocs, out.rank, who + " sends to"); !st.ok()) return st;
+      step.send_to = s.send_to();
+    }
+    if (s.has_recv_from()) {
+      if (auto st = CheckRank(s.recv_from(), nprocs, out.rank, who + " receives from"); !st.ok()) return st;
+      step.recv_from = s.recv_from();
+    }
+    for (int32_t w : s.wait_for())
+      if (auto st = CheckRank(w, nprocs, out.rank, who + " waits for"); !st.ok()) return st;
+    for (int32_t n : s.notify())
+      if (auto st = CheckRank(n, nprocs, out.rank, who + " notifies"); !st.ok()) return st;
+    step.wait_for.assign(s.wait_for().begin(), s.wait_for().end());
+    step.notify.assign(s.notify().begin(), s.notify().end());
+    out.steps.push_back(std::move(step));
+  }
+  return out;
+}
+
+Status CheckPrograms(std::span<const RankProgram> programs) {
+  const int64_t n = static_cast<int64_t>(programs.size());
+  if (n > kMaxCheckedRanks)
+    return Status::InvalidArgument(fmt::format("programs of {} ranks; at most {} are checked", n, kMaxCheckedRanks));
+  for (int64_t r = 0; r < n; ++r)
+    if (programs[r].rank != r)
+      return Status::InvalidArgument(fmt::format("program {} is rank {}'s", r, programs[r].rank));
+  // Every ordered pair of distinct ranks exchanges one block.
+  std::vector<bool> sent(static_cast<size_t>(n * n));
+  for (const RankProgram& p : programs)
+    for (const RankStep& s : p.steps)
+      if (s.send_to >= 0) {
+        auto bit = sent[static_cast<size_t>(p.rank * n + s.send_to)];
+        if (bit) return Status::InvalidArgument(fmt::format("rank {} sends to rank {} twice", p.rank, s.send_to));
+        bit = true;
+      }
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < n; ++b)
+      if (a != b && !sent[static_cast<size_t>(a * n + b)])
+        return Status::InvalidArgument(fmt::format("rank {} never sends its block to rank {}", a, b));
+
+  // Run them together (see the header comment).
+  struct Cursor {
+    size_t step = 0;
+    bool posted = false, send_done = false, recv_done = false;
+  };
+  std::vector<Cursor> at(static_cast<size_t>(n));
+  std::unordered_map<int64_t, int64_t> notices;  // a * n + c: notices from a that c has not consumed.
+  auto current = [&](int64_t r) -> const RankStep* {
+    const Cursor& c = at[static_cast<size_t>(r)];
+    return c.posted ? &programs[r].steps[c.step] : nullptr;
+  };
+  auto advance = [&](int64_t r) {
+    bool moved = false;
+    Cursor& c = at[static_cast<size_t>(r)];
+    const std::vector<RankStep>& steps = programs[r].steps;
+    while (c.step < steps.size()) {
+      const RankStep& s = steps[c.step];
+      if (!c.posted) {
+        std::unordered_map<int64_t, int64_t> need;
+        for (int32_t w : s.wait_for) ++need[w];
+        for (const auto& [w, k] : need)
+          if (notices[w * n + r] < k) return moved;
+        for (const auto& [w, k] : need) notices[w * n + r] -= k;
+        c.posted = true;
+        c.send_done = s.send_to < 0;
+        c.recv_done = s.recv_from < 0;
+        moved = true;
+      }
+      if (!c.send_done)
+        if (const RankStep* peer = current(s.send_to); peer && peer->recv_from == r && !at[s.send_to].recv_done)
+          c.send_done = at[s.send_to].recv_done = moved = true;
+      if (!c.recv_done)
+        if (const RankStep* peer = current(s.recv_from); peer && peer->send_to == r && !at[s.recv_from].send_done)
+          c.recv_done = at[s.recv_from].send_done = moved = true;
+      if (!(c.send_done && c.recv_done)) return moved;
+      for (int32_t x : s.notify) ++notices[r * n + x];
+      c.posted = false;
+      ++c.step;
+      moved = true;
+    }
+    return moved;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t r = 0; r < n; ++r) progress |= advance(r);
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const Cursor& c = at[static_cast<size_t>(r)];
+    if (c.step < programs[r].steps.size()) {
+      const RankStep& s = programs[r].steps[c.step];
+      return Status::InvalidArgument(
+          fmt::format("the programs deadlock: rank {} never completes phase {} ({})", r, s.phase,
+                      !c.posted ? fmt::format("waiting for notices from {}", fmt::join(s.wait_for, ", "))
+                                : fmt::format("sending to {} and receiving from {}", s.send_to, s.recv_from)));
+    }
+  }
+  for (const auto& [pair, k] : notices)
+    if (k != 0)
+      return Status::InvalidArgument(
+          fmt::format("rank {} sends {} notice(s) to rank {} that it never waits for", pair / n, k, pair % n));
+  return Status::Ok();
+}
+
+Status CheckRing(const v1::RingOrder& ring, int nprocs) {
+  if (ring.order_size() != nprocs || ring.switch_of_rank_size() != nprocs)
+    return Status::InvalidArgument(fmt::format("the ring order has {} ranks and {} switch indexes, not {}",
+                                               ring.order_size(), ring.switch_of_rank_size(), nprocs));
+  std::vector<bool> seen(static_cast<size_t>(nprocs));
+  for (int32_t r : ring.order()) {
+    if (r < 0 || r >= nprocs || seen[static_cast<size_t>(r)])
+      return Status::InvalidArgument(fmt::format("the ring order is not a permutation of the {} ranks (rank {} is {})",
+                                                 nprocs, r, r < 0 || r >= nprocs ? "out of range" : "there twice"));
+    seen[static_cast<size_t>(r)] = true;
+  }
+  for (int32_t s : ring.switch_of_rank())
+    if (s < 0) return Status::InvalidArgument(fmt::format("the ring gives a switch index of {}", s));
+  return Status::Ok();
+}
+
+Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1::Collective> collectives) {
+  if (plan.nprocs() != nprocs)
+    return Status::InvalidArgument(
+        fmt::format("the plan is for {} ranks but the communicator has {}", plan.nprocs(), nprocs));
+  if (plan.plans_size() != static_cast<int>(collectives.size()))
+    return Status::InvalidArgument(
+        fmt::format("the plan has {} collectives, {} were asked for", plan.plans_size(), collectives.size()));
+  for (int i = 0; i < plan.plans_size(); ++i) {
+    const v1::CollectivePlan& p = plan.plans(i);
+    kernels::Collective kc;
+    if (p.collective() != collectives[static_cast<size_t>(i)] || !ToKernelCollective(p.collective(), &kc))
+      return Status::InvalidArgument(fmt::format("plan {} is for collective {}, {} was asked for", i,
+                                                 static_cast<int>(p.collective()), Where(collectives[i])));
+    auto rows = CheckTable(kc, p.table());
+    if (!rows.ok()) return Status::InvalidArgument(Where(p.collective()) + ": " + rows.status().message());
+    for (const TableRow& row : *rows) {
+      if (NeedsRing(*row.kernel)) {
+        if (!p.has_ring())
+          return Status::InvalidArgument(fmt::format("{}: the table names {} but the plan has no ring order",
+                                                     Where(p.collective()), row.kernel->name));
+        if (auto st = CheckRing(p.ring(), nprocs); !st.ok())
+          return Status::InvalidArgument(Where(p.collective()) + ": " + st.message());
+      }
+      if (!NeedsPrograms(*row.kernel)) continue;
+      auto schedule = std::find_if(p.schedules().begin(), p.schedules().end(),
+                                   [&](const v1::CompiledSchedule& s) { return s.algorithm() == row.kernel->name; });
+      if (schedule == p.schedules().end())
+        return Status::InvalidArgument(fmt::format("{}: the table names {} but the plan has no schedule of it",
+                                                   Where(p.collective()), row.kernel->name));
+      if (schedule->num_ranks() != nprocs)
+        return Status::InvalidArgument(fmt::format("{}: the {} schedule is for {} ranks, not {}", Where(p.collective()),
+                                                   row.kernel->name, schedule->num_ranks(), nprocs));
+      if (schedule->programs_size() == 0 && !schedule->omitted_reason().empty()) continue;
+      if (schedule->programs_size() != nprocs)
+        return Status::InvalidArgument(fmt::format("{}: the {} schedule has {} programs for {} ranks",
+                                                   Where(p.collective()), row.kernel->name, schedule->programs_size(),
+                                                   nprocs));
+      std::vector<RankProgram> programs;
+      programs.reserve(static_cast<size_t>(nprocs));
+      for (const v1::RankProgram& wire : schedule->programs()) {
+        auto program = ProgramFromProto(wire, nprocs);
+        if (!program.ok())
+          return Status::InvalidArgument(
+              fmt::format("{}: {}: {}", Where(p.collective()), row.kernel->name, program.status().message()));
+        programs.push_back(std::move(program).value());
+      }
+      if (auto st = CheckPrograms(programs); !st.ok())
+        return Status::InvalidArgument(
+            fmt::format("{}: {}: {}", Where(p.collective()), row.kernel->name, st.message()));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace topotune::shim

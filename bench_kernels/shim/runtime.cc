@@ -1,0 +1,545 @@
+#include "bench_kernels/shim/runtime.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "proto/limits.h"
+#include "proto/names.h"
+
+namespace topotune::shim {
+
+namespace {
+
+using kernels::Collective;
+
+constexpr std::array<Collective, 3> kCollectives = {Collective::kAlltoall, Collective::kAlltoallv,
+                                                    Collective::kAllgather};
+// Bytes per name in the exchanges of host names and forced algorithms.
+constexpr int kNameBytes = MPI_MAX_PROCESSOR_NAME;
+constexpr int kForceBytes = 80;
+
+size_t Index(Collective c) { return static_cast<size_t>(c); }
+
+const kernels::KernelInfo* Native(Collective c) {
+  static const std::array<const kernels::KernelInfo*, 3> natives = {
+      kernels::FindKernel(Collective::kAlltoall, "native"), kernels::FindKernel(Collective::kAlltoallv, "native"),
+      kernels::FindKernel(Collective::kAllgather, "native")};
+  return natives[Index(c)];
+}
+
+bool IsL3(const kernels::KernelInfo* k) { return k->name.ends_with("_l3"); }
+
+// Fallbacks of the kernels, per thread; the runtime reads total() and last()
+// around each call and keeps the counts itself.
+kernels::FallbackLog& ThreadLog() {
+  thread_local kernels::FallbackLog log = [] {
+    kernels::FallbackLog l;
+    l.sink = [](const std::string&) {};
+    return l;
+  }();
+  return log;
+}
+
+google::protobuf::Timestamp ToTimestamp(std::chrono::system_clock::time_point t) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+std::string DescribeTable(const std::vector<TableRow>& rows) {
+  std::string out;
+  for (size_t i = 0; i < rows.size(); ++i)
+    out += fmt::format("{}{}{}", i ? ", " : "", rows[i].kernel->name,
+                       i ? fmt::format(" from {} B", rows[i].min_msize) : std::string());
+  return out;
+}
+
+}  // namespace
+
+Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {}
+
+Runtime::~Runtime() = default;
+
+std::unique_ptr<Runtime> Runtime::Start(ShimConfig config) {
+  std::unique_ptr<Runtime> rt(new Runtime(std::move(config)));
+  rt->StartWorld();
+  return rt;
+}
+
+void Runtime::StartWorld() {
+  const auto t0 = std::chrono::steady_clock::now();
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  PMPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  if (world_rank_ == 0)
+    for (const std::string& p : config_.problems) Log(LogLevel::kWarn, p);
+
+  // Every rank's host name.
+  std::string mine = config_.hostname;
+  if (mine.empty()) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    PMPI_Get_processor_name(name, &len);
+    mine.assign(name, static_cast<size_t>(std::max(0, len)));
+  }
+  mine.resize(kNameBytes, '\0');
+  std::vector<char> all(static_cast<size_t>(world_size_) * kNameBytes);
+  PMPI_Allgather(mine.data(), kNameBytes, MPI_CHAR, all.data(), kNameBytes, MPI_CHAR, MPI_COMM_WORLD);
+  std::map<std::string, int> per_host;
+  for (int r = 0; r < world_size_; ++r) {
+    const char* p = all.data() + static_cast<size_t>(r) * kNameBytes;
+    hosts_.emplace_back(p, strnlen(p, kNameBytes - 1));
+    ranks_per_node_ = std::max(ranks_per_node_, ++per_host[hosts_.back()]);
+  }
+
+  // Rank 0's forced algorithms, so that every rank runs the same kernels.
+  std::vector<char> force(kCollectives.size() * kForceBytes);
+  if (world_rank_ == 0)
+    for (Collective c : kCollectives)
+      std::copy_n(config_.force[Index(c)].begin(), std::min<size_t>(config_.force[Index(c)].size(), kForceBytes - 1),
+                  force.begin() + static_cast<std::ptrdiff_t>(Index(c) * kForceBytes));
+  PMPI_Bcast(force.data(), static_cast<int>(force.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
+  for (Collective c : kCollectives) {
+    const char* p = force.data() + Index(c) * kForceBytes;
+    std::string name(p, strnlen(p, kForceBytes - 1));
+    config_.force[Index(c)] = kernels::FindKernel(c, name) ? name : std::string();
+  }
+
+  std::string why;
+  world_plan_ = Exchange(MPI_COMM_WORLD, hosts_, 0, &why);
+  if (!world_plan_) {
+    plan_reason_ = why;
+    ask_daemon_ = false;
+    Note("no plan: " + why + "; running the MPI library's collectives" +
+             (std::any_of(config_.force.begin(), config_.force.end(), [](const std::string& f) { return !f.empty(); })
+                  ? " and the forced algorithms"
+                  : ""),
+         world_rank_ == 0);
+    world_plan_ = ForcedOnly();
+  }
+  auto state = MakeState(MPI_COMM_WORLD, world_plan_);
+  world_ = state.get();
+  states_[MPI_COMM_WORLD] = std::move(state);
+  started_at_ = std::chrono::system_clock::now();
+  init_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (world_rank_ == 0 && config_.log >= LogLevel::kInfo) {
+    std::string tables;
+    for (Collective c : kCollectives)
+      tables += fmt::format("; {}: {}", kernels::CollectiveName(c), DescribeTable(world_plan_->tables[Index(c)]));
+    Log(LogLevel::kInfo,
+        fmt::format("{} ranks on {} hosts, plan {} (topology version {}){}; ready in {:.1f} ms", world_size_,
+                    per_host.size(), world_plan_->plan_id.empty() ? "none" : world_plan_->plan_id,
+                    world_plan_->topology_version, tables, init_seconds_ * 1e3));
+  }
+}
+
+std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vector<std::string>& rank_hosts,
+                                                  int64_t expect_version, std::string* why) {
+  int rank = 0, n = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &n);
+  // header >= 0: the size of the shared plan that follows; < 0: -(size of
+  // the reason that follows) - 1.
+  int64_t header = 0;
+  std::string blob;
+  v1::GetPlanResponse response;  // On rank 0.
+  if (rank == 0) {
+    LinkError error;
+    std::string reason;
+    if (!link_.GetPlan(config_.job_id, rank_hosts, config_.force, &response, &error)) {
+      reason = error.message;
+      daemon_timed_out_ = daemon_timed_out_ || error.timed_out;
+    } else if (Status st = CheckPlan(response, n, kPlanCollectives); !st.ok()) {
+      reason = fmt::format("the daemon at {} sent a plan this library cannot use: {}", link_.server(), st.message());
+    } else if (expect_version != 0 && response.topology_version() != expect_version) {
+      reason = fmt::format(
+          "the daemon's plan for a communicator of {} ranks is for topology version {}, the job's "
+          "for version {}",
+          n, response.topology_version(), expect_version);
+    }
+    if (reason.empty()) {
+      v1::GetPlanResponse shared = response;
+      for (v1::CollectivePlan& p : *shared.mutable_plans())
+        for (v1::CompiledSchedule& s : *p.mutable_schedules()) s.clear_programs();
+      blob = shared.SerializeAsString();
+      if (blob.size() > static_cast<size_t>(INT_MAX)) reason = "the plan's tables are larger than 2 GiB";
+    }
+    if (!reason.empty()) blob = reason.substr(0, 4096);
+    header = reason.empty() ? static_cast<int64_t>(blob.size()) : -static_cast<int64_t>(blob.size()) - 1;
+  }
+  PMPI_Bcast(&header, 1, MPI_INT64_T, 0, comm);
+  blob.resize(static_cast<size_t>(header >= 0 ? header : -header - 1));
+  if (!blob.empty()) PMPI_Bcast(blob.data(), static_cast<int>(blob.size()), MPI_BYTE, 0, comm);
+  if (header < 0) {
+    *why = blob;
+    return nullptr;
+  }
+  v1::GetPlanResponse shared;
+  if (rank == 0)
+    shared = response;
+  else
+    shared.ParseFromString(blob);
+
+  // The schedules whose programs follow, in plan order: each rank gets its
+  // own program of each, in one bundle.
+  std::vector<std::pair<int, int>> with_programs;
+  for (int i = 0; i < shared.plans_size(); ++i)
+    for (int j = 0; j < shared.plans(i).schedules_size(); ++j)
+      if (shared.plans(i).schedules(j).omitted_reason().empty()) with_programs.emplace_back(i, j);
+  v1::CompiledSchedule bundle;
+  if (!with_programs.empty()) {
+    std::vector<int> counts(rank == 0 ? static_cast<size_t>(n) : 0), displs(counts.size());
+    std::string all;
+    if (rank == 0) {
+      for (int r = 0; r < n; ++r) {
+        v1::CompiledSchedule mine;
+        for (auto [i, j] : with_programs) *mine.add_programs() = response.plans(i).schedules(j).programs(r);
+        displs[static_cast<size_t>(r)] = static_cast<int>(all.size());
+        std::string bytes = mine.SerializeAsString();
+        counts[static_cast<size_t>(r)] = static_cast<int>(bytes.size());
+        all += bytes;
+      }
+    }
+    int count = 0;
+    PMPI_Scatter(counts.data(), 1, MPI_INT, &count, 1, MPI_INT, 0, comm);
+    std::string mine(static_cast<size_t>(count), '\0');
+    PMPI_Scatterv(all.data(), counts.data(), displs.data(), MPI_BYTE, mine.data(), count, MPI_BYTE, 0, comm);
+    bundle.ParseFromString(mine);
+  }
+
+  auto plan = std::make_shared<PlanData>();
+  plan->plan_id = shared.plan_id();
+  plan->topology_version = shared.topology_version();
+  for (int i = 0; i < shared.plans_size(); ++i) {
+    const v1::CollectivePlan& p = shared.plans(i);
+    Collective c;
+    if (!ToKernelCollective(p.collective(), &c)) continue;
+    auto rows = CheckTable(c, p.table());  // Checked by rank 0: it holds.
+    if (rows.ok()) plan->tables[Index(c)] = std::move(rows).value();
+    if (p.has_ring()) {
+      plan->ring_order.assign(p.ring().order().begin(), p.ring().order().end());
+      plan->switch_of_rank.assign(p.ring().switch_of_rank().begin(), p.ring().switch_of_rank().end());
+    }
+  }
+  for (size_t k = 0; k < with_programs.size() && static_cast<int>(k) < bundle.programs_size(); ++k) {
+    auto program = ProgramFromProto(bundle.programs(static_cast<int>(k)), n);
+    if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
+  }
+  for (Collective c : kCollectives) {
+    auto& rows = plan->tables[Index(c)];
+    if (!config_.force[Index(c)].empty()) rows = {{0, kernels::FindKernel(c, config_.force[Index(c)])}};
+    if (rows.empty()) rows = {{0, Native(c)}};
+    for (const TableRow& row : rows) plan->any_kernel = plan->any_kernel || row.kernel != Native(c);
+  }
+  return plan;
+}
+
+std::shared_ptr<const PlanData> Runtime::ForcedOnly() const {
+  auto plan = std::make_shared<PlanData>();
+  for (Collective c : kCollectives) {
+    const std::string& forced = config_.force[Index(c)];
+    plan->tables[Index(c)] = {{0, forced.empty() ? Native(c) : kernels::FindKernel(c, forced)}};
+    plan->any_kernel = plan->any_kernel || !forced.empty();
+  }
+  return plan;
+}
+
+std::unique_ptr<Runtime::CommState> Runtime::MakeState(MPI_Comm comm, std::shared_ptr<const PlanData> plan) {
+  auto state = std::make_unique<CommState>();
+  PMPI_Comm_rank(comm, &state->rank);
+  PMPI_Comm_size(comm, &state->size);
+  if (plan->any_kernel) state->holder.DupComm(comm);
+  if (plan->program) state->holder.SetProgram(*plan->program);
+  if (!plan->ring_order.empty()) state->holder.SetRing(plan->ring_order, plan->switch_of_rank);
+  state->plan = std::move(plan);
+  return state;
+}
+
+std::vector<int> Runtime::WorldRanks(MPI_Comm comm) const {
+  MPI_Group group, world;
+  PMPI_Comm_group(comm, &group);
+  PMPI_Comm_group(MPI_COMM_WORLD, &world);
+  int n = 0;
+  PMPI_Group_size(group, &n);
+  std::vector<int> ranks(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ranks[static_cast<size_t>(i)] = i;
+  PMPI_Group_translate_ranks(group, n, ranks.data(), world, out.data());
+  PMPI_Group_free(&group);
+  PMPI_Group_free(&world);
+  return out;
+}
+
+std::unique_ptr<Runtime::CommState> Runtime::Resolve(MPI_Comm comm) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    Note("an intercommunicator: its collectives are the MPI library's", world_rank_ == 0);
+    auto state = std::make_unique<CommState>();
+    auto plan = std::make_shared<PlanData>();
+    for (Collective c : kCollectives) plan->tables[Index(c)] = {{0, Native(c)}};
+    state->plan = std::move(plan);
+    PMPI_Comm_rank(comm, &state->rank);
+    PMPI_Comm_remote_size(comm, &state->size);
+    return state;
+  }
+  std::vector<int> ranks = WorldRanks(comm);
+  bool world_order = static_cast<int>(ranks.size()) == world_size_;
+  for (size_t i = 0; world_order && i < ranks.size(); ++i) world_order = ranks[i] == static_cast<int>(i);
+  if (world_order) return MakeState(comm, world_plan_);
+  if (ranks.size() < 2 || !ask_daemon_) return MakeState(comm, ForcedOnly());
+  std::vector<std::string> rank_hosts;
+  for (int r : ranks) rank_hosts.push_back(r >= 0 && r < world_size_ ? hosts_[static_cast<size_t>(r)] : "");
+  std::string why;
+  auto plan = Exchange(comm, rank_hosts, world_plan_->topology_version, &why);
+  if (!plan) {
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    Note("no plan for a communicator of " + std::to_string(ranks.size()) + " ranks: " + why, rank == 0);
+    plan = ForcedOnly();
+  }
+  return MakeState(comm, std::move(plan));
+}
+
+Runtime::CommState* Runtime::StateOf(MPI_Comm comm) {
+  if (comm == MPI_COMM_WORLD) return world_;
+  if (comm == MPI_COMM_NULL) return nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = states_.find(comm); it != states_.end()) return it->second.get();
+  }
+  auto state = Resolve(comm);
+  CommState* p = state.get();
+  std::lock_guard lock(mu_);
+  states_[comm] = std::move(state);
+  return p;
+}
+
+void Runtime::Derived(MPI_Comm parent, MPI_Comm child) {
+  if (child == MPI_COMM_NULL) return;
+  CommState* from = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    states_.erase(child);  // A handle freed behind our back and reused.
+    if (auto it = states_.find(parent); it != states_.end()) from = it->second.get();
+  }
+  if (from == nullptr) return;  // The child resolves at its first collective.
+  int inter = 0;
+  PMPI_Comm_test_inter(child, &inter);
+  if (inter) return;
+  MPI_Group a, b;
+  PMPI_Comm_group(parent, &a);
+  PMPI_Comm_group(child, &b);
+  int same = MPI_UNEQUAL;
+  PMPI_Group_compare(a, b, &same);
+  PMPI_Group_free(&a);
+  PMPI_Group_free(&b);
+  if (same != MPI_IDENT) return;
+  auto state = MakeState(child, from->plan);
+  std::lock_guard lock(mu_);
+  states_[child] = std::move(state);
+}
+
+void Runtime::Forget(MPI_Comm comm) {
+  std::unique_ptr<CommState> gone;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = states_.find(comm); it != states_.end() && comm != MPI_COMM_WORLD) {
+      gone = std::move(it->second);
+      states_.erase(it);
+    }
+  }
+  // gone's private communicator is freed here, outside the lock.
+}
+
+const kernels::KernelInfo* Runtime::Choose(const PlanData& plan, Collective c, int64_t msize) const {
+  const std::vector<TableRow>& rows = plan.tables[Index(c)];
+  for (size_t i = rows.size(); i-- > 1;)
+    if (msize >= rows[i].min_msize) return rows[i].kernel;
+  return rows[0].kernel;
+}
+
+void Runtime::Count(Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
+                    bool fallback) {
+  std::lock_guard lock(mu_);
+  stats_.Add(c, algorithm, msize, bytes, seconds, fallback);
+}
+
+void Runtime::Note(const std::string& reason, bool log_here) {
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    first = reasons_[reason]++ == 0;
+  }
+  if (first && log_here) Log(LogLevel::kWarn, reason);
+}
+
+void Runtime::Log(LogLevel level, const std::string& line) const {
+  if (level > config_.log || config_.log == LogLevel::kOff) return;
+  std::fprintf(stderr, "topotune: %s\n", line.c_str());
+}
+
+// A call of a kernel: native straight to PMPI, others through the registry
+// with fallbacks counted.
+template <typename Args, typename NativeFn, typename RunFn>
+int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
+                 int64_t bytes, NativeFn native, RunFn run) {
+  const double t0 = PMPI_Wtime();
+  int rc;
+  bool fell = false;
+  if (k == Native(c)) {
+    rc = native();
+  } else {
+    kernels::FallbackLog& log = ThreadLog();
+    const int64_t before = log.total();
+    rc = run(*k, a, state.holder.context(), &log);
+    fell = log.total() != before;
+    if (fell) Note(log.last(), state.rank == 0);
+  }
+  const double seconds = PMPI_Wtime() - t0;
+  Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell);
+  return rc;
+}
+
+int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
+  CommState* state = StateOf(a.comm);
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+  if (state == nullptr)
+    return PMPI_Alltoall(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
+  int type_size = 0;
+  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
+  const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
+  const int64_t n = state->size;
+  return Run(
+      *state, Collective::kAlltoall, Choose(*state->plan, Collective::kAlltoall, msize), a, msize, msize * n * (n - 1),
+      [&] { return PMPI_Alltoall(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm); },
+      kernels::RunAlltoall);
+}
+
+int Runtime::Allgather(const kernels::AllgatherArgs& a) {
+  CommState* state = StateOf(a.comm);
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+  if (state == nullptr)
+    return PMPI_Allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
+  int type_size = 0;
+  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
+  const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
+  const int64_t n = state->size;
+  return Run(
+      *state, Collective::kAllgather, Choose(*state->plan, Collective::kAllgather, msize), a, msize,
+      msize * n * (n - 1),
+      [&] { return PMPI_Allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm); },
+      kernels::RunAllgather);
+}
+
+int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
+  CommState* state = StateOf(a.comm);
+  auto native = [&] {
+    return PMPI_Alltoallv(a.sendbuf, a.sendcounts, a.sdispls, a.sendtype, a.recvbuf, a.recvcounts, a.rdispls,
+                          a.recvtype, a.comm);
+  };
+  if (state == nullptr) return native();
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+  int send_size = 0, recv_size = 0;
+  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &send_size);
+  PMPI_Type_size(a.recvtype, &recv_size);
+  const int* counts = in_place ? a.recvcounts : a.sendcounts;
+  const int n = state->size;
+  int64_t local = 0;  // Bytes this rank sends to other ranks.
+  for (int i = 0; i < n; ++i)
+    if (i != state->rank) local += static_cast<int64_t>(counts[i]) * send_size;
+  const std::vector<TableRow>& rows = state->plan->tables[Index(Collective::kAlltoallv)];
+  const bool any_l3 = std::any_of(rows.begin(), rows.end(), [](const TableRow& r) { return IsL3(r.kernel); });
+  const kernels::KernelInfo* k = rows[0].kernel;
+  int64_t msize = n > 1 ? local / (n - 1) : 0, bytes = local * n;
+  if ((rows.size() > 1 || any_l3) && n > 1) {
+    // Agree on the mean block size and on whether the sizes changed.
+    std::vector<int64_t> send_bytes, recv_bytes;
+    if (any_l3) {
+      for (int i = 0; i < n; ++i) {
+        send_bytes.push_back(static_cast<int64_t>(counts[i]) * send_size);
+        recv_bytes.push_back(static_cast<int64_t>(a.recvcounts[i]) * recv_size);
+      }
+    }
+    int64_t agree[2] = {local, any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv)};
+    PMPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
+    msize = agree[0] / (static_cast<int64_t>(n) * (n - 1));
+    bytes = agree[0];
+    k = Choose(*state->plan, Collective::kAlltoallv, msize);
+    if (IsL3(k) && (agree[1] > 0 || state->v_kernel != k)) {
+      // Every rank takes this branch together: the plan of the new sizes.
+      if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();
+      state->v_send = std::move(send_bytes);
+      state->v_recv = std::move(recv_bytes);
+      state->v_kernel = k;
+    }
+  }
+  return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
+}
+
+void Runtime::Stop() {
+  finished_at_ = std::chrono::system_clock::now();
+  std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states;
+  {
+    std::lock_guard lock(mu_);
+    states.swap(states_);
+    world_ = nullptr;
+  }
+  // Private communicators are freed here, while MPI is still initialised.
+}
+
+void Runtime::Finish() {
+  std::lock_guard lock(mu_);
+  if (world_rank_ == 0 && config_.report && !daemon_timed_out_) {
+    v1::ReportJobRequest report;
+    report.set_job_id(config_.job_id.substr(0, v1::limits::kMaxIdBytes));
+    report.set_plan_id(world_plan_->plan_id);
+    report.set_nprocs(world_size_);
+    report.set_ranks_per_node(ranks_per_node_);
+    *report.mutable_started_at() = ToTimestamp(started_at_);
+    *report.mutable_finished_at() = ToTimestamp(finished_at_);
+    stats_.ToProto(v1::limits::kMaxJobStats, report.mutable_stats());
+    LinkError error;
+    if (!link_.ReportJob(report, &error))
+      Log(LogLevel::kInfo, "the job's statistics were not reported: " + error.message);
+  }
+  if (config_.stats_file.empty()) return;
+  std::string path = config_.stats_file;
+  const bool per_rank = path.find("%r") != std::string::npos;
+  if (!per_rank && world_rank_ != 0) return;
+  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(world_rank_));
+  nlohmann::json j;
+  j["rank"] = world_rank_;
+  j["nprocs"] = world_size_;
+  j["init_seconds"] = init_seconds_;
+  j["plan"] = {{"status", plan_reason_.empty() ? "ok" : "none"},
+               {"reason", plan_reason_},
+               {"plan_id", world_plan_->plan_id},
+               {"topology_version", world_plan_->topology_version}};
+  j["forced"] = nlohmann::json::object();
+  for (Collective c : kCollectives)
+    if (!config_.force[Index(c)].empty())
+      j["forced"][std::string(kernels::CollectiveName(c))] = config_.force[Index(c)];
+  google::protobuf::RepeatedPtrField<v1::CollectiveCallStats> stats;
+  stats_.ToProto(INT_MAX, &stats);
+  j["stats"] = nlohmann::json::array();
+  for (const v1::CollectiveCallStats& s : stats)
+    j["stats"].push_back({{"collective", std::string(v1::CollectiveName(s.collective()))},
+                          {"algorithm", s.algorithm()},
+                          {"msize", s.msize()},
+                          {"calls", s.calls()},
+                          {"total_bytes", s.total_bytes()},
+                          {"total_seconds", s.total_seconds()},
+                          {"fallbacks", s.fallbacks()}});
+  j["fallbacks"] = nlohmann::json::object();
+  for (const auto& [reason, count] : reasons_) j["fallbacks"][reason] = count;
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) Log(LogLevel::kError, fmt::format("cannot write TOPOTUNE_STATS_FILE '{}'", path));
+}
+
+}  // namespace topotune::shim

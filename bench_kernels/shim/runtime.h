@@ -1,0 +1,142 @@
+// libtopotune-mpi's state in one MPI process: the settings, the job's
+// placement, the plan of every communicator it has seen, the statistics and
+// the fallback reasons. mpi_wrappers.cc forwards the intercepted MPI calls
+// here; one Runtime lives from MPI_Init to MPI_Finalize.
+//
+// Plans, per communicator:
+//   * MPI_COMM_WORLD: at MPI_Init, every rank's host name is gathered
+//     (PMPI_Allgather), rank 0 asks the daemon (GetPlan with the placement),
+//     checks the answer (plan_check.h), broadcasts the tables and scatters
+//     to each rank its own compiled programs. Only rank 0 talks to the daemon.
+//   * MPI_Comm_dup, and a split or create with the same ranks in the same
+//     order: the parent's plan, with a private communicator of its own.
+//   * Any other intracommunicator: lazily, at its first intercepted
+//     collective, the same exchange within it (its rank 0 asks for the
+//     placement of its ranks). A plan for another topology version than the
+//     job's is refused. Communicators of one rank and intercommunicators
+//     run the MPI library's own collectives.
+//   * When the world's plan failed, no other communicator asks the daemon.
+// Every decision is made the same way on every rank of the communicator, so
+// ranks never disagree on which kernel runs: message sizes of alltoall and
+// allgather match across ranks by MPI's rules; alltoallv agrees on the mean
+// block size with one PMPI_Allreduce, only when its table has more than one
+// range or its kernel needs a plan of the sizes (the *_l3 kernels).
+//
+// Fallbacks (no plan, a kernel declining a call) are counted by reason and
+// logged once per reason: reasons about the plan by world rank 0, reasons
+// about a call by rank 0 of the call's communicator.
+//
+// Thread-safety: thread-safe under MPI_THREAD_MULTIPLE: the maps and counts
+// are guarded by one lock that is never held across an MPI call.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench_kernels/driver/context.h"
+#include "bench_kernels/kernel.h"
+#include "bench_kernels/shim/call_stats.h"
+#include "bench_kernels/shim/daemon_link.h"
+#include "bench_kernels/shim/plan_check.h"
+#include "bench_kernels/shim/shim_env.h"
+
+namespace topotune::shim {
+
+// What a communicator runs, shared by communicators with the same ranks.
+struct PlanData {
+  std::string plan_id;           // "" without a daemon plan.
+  int64_t topology_version = 0;  // 0 without a daemon plan.
+  // Indexed by kernels::Collective; never empty (one "native" row at least).
+  std::array<std::vector<TableRow>, 3> tables;
+  std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
+  std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
+  bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
+};
+
+class Runtime {
+ public:
+  // Called right after PMPI_Init/PMPI_Init_thread succeeded: the exchange of
+  // host names and the world's plan (collective over MPI_COMM_WORLD).
+  static std::unique_ptr<Runtime> Start(ShimConfig config);
+  ~Runtime();
+
+  int Alltoall(const kernels::AlltoallArgs& a);
+  int Alltoallv(const kernels::AlltoallvArgs& a);
+  int Allgather(const kernels::AllgatherArgs& a);
+
+  // After a constructor succeeded: `child` was made from `parent`; it shares
+  // the parent's plan when it has the parent's ranks in the same order.
+  void Derived(MPI_Comm parent, MPI_Comm child);
+  // Before the communicator is freed (collective).
+  void Forget(MPI_Comm comm);
+
+  // At MPI_Finalize: before PMPI_Finalize, Stop records the time and drops
+  // the per-communicator state; after it, Finish reports and writes the
+  // statistics file.
+  void Stop();
+  void Finish();
+
+ private:
+  struct CommState {
+    std::shared_ptr<const PlanData> plan;
+    int rank = 0, size = 1;  // In the communicator (size: the remote group's for an intercommunicator).
+    bench::ContextHolder holder;
+    // The *_l3 alltoallv kernels: the byte counts of the last call, whose
+    // plan holder has.
+    std::vector<int64_t> v_send, v_recv;
+    const kernels::KernelInfo* v_kernel = nullptr;
+  };
+
+  explicit Runtime(ShimConfig config);
+  void StartWorld();
+  // The state of `comm`, resolved on first use (collective over comm).
+  CommState* StateOf(MPI_Comm comm);
+  std::unique_ptr<CommState> Resolve(MPI_Comm comm);
+  // A state that runs `plan` on `comm` (collective when the plan has a kernel).
+  std::unique_ptr<CommState> MakeState(MPI_Comm comm, std::shared_ptr<const PlanData> plan);
+  // Rank 0 asks, checks and shares; every rank gets the same outcome. On
+  // failure returns null and sets *why.
+  std::shared_ptr<const PlanData> Exchange(MPI_Comm comm, const std::vector<std::string>& rank_hosts,
+                                           int64_t expect_version, std::string* why);
+  // A plan of the forced algorithms only (native elsewhere).
+  std::shared_ptr<const PlanData> ForcedOnly() const;
+  template <typename Args, typename NativeFn, typename RunFn>
+  int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
+          int64_t bytes, NativeFn native, RunFn run);
+  const kernels::KernelInfo* Choose(const PlanData& plan, kernels::Collective c, int64_t msize) const;
+  void Count(kernels::Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
+             bool fallback);
+  // Counts a fallback reason and logs it the first time (when `log_here`).
+  void Note(const std::string& reason, bool log_here);
+  void Log(LogLevel level, const std::string& line) const;
+  // The world ranks of comm's ranks.
+  std::vector<int> WorldRanks(MPI_Comm comm) const;
+
+  ShimConfig config_;
+  DaemonLink link_;
+  int world_rank_ = 0, world_size_ = 1;
+  std::vector<std::string> hosts_;  // Of every world rank.
+  int ranks_per_node_ = 1;
+  std::chrono::system_clock::time_point started_at_, finished_at_;
+  double init_seconds_ = 0;
+  std::string plan_reason_;        // Why the world has no daemon plan; "" when it has one.
+  bool ask_daemon_ = true;         // False once the world's exchange failed.
+  bool daemon_timed_out_ = false;  // Then MPI_Finalize does not wait for it again.
+  std::shared_ptr<const PlanData> world_plan_;
+  CommState* world_ = nullptr;  // Owned by states_.
+
+  mutable std::mutex mu_;
+  std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states_;
+  CallStats stats_;
+  std::unordered_map<std::string, int64_t> reasons_;
+};
+
+}  // namespace topotune::shim
