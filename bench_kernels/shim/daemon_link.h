@@ -1,12 +1,12 @@
 // libtopotune-mpi's calls to topotuned: GetPlan (by the rank 0 of a
 // communicator) and ReportJob (by rank 0 at MPI_Finalize), each bounded by
-// TOPOTUNE_TIMEOUT_MS. Errors come back as sentences that say which daemon
-// and what went wrong, for the job's log.
+// TOPOTUNE_TIMEOUT_MS. The gRPC channel lives in libtopotune-mpi-client.so
+// (client_module.h), loaded on first use. Errors come back as sentences
+// that say which daemon and what went wrong, for the job's log; an answer
+// that does not parse is one of them.
 //
-// Thread-safety: thread-safe (one gRPC channel, made on first use).
+// Thread-safety: thread-safe (one channel, made on first use).
 #pragma once
-
-#include <grpcpp/grpcpp.h>
 
 #include <array>
 #include <memory>
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_kernels/shim/client_module.h"
 #include "bench_kernels/shim/shim_env.h"
-#include "topotune/v1/admin.grpc.pb.h"
-#include "topotune/v1/plans.grpc.pb.h"
-#include "tuner/status.h"
+#include "topotune/v1/admin.pb.h"
+#include "topotune/v1/plans.pb.h"
 
 namespace topotune::shim {
 
@@ -30,6 +30,9 @@ struct LinkError {
 class DaemonLink {
  public:
   explicit DaemonLink(const ShimConfig& config);
+  ~DaemonLink();
+  DaemonLink(const DaemonLink&) = delete;
+  DaemonLink& operator=(const DaemonLink&) = delete;
 
   // The plan of `rank_hosts` for alltoall, alltoallv and allgather (in that
   // order; see kPlanCollectives), with the forced algorithms (indexed by
@@ -44,12 +47,19 @@ class DaemonLink {
   const std::string& server() const { return config_.server; }
 
  private:
-  LinkError Describe(const char* method, const grpc::Status& status) const;
-  std::shared_ptr<grpc::Channel> Channel();
+  // Calls `method` of the daemon; false with *error set on failure,
+  // including a response that does not parse as `response`.
+  bool Call(const char* method, const google::protobuf::Message& request, int timeout_ms,
+            google::protobuf::Message* response, LinkError* error);
+  LinkError Describe(const char* method, int code, const std::string& message) const;
+  // The channel, loading the client module on first use; null with *why set
+  // when the module cannot be loaded.
+  RawChannel* Channel(std::string* why);
 
   ShimConfig config_;
   std::mutex mu_;
-  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<RawChannel> channel_;
+  std::string channel_error_;
 };
 
 // The collectives a plan is asked for, in request order.

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Benchmarks what libtopotune-mpi.so adds to a job, against the issue's two
+# targets, side by side in one run:
+#
+#   overhead  When the plan chooses the MPI library's own collective, the
+#             shim adds at most 1 us per call: an 8-byte MPI_Alltoall on 4
+#             ranks, 200,000 calls, without the shim and with it (daemon
+#             answering with its default table, "native" for every size),
+#             alternating, --rounds times each; the medians and their
+#             difference. The same on 1 rank, where the collective itself
+#             costs almost nothing and the shim's bookkeeping shows alone.
+#   init      MPI_Init takes at most 50 ms longer with the shim, for 16 ranks
+#             on this machine with a warm plan cache: the longest MPI_Init of
+#             any rank without the shim, with it, and with TOPOTUNE_DISABLE=1,
+#             alternating, --rounds times each, after one unmeasured job that
+#             warms the daemon's cache; the medians and the differences. Also
+#             the shim's own time in MPI_Init (init_seconds of
+#             TOPOTUNE_STATS_FILE: host-name exchange, GetPlan, broadcast).
+#
+# The daemon is a real topotuned on loopback with a one-switch topology
+# whose one host is this machine (`hostname`, 16 slots). Processes are
+# oversubscribed when the machine has fewer cores than ranks: the absolute
+# times then include the scheduler's, and only the differences matter.
+#
+# Builds nothing. Usage: bench/shim.sh [BUILD_DIR] [OPTIONS]
+#   BUILD_DIR          build tree with topotuned, libtopotune-mpi.so and
+#                      shim_bench (-DTOPOTUNE_BUILD_BENCHMARKS=ON; default ./build)
+#   --rounds N         measured jobs per configuration (default 5)
+#   --iterations N     calls per overhead job (default 200000)
+#   --out FILE         also write the output here
+#                      (default: bench/results/shim-DATE-TIME.txt)
+#   -h, --help         this help
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=./build rounds=5 iterations=200000 out=''
+while (($#)); do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --iterations) iterations=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "shim.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) build=$1; shift ;;
+  esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "shim.sh: --rounds '$rounds' is not a positive whole number" >&2; exit 2; }
+[[ $iterations =~ ^[1-9][0-9]*$ ]] || { echo "shim.sh: --iterations '$iterations' is not a positive whole number" >&2; exit 2; }
+topotuned=$build/daemon/topotuned/topotuned
+shim=$build/bench_kernels/shim/libtopotune-mpi.so
+bench=$build/bench/shim_bench
+for f in "$topotuned" "$shim" "$bench"; do
+  [[ -x $f || -f $f ]] || { echo "shim.sh: $f is missing; build it: cmake --build $build --target topotuned topotune-mpi shim_bench" >&2; exit 1; }
+done
+[[ -n $out ]] || out=$root/bench/results/shim-$(date +%Y%m%d-%H%M%S).txt
+mkdir -p "$(dirname "$out")"
+exec > >(tee "$out") 2>&1
+
+work=$(mktemp -d /tmp/topotune-shim-bench-XXXXXX)
+daemon_pid=''
+cleanup() {
+  [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+host=$(hostname)
+cat > "$work/topology.yaml" <<TOPO
+# One switch and this machine, for bench/shim.sh.
+switches:
+  - name: s0
+hosts:
+  - name: ${host%%.*}
+    slots: 16
+links:
+  - [${host%%.*}, s0, 1Gbps]
+TOPO
+"$topotuned" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" \
+  --database "$work/db.sqlite" --topology-file "$work/topology.yaml" > "$work/topotuned.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && grep -q metrics "$work/port" && break; sleep 0.1; done
+port=$(sed -n 's/^grpc=//p' "$work/port")
+[[ -n $port ]] || { echo "shim.sh: topotuned did not start:" >&2; cat "$work/topotuned.log" >&2; exit 1; }
+
+mpirun=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader)
+with_shim=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
+# value KEY: the number after KEY in the job's output.
+job() {
+  local key=$1; shift
+  "${mpirun[@]}" "$@" | awk -v k="$key" '$1 == k { print $2 }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# libtopotune-mpi.so: what it adds to a job ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo "machine: $(nproc) cores, $(uname -r), $(mpirun --version | head -1)"
+echo "daemon: topotuned on 127.0.0.1:$port, topology: one switch, host '${host%%.*}' with 16 slots"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+echo "## overhead per call, native chosen (target: <= 1 us); 8-byte MPI_Alltoall, $iterations calls, $rounds jobs each"
+for np in 4 1; do
+  : > "$work/native" ; : > "$work/shim"
+  for _ in $(seq "$rounds"); do
+    job per_call_us -np $np "$bench" calls --iterations "$iterations" >> "$work/native"
+    job per_call_us -np $np "${with_shim[@]}" "$bench" calls --iterations "$iterations" >> "$work/shim"
+  done
+  a=$(median < "$work/native") b=$(median < "$work/shim")
+  printf '%d ranks: without %.3f us/call, with the shim %.3f us/call (median of %d); added %.3f us/call  [jobs: without %s | with %s]\n' \
+    "$np" "$a" "$b" "$rounds" "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')" \
+    "$(tr '\n' ' ' < "$work/native")" "$(tr '\n' ' ' < "$work/shim")"
+done
+echo
+
+echo "## MPI_Init, 16 ranks, warm plan cache (target: <= 50 ms added); $rounds jobs each"
+TOPOTUNE_STATS_FILE=$work/warm.json "${mpirun[@]}" -np 16 "${with_shim[@]}" -x TOPOTUNE_STATS_FILE "$bench" init > /dev/null
+: > "$work/native"; : > "$work/shim"; : > "$work/disabled"; : > "$work/own"
+for i in $(seq "$rounds"); do
+  job init_max_s -np 16 "$bench" init >> "$work/native"
+  TOPOTUNE_STATS_FILE=$work/stats-$i.json job init_max_s -np 16 "${with_shim[@]}" -x TOPOTUNE_STATS_FILE "$bench" init >> "$work/shim"
+  python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); assert j["plan"]["status"] == "ok", j["plan"]; print(j["init_seconds"])' \
+    "$work/stats-$i.json" >> "$work/own"
+  job init_max_s -np 16 "${with_shim[@]}" -x TOPOTUNE_DISABLE=1 "$bench" init >> "$work/disabled"
+done
+a=$(median < "$work/native") b=$(median < "$work/shim") c=$(median < "$work/disabled") d=$(median < "$work/own")
+ms() { awk -v x="$1" 'BEGIN { printf "%.1f", x * 1000 }'; }
+echo "without the shim:          $(ms "$a") ms  [$(tr '\n' ' ' < "$work/native")]"
+echo "with the shim:             $(ms "$b") ms  [$(tr '\n' ' ' < "$work/shim")]"
+echo "with TOPOTUNE_DISABLE=1:   $(ms "$c") ms  [$(tr '\n' ' ' < "$work/disabled")]"
+echo "added by the shim:         $(ms "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')") ms (median with - median without)"
+echo "the shim's own init (rank 0: names, GetPlan, broadcast): $(ms "$d") ms  [$(tr '\n' ' ' < "$work/own")]"
+echo
+echo "results: $out"
