@@ -261,6 +261,37 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(bad.error_message(), HasSubstr("ranks[0]"));
 
+  // A forced algorithm (TOPOTUNE_FORCE_*) replaces the table, with what it needs.
+  {
+    v1::GetPlanRequest req;
+    for (const char* h : {"h0", "h1", "h4", "h5"}) req.add_rank_hosts(h);
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_collectives(v1::COLLECTIVE_ALLGATHER);
+    v1::ForcedAlgorithm* f = req.add_force();
+    f->set_collective(v1::COLLECTIVE_ALLGATHER);
+    f->set_algorithm("switch_ordered_ring");
+    v1::GetPlanResponse forced;
+    auto ctx1 = Context();
+    ASSERT_TRUE(plans_->GetPlan(ctx1.get(), req, &forced).ok());
+    EXPECT_EQ(forced.plans(0).source(), v1::DECISION_SOURCE_NEAREST);
+    EXPECT_EQ(forced.plans(1).source(), v1::DECISION_SOURCE_FORCED);
+    ASSERT_EQ(forced.plans(1).table().ranges_size(), 1);
+    EXPECT_EQ(forced.plans(1).table().ranges(0).algorithm(), "switch_ordered_ring");
+    EXPECT_EQ(forced.plans(1).ring().order_size(), 4);
+    // Forcing a collective the request does not ask for, or one twice, is refused by name.
+    req.clear_collectives();
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    auto ctx2 = Context();
+    grpc::Status st = plans_->GetPlan(ctx2.get(), req, &forced);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), HasSubstr("force[0].collective"));
+    req.add_collectives(v1::COLLECTIVE_ALLGATHER);
+    *req.add_force() = *f;
+    auto ctx3 = Context();
+    st = plans_->GetPlan(ctx3.get(), req, &forced);
+    EXPECT_THAT(st.error_message(), HasSubstr("forced 2 times"));
+  }
+
   // Export: Open MPI gets native there (tree_scheduled needs the shim), with a note.
   v1::ExportRulesRequest ex;
   ex.set_format(v1::RULES_FORMAT_CLASSIC_V1);
@@ -303,7 +334,7 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   // its tree: 64 KiB over one 100 Mb/s link takes 5.24 ms; 2 ms per call.
   EXPECT_THAT(metrics, HasSubstr("topotune_collective_fraction_of_bound{algorithm=\"tree_scheduled\","
                                  "collective=\"alltoall\",msize=\"64KiB\",nprocs=\"2\",source=\"job\"} 2.62144"));
-  EXPECT_THAT(metrics, HasSubstr("topotune_rpc_requests_total{code=\"OK\",method=\"GetPlan\"} 4"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_rpc_requests_total{code=\"OK\",method=\"GetPlan\"} 5"));
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 2"));
   EXPECT_THAT(metrics, HasSubstr("topotune_topology_version 1"));
 
