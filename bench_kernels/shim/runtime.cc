@@ -151,9 +151,13 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
   if (rank == 0) {
     LinkError error;
     std::string reason;
-    if (!link_.GetPlan(config_.job_id, rank_hosts, config_.force, &response, &error)) {
+    if (daemon_timed_out_) {
+      // A daemon that let one call time out is not waited for again.
+      reason = fmt::format("the daemon at {} did not answer within {} ms before; not asked again", link_.server(),
+                           config_.timeout_ms);
+    } else if (!link_.GetPlan(config_.job_id, rank_hosts, config_.force, &response, &error)) {
       reason = error.message;
-      daemon_timed_out_ = daemon_timed_out_ || error.timed_out;
+      if (error.timed_out) daemon_timed_out_ = true;
     } else if (Status st = CheckPlan(response, n, kPlanCollectives); !st.ok()) {
       reason = fmt::format("the daemon at {} sent a plan this library cannot use: {}", link_.server(), st.message());
     } else if (expect_version != 0 && response.topology_version() != expect_version) {
@@ -398,7 +402,7 @@ int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, c
     const int64_t before = log.total();
     rc = run(*k, a, state.holder.context(), &log);
     fell = log.total() != before;
-    if (fell) Note(log.last(), state.rank == 0);
+    if (fell) Note("a kernel declined a call, the MPI library's collective ran: " + log.last(), state.rank == 0);
   }
   const double seconds = PMPI_Wtime() - t0;
   Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell);

@@ -33,6 +33,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -127,9 +128,11 @@ class Runtime {
   int ranks_per_node_ = 1;
   std::chrono::system_clock::time_point started_at_, finished_at_;
   double init_seconds_ = 0;
-  std::string plan_reason_;        // Why the world has no daemon plan; "" when it has one.
-  bool ask_daemon_ = true;         // False once the world's exchange failed.
-  bool daemon_timed_out_ = false;  // Then MPI_Finalize does not wait for it again.
+  std::string plan_reason_;  // Why the world has no daemon plan; "" when it has one.
+  bool ask_daemon_ = true;   // False once the world's exchange failed.
+  // A call to the daemon timed out on this process: it is not asked again,
+  // and MPI_Finalize does not wait for it.
+  std::atomic<bool> daemon_timed_out_{false};
   std::shared_ptr<const PlanData> world_plan_;
   CommState* world_ = nullptr;  // Owned by states_.
 
