@@ -409,35 +409,30 @@ int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, c
   return rc;
 }
 
-int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
+// Alltoall and allgather: one block size for every peer, the same on every
+// rank (MPI's type-signature rule), so every rank chooses the same kernel.
+template <typename Args, typename RunFn>
+int Runtime::FixedBlock(const Args& a, Collective c,
+                        int (*native)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm), RunFn run) {
   CommState* state = StateOf(a.comm);
+  auto call_native = [&] {
+    return native(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
+  };
+  if (state == nullptr) return call_native();
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
-  if (state == nullptr)
-    return PMPI_Alltoall(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
   int type_size = 0;
   PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
   const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
   const int64_t n = state->size;
-  return Run(
-      *state, Collective::kAlltoall, Choose(*state->plan, Collective::kAlltoall, msize), a, msize, msize * n * (n - 1),
-      [&] { return PMPI_Alltoall(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm); },
-      kernels::RunAlltoall);
+  return Run(*state, c, Choose(*state->plan, c, msize), a, msize, msize * n * (n - 1), call_native, run);
+}
+
+int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
+  return FixedBlock(a, Collective::kAlltoall, PMPI_Alltoall, kernels::RunAlltoall);
 }
 
 int Runtime::Allgather(const kernels::AllgatherArgs& a) {
-  CommState* state = StateOf(a.comm);
-  const bool in_place = a.sendbuf == MPI_IN_PLACE;
-  if (state == nullptr)
-    return PMPI_Allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
-  int type_size = 0;
-  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
-  const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
-  const int64_t n = state->size;
-  return Run(
-      *state, Collective::kAllgather, Choose(*state->plan, Collective::kAllgather, msize), a, msize,
-      msize * n * (n - 1),
-      [&] { return PMPI_Allgather(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm); },
-      kernels::RunAllgather);
+  return FixedBlock(a, Collective::kAllgather, PMPI_Allgather, kernels::RunAllgather);
 }
 
 int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {

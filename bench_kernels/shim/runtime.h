@@ -109,6 +109,9 @@ class Runtime {
                                            int64_t expect_version, std::string* why);
   // A plan of the forced algorithms only (native elsewhere).
   std::shared_ptr<const PlanData> ForcedOnly() const;
+  template <typename Args, typename RunFn>
+  int FixedBlock(const Args& a, kernels::Collective c,
+                 int (*native)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm), RunFn run);
   template <typename Args, typename NativeFn, typename RunFn>
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
           int64_t bytes, NativeFn native, RunFn run);
