@@ -29,8 +29,8 @@ bool NeedsRing(const kernels::KernelInfo& k) {
 
 Status CheckRank(int32_t r, int nprocs, int self, std::string_view what) {
   if (r < 0 || r >= nprocs)
-    return Status::InvalidArgument(fmt::format("{} names rank {}, not a rank of {}", what, r, nprocs));
-  if (r == self) return Status::InvalidArgument(fmt::format("{} names the rank itself ({})", what, r));
+    return Status::InvalidArgument(fmt::format("{} rank {}, not a rank of {}", what, r, nprocs));
+  if (r == self) return Status::InvalidArgument(fmt::format("{} rank {}, the rank itself", what, r));
   return Status::Ok();
 }
 

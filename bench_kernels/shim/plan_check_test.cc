@@ -141,7 +141,7 @@ TEST(ProgramFromProto, RejectsRanksOutOfRangeSelfAndPhaseOrder) {
   EXPECT_TRUE(ProgramFromProto(wire, 3).ok());
   EXPECT_NE(ProgramFromProto(wire, 2).status().message().find("not a rank of 2"), std::string::npos);
   a->set_send_to(1);
-  EXPECT_NE(ProgramFromProto(wire, 3).status().message().find("the rank itself"), std::string::npos);
+  EXPECT_NE(ProgramFromProto(wire, 3).status().message().find("rank 1, the rank itself"), std::string::npos);
   a->set_send_to(0);
   wire.add_steps()->set_phase(0);
   EXPECT_NE(ProgramFromProto(wire, 3).status().message().find("phase 0 after phase 0"), std::string::npos);

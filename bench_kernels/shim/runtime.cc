@@ -176,7 +176,12 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     if (!reason.empty()) blob = reason.substr(0, 4096);
     header = reason.empty() ? static_cast<int64_t>(blob.size()) : -static_cast<int64_t>(blob.size()) - 1;
   }
-  PMPI_Bcast(&header, 1, MPI_INT64_T, 0, comm);
+  // With the header, whether the daemon timed out: then no rank of the
+  // communicator asks it again.
+  int64_t head[2] = {header, daemon_timed_out_ ? 1 : 0};
+  PMPI_Bcast(head, 2, MPI_INT64_T, 0, comm);
+  header = head[0];
+  if (head[1] != 0) daemon_timed_out_ = true;
   blob.resize(static_cast<size_t>(header >= 0 ? header : -header - 1));
   if (!blob.empty()) PMPI_Bcast(blob.data(), static_cast<int>(blob.size()), MPI_BYTE, 0, comm);
   if (header < 0) {
@@ -243,6 +248,15 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
   return plan;
 }
 
+std::shared_ptr<const PlanData> Runtime::NativeOnly() {
+  static const auto native = [] {
+    auto plan = std::make_shared<PlanData>();
+    for (Collective c : kCollectives) plan->tables[Index(c)] = {{0, Native(c)}};
+    return plan;
+  }();
+  return native;
+}
+
 std::shared_ptr<const PlanData> Runtime::ForcedOnly() const {
   auto plan = std::make_shared<PlanData>();
   for (Collective c : kCollectives) {
@@ -284,9 +298,7 @@ std::unique_ptr<Runtime::CommState> Runtime::Resolve(MPI_Comm comm) {
   if (inter) {
     Note("an intercommunicator: its collectives are the MPI library's", world_rank_ == 0);
     auto state = std::make_unique<CommState>();
-    auto plan = std::make_shared<PlanData>();
-    for (Collective c : kCollectives) plan->tables[Index(c)] = {{0, Native(c)}};
-    state->plan = std::move(plan);
+    state->plan = NativeOnly();
     PMPI_Comm_rank(comm, &state->rank);
     PMPI_Comm_remote_size(comm, &state->size);
     return state;

@@ -13,8 +13,9 @@
 //   * Any other intracommunicator: lazily, at its first intercepted
 //     collective, the same exchange within it (its rank 0 asks for the
 //     placement of its ranks). A plan for another topology version than the
-//     job's is refused. Communicators of one rank and intercommunicators
-//     run the MPI library's own collectives.
+//     job's is refused. Communicators of one rank run the forced algorithms
+//     (with no plan to ask for); intercommunicators run the MPI library's
+//     own collectives.
 //   * When the world's plan failed, no other communicator asks the daemon.
 // Every decision is made the same way on every rank of the communicator, so
 // ranks never disagree on which kernel runs: message sizes of alltoall and
@@ -109,6 +110,8 @@ class Runtime {
                                            int64_t expect_version, std::string* why);
   // A plan of the forced algorithms only (native elsewhere).
   std::shared_ptr<const PlanData> ForcedOnly() const;
+  // The MPI library's collectives only.
+  static std::shared_ptr<const PlanData> NativeOnly();
   template <typename Args, typename RunFn>
   int FixedBlock(const Args& a, kernels::Collective c,
                  int (*native)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm), RunFn run);

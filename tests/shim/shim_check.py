@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Checks of shim_test.sh on the shim's outputs: the stats file
+(TOPOTUNE_STATS_FILE), the ranks' stderr (mpirun --tag-output), the job
+reports in topotuned's database and its /metrics.
+
+  shim_check.py forced STATS SUMMARY COLLECTIVE ALGORITHM CONTEXT DAEMON
+      The stats file of a run with TOPOTUNE_FORCE_<COLLECTIVE>=ALGORITHM.
+      Every call of the collective on rank 0 (SUMMARY: coll_check's
+      summary.json) is in the stats, under ALGORITHM or, when the kernel
+      declined, under "native" with fallbacks. CONTEXT=0 (a kernel that
+      needs no context): no call fell back. CONTEXT=1: some may, but with
+      DAEMON=1 at least as many calls ran ALGORITHM as rank 0 made on
+      MPI_COMM_WORLD, and with DAEMON=0 it may fall back everywhere.
+      Alltoall and allgather: the entries' total_bytes add up to the bytes
+      the calls moved between distinct ranks (SUMMARY).
+  shim_check.py plan STATS STATUS [REGEX]
+      plan.status is STATUS; for "none", plan.reason matches REGEX
+      (case-insensitive); for "ok", plan_id and topology_version are set.
+  shim_check.py fault STATS REGEX
+      A malformed plan: either plan.status is "none" with a reason matching
+      REGEX, or calls fell back with a reason matching REGEX.
+  shim_check.py tuned STATS SUMMARY TABLES
+      A run on the daemon's tables (TABLES: JSON {collective: [[min, max or
+      null, algorithm], ...]}): every call ran the algorithm of its size's
+      range (alltoallv: of the mean block size, which the ranks agree on),
+      or native with a fallback counted, or native on a communicator of one
+      rank (SUMMARY's "single"); every algorithm of a table ran; all calls
+      and all bytes (SUMMARY's) counted.
+  shim_check.py waits STATS MOST
+      Rank 0 waited for the daemon until TOPOTUNE_TIMEOUT_MS at most MOST
+      times: the plans of the communicators it is in that timed out
+      (fallback reasons saying so, counted once per plan asked for, by
+      every member, since every member waits in the exchange); reasons
+      saying the daemon was "not asked again" cost no wait.
+  shim_check.py init STATS SECONDS
+      The stats file's init_seconds (the shim's work in MPI_Init) is at most
+      SECONDS.
+  shim_check.py native_only STATS
+      Every entry ran "native" and nothing fell back (TOPOTUNE_DISABLE=1).
+  shim_check.py log STDERR NP STATS
+      stderr of an mpirun --tag-output job: no rank printed the same
+      "topotune:" line twice; the plan's reason (when status is "none") and
+      every fallback reason of the stats appear on "topotune:" lines, and
+      at most once per rank.
+  shim_check.py report PAYLOAD STATS JOB_ID ALGORITHM
+      PAYLOAD: the JSON that topotuned stored for the job (job_reports):
+      its plan_id is the stats file's, nprocs 4, ranks_per_node 2, and its
+      alltoall entries under ALGORITHM have the stats file's calls.
+  shim_check.py metrics URL ALGORITHM
+      /metrics at URL has topotune_collective_throughput_bytes_per_second
+      with source="job", collective="alltoall", algorithm=ALGORITHM,
+      nprocs="4".
+  shim_check.py rpc_count URL METHOD
+      Prints the sum of topotune_rpc_requests_total for METHOD.
+Exit status 0 when the check holds, 1 (with the reason on stderr) when not.
+"""
+import json
+import re
+import sys
+import urllib.request
+
+COLLECTIVES = ("alltoall", "alltoallv", "allgather")
+
+
+def fail(msg):
+    print(f"shim_check {sys.argv[1]}: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: {e}")
+
+
+def entries(stats, collective):
+    out = [e for e in stats.get("stats", []) if e.get("collective") == collective]
+    for e in out:
+        for key in ("algorithm", "msize", "calls", "total_bytes", "total_seconds", "fallbacks"):
+            if key not in e:
+                fail(f"a stats entry lacks '{key}': {e}")
+    return out
+
+
+def check_shape(stats):
+    plan = stats.get("plan")
+    if not isinstance(plan, dict) or plan.get("status") not in ("ok", "none"):
+        fail(f"plan is {plan!r}, expected an object with status 'ok' or 'none'")
+    if not isinstance(stats.get("stats"), list):
+        fail("'stats' is not a list")
+    fb = stats.get("fallbacks", {})
+    if not isinstance(fb, dict):
+        fail("'fallbacks' is not an object")
+    # The reasons count calls that fell back, and plans that failed ("no
+    # plan: <plan.reason>; ...", "no plan for a communicator of ..."), once
+    # per plan asked for, which no call counts.
+    in_entries = sum(int(e.get("fallbacks", 0)) for e in stats["stats"])
+    in_reasons = sum(int(v) for r, v in fb.items() if not r.startswith("no plan"))
+    if in_entries != in_reasons:
+        fail(f"the entries count {in_entries} fallbacks but 'fallbacks' {in_reasons}: {fb}")
+    for e in stats["stats"]:
+        if e.get("fallbacks", 0) and e.get("algorithm") != "native":
+            fail(f"fallbacks counted under algorithm {e.get('algorithm')!r} (they run native): {e}")
+
+
+def check_bytes(es, collective, calls):
+    got = sum(e["total_bytes"] for e in es)
+    if got != calls["bytes"]:
+        fail(f"{collective}: the stats count {got} total_bytes, the calls moved {calls['bytes']} between distinct "
+             f"ranks: {summarize(es)}")
+
+
+def summarize(es):
+    return ", ".join(f"{e['algorithm']}@{e['msize']}:{e['calls']}" + (f"(fb {e['fallbacks']})" if e["fallbacks"] else "")
+                     for e in sorted(es, key=lambda e: (e["algorithm"], e["msize"])))
+
+
+def cmd_forced(stats_path, summary_path, collective, algorithm, context, daemon):
+    stats, summary = load(stats_path), load(summary_path)
+    check_shape(stats)
+    forced = stats.get("forced", {})
+    if forced.get(collective) != algorithm:
+        fail(f"forced is {forced}, expected {collective}: {algorithm}")
+    es = entries(stats, collective)
+    calls = summary["calls"][collective]
+    total = sum(e["calls"] for e in es)
+    ran = sum(e["calls"] for e in es if e["algorithm"] == algorithm)
+    fallbacks = sum(e["fallbacks"] for e in es)
+    others = sorted({e["algorithm"] for e in es} - {algorithm, "native"})
+    where = f"{collective} forced to {algorithm}: {summarize(es)}"
+    if others:
+        fail(f"{where}: algorithms {others} ran, neither the forced one nor native")
+    if total != calls["total"]:
+        fail(f"{where}: the stats count {total} calls, rank 0 made {calls['total']}")
+    native_calls = sum(e["calls"] for e in es if e["algorithm"] == "native")
+    if algorithm != "native" and native_calls != fallbacks:
+        fail(f"{where}: {native_calls} calls ran native but only {fallbacks} fell back")
+    if context == "0" and fallbacks:
+        fail(f"{where}: {fallbacks} calls fell back, but {algorithm} needs no context and never declines "
+             f"an intracommunicator (fallback reasons: {stats.get('fallbacks')})")
+    if context == "1" and daemon == "1" and ran < calls["world"]:
+        fail(f"{where}: only {ran} calls ran {algorithm}, fewer than the {calls['world']} on MPI_COMM_WORLD, "
+             f"for which the daemon's plan has its schedule (fallback reasons: {stats.get('fallbacks')})")
+    if daemon == "1" and ran == 0:
+        fail(f"{where}: every call fell back")
+    # alltoallv's bytes are exact only where the ranks agree on them (tables
+    # of several ranges, *_l3 kernels); `tuned` checks them.
+    if collective != "alltoallv":
+        check_bytes(es, collective, calls)
+    print(f"{where}: {ran} of {total} calls ran {algorithm}, {fallbacks} fell back")
+
+
+def cmd_plan(stats_path, status, regex=None):
+    stats = load(stats_path)
+    check_shape(stats)
+    plan = stats["plan"]
+    if plan["status"] != status:
+        fail(f"plan.status is {plan['status']!r} (reason {plan.get('reason')!r}), expected {status!r}")
+    if status == "none":
+        reason = plan.get("reason", "")
+        if not reason:
+            fail("plan.status is 'none' without a reason")
+        if regex and not re.search(regex, reason, re.I):
+            fail(f"plan.reason {reason!r} does not match /{regex}/i")
+    else:
+        if not plan.get("plan_id") or not isinstance(plan.get("topology_version"), int) or \
+                plan["topology_version"] < 1:
+            fail(f"plan is {plan}: a plan_id and a topology_version from 1 expected")
+    print(f"plan {plan}")
+
+
+def cmd_fault(stats_path, regex):
+    stats = load(stats_path)
+    check_shape(stats)
+    plan = stats["plan"]
+    if plan["status"] == "none":
+        if not re.search(regex, plan.get("reason", ""), re.I):
+            fail(f"plan.status is 'none' but its reason {plan.get('reason')!r} does not match /{regex}/i")
+        print(f"no plan: {plan.get('reason')}")
+        return
+    matching = {r: n for r, n in stats.get("fallbacks", {}).items() if re.search(regex, r, re.I)}
+    if not matching:
+        fail(f"the malformed plan was taken (plan {plan}) and no fallback reason matches /{regex}/i: "
+             f"{stats.get('fallbacks')}")
+    print(f"plan taken, fallbacks {matching}")
+
+
+def table_algorithm(table, msize):
+    for lo, hi, alg in table:
+        if msize >= lo and (hi is None or msize < hi):
+            return alg
+    return None
+
+
+def cmd_tuned(stats_path, summary_path, tables_path):
+    stats, summary, tables = load(stats_path), load(summary_path), load(tables_path)
+    check_shape(stats)
+    ran_tuned = 0
+    for collective in COLLECTIVES:
+        es = entries(stats, collective)
+        total = sum(e["calls"] for e in es)
+        want_total = summary["calls"][collective]["total"]
+        if total != want_total:
+            fail(f"{collective}: the stats count {total} calls, rank 0 made {want_total}: {summarize(es)}")
+        check_bytes(es, collective, summary["calls"][collective])
+        table = tables.get(collective)
+        if not table:
+            continue
+        algorithms = {alg for _, _, alg in table} | {"native"}
+        # Communicators of one rank run native (not a fallback); nothing else may.
+        single = summary["calls"][collective]["single"]
+        plain_native = sum(e["calls"] - e["fallbacks"] for e in es if e["algorithm"] == "native")
+        if plain_native > single:
+            fail(f"{collective}: {plain_native} calls ran native without falling back, more than the {single} on "
+                 f"communicators of one rank: {summarize(es)}")
+        for e in es:
+            if e["algorithm"] == "native":
+                continue
+            want = table_algorithm(table, e["msize"])
+            if e["algorithm"] != want:
+                fail(f"{collective} at msize {e['msize']} ran {e['algorithm']} ({e['calls']} calls), the table "
+                     f"says {want}: {summarize(es)}")
+            ran_tuned += e["calls"]
+        if {e["algorithm"] for e in es} < algorithms:
+            fail(f"{collective}: only {sorted({e['algorithm'] for e in es})} ran, the table has {sorted(algorithms)}")
+        print(f"{collective}: {summarize(es)}")
+    if ran_tuned == 0:
+        fail("no call ran a tuned (non-native) algorithm")
+
+
+def cmd_waits(stats_path, most):
+    stats = load(stats_path)
+    waits = {r: n for r, n in stats.get("fallbacks", {}).items()
+             if re.search(r"did not answer|deadline|time.?out|timed out", r, re.I) and "not asked again" not in r}
+    total = sum(waits.values())
+    if total > int(most):
+        fail(f"rank 0 waited for the daemon until TOPOTUNE_TIMEOUT_MS {total} times, more than {most}: {waits}")
+    print(f"timeouts waited: {total} {waits}")
+
+
+def cmd_init(stats_path, most):
+    stats = load(stats_path)
+    took = stats.get("init_seconds")
+    if not isinstance(took, (int, float)) or took < 0:
+        fail(f"init_seconds is {took!r}")
+    if took > float(most):
+        fail(f"MPI_Init took {took:.3f} s, more than {most} s")
+    print(f"MPI_Init took {took:.3f} s")
+
+
+def cmd_native_only(stats_path):
+    stats = load(stats_path)
+    bad = [e for e in stats.get("stats", []) if e.get("algorithm") != "native" or e.get("fallbacks")]
+    if bad:
+        fail(f"TOPOTUNE_DISABLE=1, yet entries ran something else: {bad[:5]}")
+
+
+TAG = re.compile(r"^\[[^\]]*,(\d+)\]<stderr>:(.*)$")
+
+
+def cmd_log(stderr_path, np, stats_path):
+    stats = load(stats_path)
+    per_rank = {}
+    with open(stderr_path, errors="replace") as f:
+        for line in f:
+            m = TAG.match(line.rstrip("\n"))
+            if not m:
+                continue
+            rank, text = int(m.group(1)), m.group(2)
+            if text.startswith("topotune:"):
+                per_rank.setdefault(rank, []).append(text)
+    for rank, lines in per_rank.items():
+        seen = {}
+        for t in lines:
+            seen[t] = seen.get(t, 0) + 1
+        twice = [t for t, n in seen.items() if n > 1]
+        if twice:
+            fail(f"rank {rank} printed {len(twice)} topotune: line(s) more than once, e.g. {twice[0]!r} "
+                 f"({seen[twice[0]]} times)")
+    reasons = list(stats.get("fallbacks", {}).keys())
+    if stats.get("plan", {}).get("status") == "none":
+        reasons.append(stats["plan"].get("reason", ""))
+    for reason in reasons:
+        if not reason:
+            continue
+        counts = {r: sum(reason in t for t in lines) for r, lines in per_rank.items()}
+        if not any(counts.values()):
+            fail(f"the reason {reason!r} is on no topotune: line of stderr (lines: "
+                 f"{[t for ls in per_rank.values() for t in ls][:6]})")
+        many = {r: n for r, n in counts.items() if n > 1}
+        if many:
+            fail(f"the reason {reason!r} was logged more than once by rank(s) {many}")
+    ranks = sorted(per_rank)
+    if ranks and max(ranks) >= int(np):
+        fail(f"stderr tags ranks {ranks}, more than {np}")
+    print(f"topotune: lines per rank: { {r: len(v) for r, v in sorted(per_rank.items())} }")
+
+
+def cmd_report(payload_path, stats_path, job_id, algorithm):
+    payload, stats = load(payload_path), load(stats_path)
+    if payload.get("job_id") != job_id:
+        fail(f"job_id {payload.get('job_id')!r}, expected {job_id!r}")
+    if payload.get("plan_id", "") != stats["plan"].get("plan_id", ""):
+        fail(f"plan_id {payload.get('plan_id')!r}, the stats file's is {stats['plan'].get('plan_id')!r}")
+    if not payload.get("plan_id"):
+        fail("the report has no plan_id")
+    if int(payload.get("nprocs", 0)) != 4 or int(payload.get("ranks_per_node", 0)) != 2:
+        fail(f"nprocs {payload.get('nprocs')}, ranks_per_node {payload.get('ranks_per_node')}; expected 4 and 2")
+    for key in ("started_at", "finished_at"):
+        if not payload.get(key):
+            fail(f"the report has no {key}")
+    got = sum(int(s.get("calls", 0)) for s in payload.get("stats", [])
+              if s.get("collective") == "COLLECTIVE_ALLTOALL" and s.get("algorithm") == algorithm)
+    want = sum(e["calls"] for e in entries(stats, "alltoall") if e["algorithm"] == algorithm)
+    if got == 0 or got != want:
+        fail(f"the report has {got} alltoall calls under {algorithm}, the stats file {want}")
+    print(f"report of {job_id}: plan {payload['plan_id']}, {got} alltoall calls ran {algorithm}")
+
+
+def scrape(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.read().decode()
+    except OSError as e:
+        fail(f"{url}: {e}")
+
+
+def labels_of(line):
+    m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}\s+(\S+)", line)
+    if not m:
+        return None, {}, None
+    return m.group(1), dict(re.findall(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"', m.group(2))), m.group(3)
+
+
+def cmd_metrics(url, algorithm):
+    text = scrape(url)
+    for line in text.splitlines():
+        name, labels, value = labels_of(line)
+        if (name == "topotune_collective_throughput_bytes_per_second" and labels.get("source") == "job" and
+                labels.get("collective") == "alltoall" and labels.get("algorithm") == algorithm and
+                labels.get("nprocs") == "4"):
+            if float(value) <= 0:
+                fail(f"{line}: throughput not positive")
+            print(line)
+            return
+    fail(f"no throughput series with source=\"job\", algorithm=\"{algorithm}\" at {url}: "
+         f"{[l for l in text.splitlines() if 'throughput' in l and not l.startswith('#')][:8]}")
+
+
+def cmd_rpc_count(url, method):
+    total = 0.0
+    for line in scrape(url).splitlines():
+        name, labels, value = labels_of(line)
+        if name == "topotune_rpc_requests_total" and method in labels.get("method", ""):
+            total += float(value)
+    print(int(total))
+
+
+def main():
+    commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
+                "tuned": (cmd_tuned, 3), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
+                "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2)}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    fn, nargs = commands[sys.argv[1]]
+    args = sys.argv[2:]
+    if len(args) not in (nargs if isinstance(nargs, tuple) else (nargs,)):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    fn(*args)
+
+
+if __name__ == "__main__":
+    main()

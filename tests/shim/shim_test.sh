@@ -1,0 +1,482 @@
+#!/usr/bin/env bash
+# Tests of libtopotune-mpi.so under real mpirun, one case per ctest test.
+#
+# Usage: shim_test.sh CASE WORK_DIR NP_FLAG MPIRUN...
+#   CASE      see below
+#   WORK_DIR  scratch directory (recreated); the outputs of a failing case
+#             stay there
+#   NP_FLAG   the launcher's process-count flag (-np)
+#   MPIRUN... the launcher with its flags (TOPOTUNE_MPIEXEC_FLAGS)
+# Environment (CMakeLists.txt sets it): COLL_CHECK, NATIVE_DIR, TOPOLOGY,
+# PYTHON; with the shim: SHIM (libtopotune-mpi.so), TOPOTUNED,
+# FAULT_SERVER (plans_fault_server); same_results_<collective>: ALGORITHMS
+# (the collective's registered algorithms, comma-separated) and
+# CONTEXT_KERNELS (collective:name of the kernels that need a context).
+#
+# Every job is coll_check on 4 ranks, started as two app contexts of 2
+# ranks that the shim takes for hosts h0 and h1 (TOPOTUNE_HOSTNAME; on
+# different switches of TOPOLOGY), with the shim in LD_PRELOAD of the ranks
+# only, a stats file (TOPOTUNE_STATS_FILE) and stderr tagged by rank
+# (--tag-output). Each must exit 0 and write receive buffers byte-identical
+# (cmp) to the native run's. Daemons and servers started here are stopped by
+# PID when the case ends.
+#
+# Cases:
+#   native                coll_check without the shim, 1 round and 2 rounds
+#                         into NATIVE_DIR (the fixture of the other cases);
+#                         round 1 of both byte-identical; --help, usage error.
+#   same_results_<coll>   a real topotuned; each algorithm of ALGORITHMS
+#                         forced with TOPOTUNE_FORCE_<COLL>; the stats show
+#                         it ran (shim_check.py forced): every call for
+#                         kernels that need no context, at least the
+#                         MPI_COMM_WORLD calls for those that do.
+#   same_results_tuned    decision tables for 4 ranks, 2 per node, written
+#                         into the daemon's database (decisions); calls run
+#                         their size's algorithm; then TOPOTUNE_DISABLE=1:
+#                         native only, no GetPlan or ReportJob reach the
+#                         daemon.
+#   fault_daemon_down     TOPOTUNE_SERVER is a closed port: no plan (reason
+#                         names the address); context-free kernels forced
+#                         still run; forced tree_scheduled and
+#                         switch_ordered_ring fall back on every call;
+#                         TOPOTUNE_LOG=off is silent; a "%r" stats file is
+#                         written by every rank.
+#   fault_mixed_force     the ranks of h1 force other algorithms than rank 0:
+#                         rank 0's run everywhere, with the right data.
+#   fault_bad_settings    unusable TOPOTUNE_FORCE_ALLTOALL, _TIMEOUT_MS, _LOG
+#                         and _REPORT: each reported once, by rank 0.
+#   fault_slow            plans_fault_server --mode slow --delay-ms 3000 with
+#                         TOPOTUNE_TIMEOUT_MS=300: no plan, the reason says
+#                         the deadline passed, MPI_Init took under 2 s
+#                         (the stats file's init_seconds).
+#   fault_<mode>          plans_fault_server --mode MODE (gap,
+#                         unknown_algorithm, wrong_nprocs, bad_program,
+#                         bad_program_count, bad_ring, bad_subplan, garbage):
+#                         no plan, or fallbacks, with a reason that names
+#                         the fault.
+#   fault_unknown_host    a real topotuned, ranks on hosts the topology lacks:
+#                         no plan, the reason names them.
+#   fault_daemon_dies     a real topotuned, tree_scheduled and link_scheduled
+#                         forced, 2 rounds; the daemon is SIGKILLed between
+#                         them (coll_check --pause-file): round 2's new
+#                         communicators get no plan, ReportJob fails.
+#   fault_daemon_hangs    the same with SIGSTOP: the daemon accepts
+#                         connections but never answers; rank 0 may wait for
+#                         it (TOPOTUNE_TIMEOUT_MS) once, not once per
+#                         communicator it is in.
+#   report_forced         a real topotuned; jobs forcing pairwise and
+#                         tree_scheduled each leave one row in job_reports
+#                         (their plan id and calls; the second's job id from
+#                         SLURM_JOB_ID) and a /metrics series with source
+#                         "job"; TOPOTUNE_REPORT=0 leaves none.
+# In every shim job, stderr must hold each "topotune:" line at most once per
+# rank, and the plan's and fallbacks' reasons (shim_check.py log).
+set -euo pipefail
+
+case_name=$1 work=$2 np_flag=$3
+shift 3
+mpirun=("$@")
+python=${PYTHON:-python3}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+rm -rf "$work" && mkdir -p "$work"
+
+# shellcheck source=../testlib.sh
+source "$here/../testlib.sh"
+
+check() { "$python" "$here/shim_check.py" "$@" >>"$work/checks.log" 2>&1 || fail "shim_check.py $1: $(tail -n 1 "$work/checks.log")"; }
+
+# Processes started here, stopped by PID when the case ends.
+pids=()
+stop_pid() {
+  local pid=$1 _
+  kill -CONT "$pid" 2>/dev/null || return 0  # fault_daemon_hangs stops the daemon.
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+}
+trap stop_all EXIT
+
+# wait_for_file FILE PID WHAT: waits up to 30 s for FILE (with content,
+# unless empty_ok=1) while PID lives.
+wait_for_file() {
+  local _
+  for _ in $(seq 300); do
+    [[ -s $1 || (${empty_ok:-0} -eq 1 && -e $1) ]] && return 0
+    kill -0 "$2" 2>/dev/null || fail "$3 exited before writing $1"
+    sleep 0.1
+  done
+  fail "$3 did not write $1 within 30 s"
+}
+
+# start_daemon NAME: a real topotuned serving TOPOLOGY, its database in
+# $work/NAME/db.sqlite and its log in $work/NAME.log. Sets daemon_pid, port
+# (gRPC), metrics_port, db.
+start_daemon() {
+  local dir=$work/$1
+  mkdir -p "$dir"
+  printf 'log_level: info\n' >"$dir/topotuned.yaml"  # Not /etc/topotune's.
+  "$TOPOTUNED" --config "$dir/topotuned.yaml" --listen 127.0.0.1:0 --port-file "$dir/ports" \
+    --database "$dir/db.sqlite" --topology-file "$TOPOLOGY" --metrics-listen 127.0.0.1:0 >"$work/$1.log" 2>&1 &
+  daemon_pid=$!
+  pids+=("$daemon_pid")
+  wait_for_file "$dir/ports" "$daemon_pid" topotuned
+  port=$(sed -n 's/^grpc=//p' "$dir/ports")
+  metrics_port=$(sed -n 's/^metrics=//p' "$dir/ports")
+  db=$dir/db.sqlite
+  [[ -n $port && -n $metrics_port ]] || fail "topotuned's port file: $(cat "$dir/ports")"
+}
+
+# start_fault_server MODE [ARGS...]: plans_fault_server; sets port.
+start_fault_server() {
+  local mode=$1
+  shift
+  "$FAULT_SERVER" --listen 127.0.0.1:0 --port-file "$work/fault-ports" --mode "$mode" "$@" \
+    >"$work/fault_server.log" 2>&1 &
+  pids+=("$!")
+  wait_for_file "$work/fault-ports" "$!" plans_fault_server
+  port=$(sed -n 's/^grpc=//p' "$work/fault-ports")
+}
+
+# A TCP port of 127.0.0.1 that nobody listens on.
+closed_port() {
+  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+hosts=(h0 h1)
+cc_args=()
+h1_vars=()  # Variables for the ranks of the second host only (after the others).
+
+# job NAME [VAR=VALUE...]: coll_check on 4 ranks (hosts ${hosts[0]} x 2,
+# ${hosts[1]} x 2) with the shim and the variables in the ranks'
+# environment; receive buffers in $work/NAME.out/, the stats file
+# $work/NAME.stats.json, streams in $work/stdout and $work/stderr.
+job_command() {
+  local name=$1
+  shift
+  local out=$work/$name.out
+  rm -rf "$out" && mkdir -p "$out"
+  local vars=(LD_PRELOAD="$SHIM" TOPOTUNE_STATS_FILE="$work/$name.stats.json" TOPOTUNE_JOB_ID="shim-$case_name-$name"
+    "$@")
+  job_cmd=("${mpirun[@]}" --tag-output
+    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[0]}" "${vars[@]}" "$COLL_CHECK" --out "$out" "${cc_args[@]}" :
+    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[1]}" "${vars[@]}" "${h1_vars[@]}" "$COLL_CHECK" --out "$out"
+    "${cc_args[@]}")
+}
+job() {
+  archive
+  job_command "$@"
+  local t0=$SECONDS
+  echo "job $1: ${*:2}" >>"$work/checks.log"
+  run "${job_cmd[@]}"
+  echo "job $1: exit status $status after $((SECONDS - t0)) s" >>"$work/checks.log"
+}
+
+# passed NAME [REFERENCE]: the job exited 0, its buffers equal REFERENCE's
+# (default $NATIVE_DIR/r1) byte for byte, its stats file exists (unless
+# no_stats=1) and its stderr passes the log check. Its buffers are then
+# deleted; sets stats and summary (the files of its checks).
+passed() {
+  local name=$1 ref=${2:-$NATIVE_DIR/r1} f
+  last_job=$name
+  [[ $status -eq 0 ]] || fail "$name: exit status $status, expected 0"
+  for f in "$ref"/rank*.bin; do
+    cmp "$f" "$work/$name.out/$(basename "$f")" >"$work/cmp.txt" 2>&1 ||
+      fail "$name: $(basename "$f") differs from the native run's: $(cat "$work/cmp.txt")"
+  done
+  if [[ ${no_stats:-0} -eq 0 ]]; then
+    [[ -s $work/$name.stats.json ]] || fail "$name: no stats file $work/$name.stats.json"
+    check log "$work/stderr" 4 "$work/$name.stats.json"
+  fi
+  cp "$work/$name.out/summary.json" "$work/$name.summary.json"
+  rm -rf "$work/$name.out"
+  stats=$work/$name.stats.json summary=$work/$name.summary.json
+}
+
+# archive: moves the last job's files to $work/passed/ once its checks are
+# done, so that fail shows only the files of the job at fault.
+archive() {
+  [[ -n ${last_job:-} ]] || return 0
+  mkdir -p "$work/passed"
+  local f
+  for f in "$work/stdout" "$work/stderr"; do
+    if [[ -e $f ]]; then mv "$f" "$work/passed/$last_job.${f##*/}"; fi
+  done
+  for f in "$work/$last_job".*; do
+    if [[ -e $f ]]; then mv "$f" "$work/passed/"; fi
+  done
+  last_job=
+}
+
+# sql QUERY: runs QUERY on the daemon's database (read-only but for seeding).
+sql() { sqlite3 -cmd '.timeout 5000' "$db" "$1"; }
+
+case $case_name in
+  native)
+    run "$COLL_CHECK" --help
+    [[ $status -eq 0 ]] || fail "coll_check --help: exit status $status"
+    grep -q -- --pause-file "$work/stdout" || fail "coll_check --help does not describe --pause-file"
+    run "$COLL_CHECK" --rounds zero
+    [[ $status -eq 2 ]] || fail "coll_check --rounds zero: status $status, expected 2"
+    rm -rf "$NATIVE_DIR" && mkdir -p "$NATIVE_DIR/r1" "$NATIVE_DIR/r2"
+    run "${mpirun[@]}" "$np_flag" 4 "$COLL_CHECK" --out "$NATIVE_DIR/r1"
+    [[ $status -eq 0 ]] || fail "native run: exit status $status"
+    run "${mpirun[@]}" "$np_flag" 4 "$COLL_CHECK" --out "$NATIVE_DIR/r2" --rounds 2
+    [[ $status -eq 0 ]] || fail "native run of 2 rounds: exit status $status"
+    for r in 0 1 2 3; do
+      one=$NATIVE_DIR/r1/rank$r.bin two=$NATIVE_DIR/r2/rank$r.bin
+      [[ -s $one && $(stat -c %s "$two") -gt $(stat -c %s "$one") ]] || fail "rank $r: outputs missing or short"
+      cmp -n "$(stat -c %s "$one")" "$one" "$two" >"$work/cmp.txt" 2>&1 ||
+        fail "rank $r: round 1 differs between two native runs: $(cat "$work/cmp.txt")"
+    done
+    "$python" -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["nprocs"] == 4 and s["calls"]["alltoall"]["world"] > 0, s' \
+      "$NATIVE_DIR/r1/summary.json" || fail "summary.json"
+    ;;
+
+  same_results_*)
+    collective=${case_name#same_results_}
+    start_daemon daemon
+    if [[ $collective == tuned ]]; then
+      # Tables for 4 ranks, 2 per node, on the daemon's topology version:
+      # the job finds them as DECISION_SOURCE_TUNED. Ranges end where the
+      # next begins; null: no end.
+      cat >"$work/tables.json" <<'EOF'
+{"alltoall": [[0, 16, "bruck"], [16, 1024, "pairwise"], [1024, 16384, "tree_scheduled"], [16384, null, "ring"]],
+ "alltoallv": [[0, 64, "linear"], [64, 4096, "greedy_phased"], [4096, null, "a2a_phased"]],
+ "allgather": [[0, 16, "recursive_doubling"], [16, 4096, "switch_ordered_ring"], [4096, null, "link_scheduled"]]}
+EOF
+      version=$(sql 'SELECT max(version) FROM topologies')
+      [[ $version -ge 1 ]] || fail "no topology in the daemon's database"
+      "$python" - "$work/tables.json" "$version" >"$work/seed.sql" <<'EOF'
+import json, sys
+tables, version = json.load(open(sys.argv[1])), int(sys.argv[2])
+print("BEGIN;")
+for coll, table in tables.items():
+    rows = [{"min_msize": lo, "max_msize": hi, "algorithm": alg} for lo, hi, alg in table]
+    text = json.dumps(rows).replace("'", "''")
+    print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, "
+          f"created_at) VALUES ({version}, '{coll}', 4, 2, '{text}', '[]', 0);")
+print("COMMIT;")
+EOF
+      sql "$(cat "$work/seed.sql")" || fail "cannot seed the decisions"
+      job tuned TOPOTUNE_SERVER="127.0.0.1:$port"
+      passed tuned
+      check plan "$stats" ok
+      check tuned "$stats" "$summary" "$work/tables.json"
+      metrics=http://127.0.0.1:$metrics_port/metrics
+      plans_before=$("$python" "$here/shim_check.py" rpc_count "$metrics" GetPlan)
+      reports_before=$(sql 'SELECT count(*) FROM job_reports')
+      [[ $plans_before -ge 1 && $reports_before -eq 1 ]] ||
+        fail "tuned: the daemon counts $plans_before GetPlan calls and $reports_before reports, expected 1 or more and 1"
+      job disabled TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_DISABLE=1 TOPOTUNE_FORCE_ALLTOALL=pairwise
+      # Pure pass-through may write no stats file; one it writes shows native only.
+      [[ ! -e $work/disabled.stats.json ]] || check native_only "$work/disabled.stats.json"
+      no_stats=1 passed disabled
+      ! grep -q '<stderr>:topotune:' "$work/stderr" ||
+        fail "disabled: TOPOTUNE_DISABLE=1 printed topotune: lines: $(grep topotune: "$work/stderr" | head -3)"
+      plans_after=$("$python" "$here/shim_check.py" rpc_count "$metrics" GetPlan)
+      [[ $plans_after -eq $plans_before ]] || fail "disabled: the job asked the daemon for a plan"
+      [[ $(sql 'SELECT count(*) FROM job_reports') -eq $reports_before ]] || fail "disabled: the job sent a report"
+    else
+      upper=${collective^^}
+      IFS=, read -r -a algorithms <<<"${ALGORITHMS:?}"
+      for alg in "${algorithms[@]}"; do
+        context=0
+        [[ ,${CONTEXT_KERNELS:-}, == *,$collective:$alg,* ]] && context=1
+        job "$alg" TOPOTUNE_SERVER="127.0.0.1:$port" "TOPOTUNE_FORCE_$upper=$alg"
+        passed "$alg"
+        check plan "$stats" ok
+        check forced "$stats" "$summary" "$collective" "$alg" "$context" 1
+      done
+    fi
+    ;;
+
+  fault_daemon_down)
+    port=$(closed_port)
+    down="unreachable|connect|unavailable|127\.0\.0\.1:$port"
+    job plain TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed plain
+    check plan "$stats" none "$down"
+    # Kernels that need no context run without a daemon ...
+    job context_free TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=pairwise TOPOTUNE_FORCE_ALLTOALLV=linear \
+      TOPOTUNE_FORCE_ALLGATHER=ring
+    passed context_free
+    check plan "$stats" none "$down"
+    check forced "$stats" "$summary" alltoall pairwise 0 0
+    check forced "$stats" "$summary" alltoallv linear 0 0
+    check forced "$stats" "$summary" allgather ring 0 0
+    # ... the others fall back, with data intact.
+    job context TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=tree_scheduled \
+      TOPOTUNE_FORCE_ALLGATHER=switch_ordered_ring
+    passed context
+    check plan "$stats" none "$down"
+    check forced "$stats" "$summary" alltoall tree_scheduled 1 0
+    check forced "$stats" "$summary" allgather switch_ordered_ring 1 0
+    # TOPOTUNE_LOG=off: silent; "%r": every rank writes its own stats file.
+    job quiet TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_LOG=off TOPOTUNE_STATS_FILE="$work/quiet.%r.json"
+    no_stats=1 passed quiet
+    ! grep -q '<stderr>:topotune:' "$work/stderr" ||
+      fail "quiet: TOPOTUNE_LOG=off printed $(grep -c '<stderr>:topotune:' "$work/stderr") topotune: lines"
+    [[ ! -e $work/quiet.stats.json ]] || fail "quiet: the stats file has no %r replaced"
+    for r in 0 1 2 3; do
+      [[ -s $work/quiet.$r.json ]] || fail "quiet: rank $r wrote no $work/quiet.$r.json"
+      check plan "$work/quiet.$r.json" none "$down"
+    done
+    ;;
+
+  fault_mixed_force)
+    # Ranks that force other algorithms than rank 0: rank 0's apply
+    # everywhere, so that the ranks of a call never run different kernels.
+    start_daemon daemon
+    h1_vars=(TOPOTUNE_FORCE_ALLTOALL=bruck TOPOTUNE_FORCE_ALLTOALLV=a2a_phased TOPOTUNE_FORCE_ALLGATHER=ring)
+    job mixed TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=pairwise TOPOTUNE_FORCE_ALLGATHER=recursive_doubling
+    passed mixed
+    check forced "$stats" "$summary" alltoall pairwise 0 1
+    check forced "$stats" "$summary" allgather recursive_doubling 0 1
+    ;;
+
+  fault_bad_settings)
+    # Settings the shim cannot use: each reported once, on rank 0, and the
+    # default applies; the job runs as if they were not there.
+    start_daemon daemon
+    job bad TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=bogus_kernel_xyz TOPOTUNE_TIMEOUT_MS=soon \
+      TOPOTUNE_LOG=loud TOPOTUNE_REPORT=maybe
+    passed bad
+    check plan "$stats" ok
+    for value in bogus_kernel_xyz TOPOTUNE_TIMEOUT_MS TOPOTUNE_LOG TOPOTUNE_REPORT; do
+      grep "<stderr>:topotune:.*$value" "$work/stderr" >"$work/grep.txt" || fail "bad: $value is not reported"
+      [[ $(wc -l <"$work/grep.txt") -eq 1 && $(cat "$work/grep.txt") == "[1,0]<stderr>:"* ]] ||
+        fail "bad: $value should be reported once, by rank 0: $(cat "$work/grep.txt")"
+    done
+    "$python" -c 'import json, sys; f = json.load(open(sys.argv[1])).get("forced", {}); assert "alltoall" not in f, f' \
+      "$stats" || fail "bad: an unknown algorithm is forced"
+    ;;
+
+  fault_slow)
+    run "$FAULT_SERVER" --help
+    [[ $status -eq 0 ]] || fail "plans_fault_server --help: exit status $status"
+    grep -q -- --delay-ms "$work/stdout" || fail "plans_fault_server --help does not describe --delay-ms"
+    run "$FAULT_SERVER" --mode no_such_mode
+    [[ $status -eq 2 ]] || fail "plans_fault_server --mode no_such_mode: exit status $status, expected 2"
+    start_fault_server slow --delay-ms 3000
+    job slow TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_TIMEOUT_MS=300
+    passed slow
+    check plan "$stats" none "deadline|time.?out|timed out|did not answer"
+    # MPI_Init waited for the timeout, not for the answer 3 s later.
+    check init "$stats" 2
+    grep -q "GetPlan from" "$work/fault_server.log" || fail "the job never asked plans_fault_server"
+    ;;
+
+  fault_unknown_host)
+    start_daemon daemon
+    hosts=(nowhere0 nowhere1)
+    job unknown TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed unknown
+    check plan "$stats" none "nowhere[01]"
+    ;;
+
+  fault_daemon_dies | fault_daemon_hangs)
+    name=${case_name#fault_daemon_}
+    signal=KILL
+    [[ $name == hangs ]] && signal=STOP
+    start_daemon daemon
+    cc_args=(--rounds 2 --pause-file "$work/pause")
+    job_command "$name" TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_TIMEOUT_MS=500 \
+      TOPOTUNE_FORCE_ALLTOALL=tree_scheduled TOPOTUNE_FORCE_ALLGATHER=link_scheduled
+    echo "job $name: TOPOTUNE_TIMEOUT_MS=500, SIG$signal to topotuned after round 1" >>"$work/checks.log"
+    t0=$SECONDS
+    set +e
+    "${job_cmd[@]}" >"$work/stdout" 2>"$work/stderr" &
+    job_pid=$!
+    set -e
+    pids+=("$job_pid")
+    empty_ok=1 wait_for_file "$work/pause.ready" "$job_pid" "coll_check (round 1)"
+    kill -"$signal" "$daemon_pid"
+    [[ $signal == KILL ]] && { wait "$daemon_pid" 2>/dev/null || true; }
+    echo "topotuned (pid $daemon_pid) got SIG$signal after round 1" >>"$work/checks.log"
+    touch "$work/pause"
+    set +e
+    wait "$job_pid"
+    status=$?
+    set -e
+    echo "job $name: exit status $status after $((SECONDS - t0)) s" >>"$work/checks.log"
+    passed "$name" "$NATIVE_DIR/r2"
+    check plan "$stats" ok
+    check forced "$stats" "$summary" alltoall tree_scheduled 1 1
+    check forced "$stats" "$summary" allgather link_scheduled 1 1
+    # Round 2 makes new communicators, whose plans the shim asks for; a daemon
+    # that does not answer must cost rank 0 one timeout, not one per
+    # communicator it is in: every member of a communicator learns that its
+    # plan timed out (the exchange shares the reason), so none needs to ask
+    # again. Rank 0 counts each failed plan of its communicators.
+    if [[ $name == hangs ]]; then
+      check waits "$stats" 1
+    fi
+    ;;
+
+  fault_*)
+    mode=${case_name#fault_}
+    case $mode in
+      gap) regex="contig|gap|range|start|ascend|order" ;;
+      unknown_algorithm) regex="no_such_kernel_xyz" ;;
+      wrong_nprocs) regex="nprocs|ranks|size" ;;
+      bad_program) regex="program|out of range|rank" ;;
+      bad_program_count) regex="program" ;;
+      bad_ring) regex="ring|permutation" ;;
+      bad_subplan) regex="no plan for a communicator.*program" ;;
+      garbage) regex="not a topotune\.v1\.GetPlanResponse|pars|decod|malformed|deserial" ;;
+      *) fail "unknown fault mode '$mode'" ;;
+    esac
+    start_fault_server "$mode"
+    job "$mode" TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed "$mode"
+    check fault "$stats" "$regex"
+    grep -q "GetPlan from" "$work/fault_server.log" || fail "the job never asked plans_fault_server"
+    if [[ $mode == bad_subplan ]]; then  # The world's plan held: its alltoall ran pairwise.
+      check plan "$stats" ok
+      "$python" -c 'import json, sys; s = json.load(open(sys.argv[1])); assert any(e["algorithm"] == "pairwise" for e in s["stats"]), s["stats"][:3]' \
+        "$stats" || fail "bad_subplan: no call ran the world plan's pairwise"
+    fi
+    ;;
+
+  report_forced)
+    start_daemon daemon
+    metrics=http://127.0.0.1:$metrics_port/metrics
+    for alg in pairwise tree_scheduled; do
+      job_id=shim-$case_name-$alg id_vars=()
+      # Without TOPOTUNE_JOB_ID, the job id is SLURM_JOB_ID.
+      [[ $alg == tree_scheduled ]] && job_id=4242 id_vars=(TOPOTUNE_JOB_ID= SLURM_JOB_ID=4242)
+      job "$alg" TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL="$alg" "${id_vars[@]}"
+      passed "$alg"
+      check plan "$stats" ok
+      # ReportJob is answered once stored, before MPI_Finalize returns.
+      rows=$(sql "SELECT count(*) FROM job_reports WHERE job_id = '$job_id'")
+      [[ $rows -eq 1 ]] || fail "$alg: $rows rows of job_reports for job $job_id, expected 1 (one report per job)"
+      sql "SELECT payload FROM job_reports WHERE job_id = '$job_id'" >"$work/$alg.payload.json"
+      check report "$work/$alg.payload.json" "$stats" "$job_id" "$alg"
+      check metrics "$metrics" "$alg"
+    done
+    reports_before=$(sql 'SELECT count(*) FROM job_reports')
+    calls_before=$("$python" "$here/shim_check.py" rpc_count "$metrics" ReportJob)
+    [[ $calls_before -eq 2 ]] || fail "/metrics counts $calls_before ReportJob calls after two jobs"
+    job no_report TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=pairwise TOPOTUNE_REPORT=0
+    passed no_report
+    check plan "$stats" ok
+    [[ $(sql 'SELECT count(*) FROM job_reports') -eq $reports_before ]] || fail "TOPOTUNE_REPORT=0: a report was stored"
+    [[ $("$python" "$here/shim_check.py" rpc_count "$metrics" ReportJob) -eq $calls_before ]] ||
+      fail "TOPOTUNE_REPORT=0: ReportJob was called"
+    ;;
+
+  *)
+    echo "shim_test.sh: unknown case '$case_name'" >&2
+    exit 2
+    ;;
+esac
+echo "PASS [$case_name]"
