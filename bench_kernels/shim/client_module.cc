@@ -16,7 +16,9 @@ namespace {
 
 class GrpcChannel : public RawChannel {
  public:
-  explicit GrpcChannel(std::shared_ptr<grpc::Channel> channel) : stub_(std::move(channel)) {}
+  explicit GrpcChannel(std::shared_ptr<grpc::Channel> channel) : channel_(channel), stub_(std::move(channel)) {}
+
+  void Connect() override { channel_->GetState(/*try_to_connect=*/true); }
 
   RawResult Call(const std::string& method, const std::string& request, int timeout_ms) override {
     grpc::ClientContext context;
@@ -47,6 +49,7 @@ class GrpcChannel : public RawChannel {
   }
 
  private:
+  std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
 };
 

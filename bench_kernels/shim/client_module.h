@@ -29,6 +29,9 @@ class RawChannel {
   // Calls `method` ("/topotune.v1.Plans/GetPlan") with the serialized
   // request, bounded by timeout_ms.
   virtual RawResult Call(const std::string& method, const std::string& request, int timeout_ms) = 0;
+  // Starts connecting now, without waiting, so that the first call finds
+  // the connection made.
+  virtual void Connect() = 0;
 };
 
 // The module's one export: a channel to `server` (HOST:PORT), plaintext, or

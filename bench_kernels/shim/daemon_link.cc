@@ -70,6 +70,11 @@ RawChannel* DaemonLink::Channel(std::string* why) {
   return channel_.get();
 }
 
+void DaemonLink::Prepare() {
+  std::string why;
+  if (RawChannel* channel = Channel(&why)) channel->Connect();
+}
+
 LinkError DaemonLink::Describe(const char* method, int code, const std::string& message) const {
   LinkError e;
   switch (static_cast<grpc::StatusCode>(code)) {

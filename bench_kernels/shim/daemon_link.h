@@ -44,6 +44,10 @@ class DaemonLink {
 
   bool ReportJob(const v1::ReportJobRequest& request, LinkError* error);
 
+  // Loads the client module and starts connecting, ahead of the first call
+  // (on another thread, while MPI_Init runs).
+  void Prepare();
+
   const std::string& server() const { return config_.server; }
 
  private:

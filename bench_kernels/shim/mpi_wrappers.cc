@@ -17,15 +17,35 @@ namespace {
 
 topotune::shim::Runtime* g_runtime = nullptr;
 
-void StartRuntime() {
+// Before PMPI_Init: the settings, and the Runtime unless disabled (rank 0's
+// starts connecting to the daemon while MPI starts).
+topotune::shim::Runtime* Prepare() {
   topotune::shim::ShimConfig config = topotune::shim::ConfigFromEnv(&std::getenv);
-  if (config.disabled) return;
+  if (config.disabled) return nullptr;
   try {
-    g_runtime = topotune::shim::Runtime::Start(std::move(config)).release();
+    return new topotune::shim::Runtime(std::move(config));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "topotune: disabled: %s\n", e.what());
+    return nullptr;
+  }
+}
+
+// After PMPI_Init returned `rc`.
+int Start(topotune::shim::Runtime* rt, int rc) {
+  if (rt == nullptr) return rc;
+  if (rc != MPI_SUCCESS) {
+    delete rt;
+    return rc;
+  }
+  try {
+    rt->Start();
+    g_runtime = rt;
   } catch (const std::exception& e) {
     // Only memory exhaustion throws here; the job goes on without topotune.
     std::fprintf(stderr, "topotune: disabled: %s\n", e.what());
+    delete rt;
   }
+  return rc;
 }
 
 }  // namespace
@@ -33,15 +53,13 @@ void StartRuntime() {
 extern "C" {
 
 int MPI_Init(int* argc, char*** argv) {
-  int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) StartRuntime();
-  return rc;
+  topotune::shim::Runtime* rt = Prepare();
+  return Start(rt, PMPI_Init(argc, argv));
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) StartRuntime();
-  return rc;
+  topotune::shim::Runtime* rt = Prepare();
+  return Start(rt, PMPI_Init_thread(argc, argv, required, provided));
 }
 
 int MPI_Finalize(void) {

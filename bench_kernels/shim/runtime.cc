@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -62,18 +63,22 @@ std::string DescribeTable(const std::vector<TableRow>& rows) {
 
 }  // namespace
 
-Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {}
-
-Runtime::~Runtime() = default;
-
-std::unique_ptr<Runtime> Runtime::Start(ShimConfig config) {
-  std::unique_ptr<Runtime> rt(new Runtime(std::move(config)));
-  rt->StartWorld();
-  return rt;
+Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* rank = std::getenv(name);
+    if (rank == nullptr) continue;
+    if (std::string_view(rank) == "0") prepare_ = std::thread([this] { link_.Prepare(); });
+    break;
+  }
 }
 
-void Runtime::StartWorld() {
+Runtime::~Runtime() {
+  if (prepare_.joinable()) prepare_.join();
+}
+
+void Runtime::Start() {
   const auto t0 = std::chrono::steady_clock::now();
+  if (prepare_.joinable()) prepare_.join();
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   PMPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   if (world_rank_ == 0)

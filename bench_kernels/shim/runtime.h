@@ -40,6 +40,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -65,9 +66,14 @@ struct PlanData {
 
 class Runtime {
  public:
-  // Called right after PMPI_Init/PMPI_Init_thread succeeded: the exchange of
-  // host names and the world's plan (collective over MPI_COMM_WORLD).
-  static std::unique_ptr<Runtime> Start(ShimConfig config);
+  // Before PMPI_Init: when the launcher's environment says this process is
+  // rank 0 of the job (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or
+  // SLURM_PROCID), loads the gRPC module and connects to the daemon on a
+  // thread of its own while MPI starts.
+  explicit Runtime(ShimConfig config);
+  // After PMPI_Init/PMPI_Init_thread succeeded: the exchange of host names
+  // and the world's plan (collective over MPI_COMM_WORLD).
+  void Start();
   ~Runtime();
 
   int Alltoall(const kernels::AlltoallArgs& a);
@@ -97,8 +103,6 @@ class Runtime {
     const kernels::KernelInfo* v_kernel = nullptr;
   };
 
-  explicit Runtime(ShimConfig config);
-  void StartWorld();
   // The state of `comm`, resolved on first use (collective over comm).
   CommState* StateOf(MPI_Comm comm);
   std::unique_ptr<CommState> Resolve(MPI_Comm comm);
@@ -129,6 +133,7 @@ class Runtime {
 
   ShimConfig config_;
   DaemonLink link_;
+  std::thread prepare_;  // Rank 0's DaemonLink::Prepare, joined by Start.
   int world_rank_ = 0, world_size_ = 1;
   std::vector<std::string> hosts_;  // Of every world rank.
   int ranks_per_node_ = 1;
