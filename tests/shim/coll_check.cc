@@ -270,21 +270,11 @@ class Runner {
       rblocks.push_back({int64_t{j} * rcount, rcount, j, me});
       rsent.push_back({int64_t{j} * rcount, rcount, me, j});
     }
-    std::vector<unsigned char> recv(static_cast<size_t>(BytesFor(rt, rblocks)), kRecvPoison);
-    std::vector<unsigned char> send, send_image;
-    if (in_place) {
-      for (const Block& b : rsent) Put(&recv, rt, b, call);
-    } else {
-      send.assign(static_cast<size_t>(BytesFor(st, sblocks)), kSendPoison);
-      for (const Block& b : sblocks) Put(&send, st, b, call);
-      send_image = send;
-    }
-    std::vector<unsigned char> want = recv;
-    for (const Block& b : rblocks) Put(&want, rt, b, call);
+    Buffers buf = MakeBuffers(st, sblocks, rt, rblocks, rsent, in_place, call);
     Count(kAlltoall, comm, int64_t{n} * (n - 1) * rcount * rt.size());
-    int rc =
-        MPI_Alltoall(in_place ? MPI_IN_PLACE : send.data(), scount, st.type, recv.data(), rcount, rt.type, comm.comm);
-    Finish(info, rc, recv, want, rt, rblocks, send, send_image, st, sblocks);
+    int rc = MPI_Alltoall(in_place ? MPI_IN_PLACE : buf.send.data(), scount, st.type, buf.recv.data(), rcount, rt.type,
+                          comm.comm);
+    Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
   void Allgather(const Comm& comm, const TestType& st, int scount, const TestType& rt, int rcount, bool in_place) {
@@ -297,21 +287,11 @@ class Runner {
     if (!in_place && scount != rcount) info.counts = "counts " + std::to_string(scount) + "/" + std::to_string(rcount);
     std::vector<Block> sblocks = {{0, scount, me, -1}}, rblocks;
     for (int j = 0; j < n; ++j) rblocks.push_back({int64_t{j} * rcount, rcount, j, -1});
-    std::vector<unsigned char> recv(static_cast<size_t>(BytesFor(rt, rblocks)), kRecvPoison);
-    std::vector<unsigned char> send, send_image;
-    if (in_place) {
-      Put(&recv, rt, rblocks[static_cast<size_t>(me)], call);
-    } else {
-      send.assign(static_cast<size_t>(BytesFor(st, sblocks)), kSendPoison);
-      Put(&send, st, sblocks[0], call);
-      send_image = send;
-    }
-    std::vector<unsigned char> want = recv;
-    for (const Block& b : rblocks) Put(&want, rt, b, call);
+    Buffers buf = MakeBuffers(st, sblocks, rt, rblocks, {rblocks[static_cast<size_t>(me)]}, in_place, call);
     Count(kAllgather, comm, int64_t{n} * (n - 1) * rcount * rt.size());
-    int rc =
-        MPI_Allgather(in_place ? MPI_IN_PLACE : send.data(), scount, st.type, recv.data(), rcount, rt.type, comm.comm);
-    Finish(info, rc, recv, want, rt, rblocks, send, send_image, st, sblocks);
+    int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : buf.send.data(), scount, st.type, buf.recv.data(), rcount, rt.type,
+                           comm.comm);
+    Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
   // MPI_Alltoallv with count(i -> j) = `count(i, j)` elements of st (rt:
@@ -347,25 +327,15 @@ class Runner {
       rblocks.push_back({rdispls[uj], rcounts[uj], j, me});
       rsent.push_back({rdispls[uj], rcounts[uj], me, j});  // In place: counts are symmetric.
     }
-    std::vector<unsigned char> recv(static_cast<size_t>(BytesFor(rt, rblocks)), kRecvPoison);
-    std::vector<unsigned char> send, send_image;
-    if (in_place) {
-      for (const Block& b : rsent) Put(&recv, rt, b, call);
-    } else {
-      send.assign(static_cast<size_t>(BytesFor(st, sblocks)), kSendPoison);
-      for (const Block& b : sblocks) Put(&send, st, b, call);
-      send_image = send;
-    }
-    std::vector<unsigned char> want = recv;
-    for (const Block& b : rblocks) Put(&want, rt, b, call);
+    Buffers buf = MakeBuffers(st, sblocks, rt, rblocks, rsent, in_place, call);
     int64_t moved = 0;
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j)
         if (i != j) moved += count(i, j) * st.size();
     Count(kAlltoallv, comm, moved);
-    int rc = MPI_Alltoallv(in_place ? MPI_IN_PLACE : send.data(), scounts.data(), sdispls.data(), st.type, recv.data(),
-                           rcounts.data(), rdispls.data(), rt.type, comm.comm);
-    Finish(info, rc, recv, want, rt, rblocks, send, send_image, st, sblocks);
+    int rc = MPI_Alltoallv(in_place ? MPI_IN_PLACE : buf.send.data(), scounts.data(), sdispls.data(), st.type,
+                           buf.recv.data(), rcounts.data(), rdispls.data(), rt.type, comm.comm);
+    Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
  private:
@@ -381,17 +351,39 @@ class Runner {
     if (size == 1) ++single_calls_[c];
   }
 
-  void Finish(const CallInfo& info, int rc, const std::vector<unsigned char>& recv,
-              const std::vector<unsigned char>& want, const TestType& rt, const std::vector<Block>& rblocks,
-              const std::vector<unsigned char>& send, const std::vector<unsigned char>& send_image, const TestType& st,
-              const std::vector<Block>& sblocks) {
-    check_->Write(recv);
+  // The buffers of one call: the receive buffer poisoned (holding, in
+  // place, the blocks this rank sends), the send buffer, its copy, and what
+  // the receive buffer must hold afterwards.
+  struct Buffers {
+    std::vector<unsigned char> recv, send, send_image, want;
+  };
+  static Buffers MakeBuffers(const TestType& st, const std::vector<Block>& sblocks, const TestType& rt,
+                             const std::vector<Block>& rblocks, const std::vector<Block>& in_place_blocks,
+                             bool in_place, int64_t call) {
+    Buffers b;
+    b.recv.assign(static_cast<size_t>(BytesFor(rt, rblocks)), kRecvPoison);
+    if (in_place) {
+      for (const Block& block : in_place_blocks) Put(&b.recv, rt, block, call);
+    } else {
+      b.send.assign(static_cast<size_t>(BytesFor(st, sblocks)), kSendPoison);
+      for (const Block& block : sblocks) Put(&b.send, st, block, call);
+      b.send_image = b.send;
+    }
+    b.want = b.recv;
+    for (const Block& block : rblocks) Put(&b.want, rt, block, call);
+    return b;
+  }
+
+  void Finish(const CallInfo& info, int rc, const Buffers& buf, const TestType& rt, const std::vector<Block>& rblocks,
+              const TestType& st, const std::vector<Block>& sblocks) {
+    check_->Write(buf.recv);
     if (rc != MPI_SUCCESS) {
       check_->MpiError(info, rc);
       return;
     }
-    check_->Check(info, "receive buffer", recv, want, rt, rblocks, true);
-    if (!info.in_place) check_->Check(info, "send buffer (changed by the call)", send, send_image, st, sblocks, false);
+    check_->Check(info, "receive buffer", buf.recv, buf.want, rt, rblocks, true);
+    if (!info.in_place)
+      check_->Check(info, "send buffer (changed by the call)", buf.send, buf.send_image, st, sblocks, false);
   }
 
   int world_rank_;

@@ -204,26 +204,23 @@ std::string Garbage() {
   return bytes;
 }
 
-class PlansService final : public v1::Plans::CallbackService {
+// Finishes calls now, or in slow mode after --delay-ms on a thread of its
+// own (joined when the service goes).
+class Finisher {
  public:
-  ~PlansService() override { JoinAll(); }
+  ~Finisher() { JoinAll(); }
 
-  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* ctx, const v1::GetPlanRequest* req,
-                                    v1::GetPlanResponse* resp) override {
-    Log("GetPlan from %s: %s; answering as mode %s", ctx->peer().c_str(), Short(*req).c_str(), g_mode.c_str());
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    FaultyPlan(*req, resp);
+  void Finish(grpc::ServerUnaryReactor* reactor, const char* what) {
     if (g_mode != "slow") {
       reactor->Finish(grpc::Status::OK);
-      return reactor;
+      return;
     }
     std::lock_guard lock(mu_);
-    threads_.emplace_back([reactor] {
+    threads_.emplace_back([reactor, what] {
       Sleep(g_delay_ms);
-      Log("GetPlan: answering after %d ms", g_delay_ms);
+      Log("%s: answering after %d ms", what, g_delay_ms);
       reactor->Finish(grpc::Status::OK);
     });
-    return reactor;
   }
 
   void JoinAll() {
@@ -240,39 +237,38 @@ class PlansService final : public v1::Plans::CallbackService {
   std::vector<std::thread> threads_;
 };
 
+class PlansService final : public v1::Plans::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* ctx, const v1::GetPlanRequest* req,
+                                    v1::GetPlanResponse* resp) override {
+    Log("GetPlan from %s: %s; answering as mode %s", ctx->peer().c_str(), Short(*req).c_str(), g_mode.c_str());
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    FaultyPlan(*req, resp);
+    finisher_.Finish(reactor, "GetPlan");
+    return reactor;
+  }
+
+  void JoinAll() { finisher_.JoinAll(); }
+
+ private:
+  Finisher finisher_;
+};
+
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  ~AdminService() override { JoinAll(); }
-
   grpc::ServerUnaryReactor* ReportJob(grpc::CallbackServerContext* ctx, const v1::ReportJobRequest* req,
                                       v1::ReportJobResponse* resp) override {
     Log("ReportJob from %s: %s", ctx->peer().c_str(), Short(*req).c_str());
     resp->set_accepted(req->stats_size());
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (g_mode != "slow") {
-      reactor->Finish(grpc::Status::OK);
-      return reactor;
-    }
-    std::lock_guard lock(mu_);
-    threads_.emplace_back([reactor] {
-      Sleep(g_delay_ms);
-      reactor->Finish(grpc::Status::OK);
-    });
+    finisher_.Finish(reactor, "ReportJob");
     return reactor;
   }
 
-  void JoinAll() {
-    std::vector<std::thread> threads;
-    {
-      std::lock_guard lock(mu_);
-      threads.swap(threads_);
-    }
-    for (std::thread& t : threads) t.join();
-  }
+  void JoinAll() { finisher_.JoinAll(); }
 
  private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
+  Finisher finisher_;
 };
 
 // garbage mode: every method the typed services do not register (GetPlan
