@@ -2,7 +2,8 @@
 # Installs what topotune needs, builds it, and runs the whole test suite.
 #
 #   1. build/       configured with -DTOPOTUNE_WERROR=ON and -DTOPOTUNE_BUILD_SMPI=ON;
-#                   runs every ctest test (labels unit, property, cli, mpi, smpi).
+#                   runs every ctest test (labels unit, property, cli, mpi, smpi, snmp,
+#                   testbed, daemon, shim).
 #   2. build-asan/  configured with -DTOPOTUNE_SANITIZE=ON (AddressSanitizer and
 #                   UndefinedBehaviorSanitizer); runs the unit tests. The property
 #                   tests (hundreds of random trees) already take minutes per shard
