@@ -213,6 +213,28 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
                                                  static_cast<int>(p.collective()), Where(collectives[i])));
     auto rows = CheckTable(kc, p.table());
     if (!rows.ok()) return Status::InvalidArgument(Where(p.collective()) + ": " + rows.status().message());
+    // Every schedule sent: its programs whole and sound, or left out with a
+    // reason (the shim moves each rank's program to that rank).
+    for (const v1::CompiledSchedule& schedule : p.schedules()) {
+      const std::string where = fmt::format("{}: {}", Where(p.collective()), schedule.algorithm().substr(0, 64));
+      if (schedule.num_ranks() != nprocs)
+        return Status::InvalidArgument(
+            fmt::format("{}: the schedule is for {} ranks, not {}", where, schedule.num_ranks(), nprocs));
+      if (schedule.programs_size() == 0 && !schedule.omitted_reason().empty()) continue;
+      if (schedule.programs_size() != nprocs)
+        return Status::InvalidArgument(
+            fmt::format("{}: the schedule has {} programs for {} ranks", where, schedule.programs_size(), nprocs));
+      std::vector<RankProgram> programs;
+      programs.reserve(static_cast<size_t>(nprocs));
+      for (const v1::RankProgram& wire : schedule.programs()) {
+        auto program = ProgramFromProto(wire, nprocs);
+        if (!program.ok()) return Status::InvalidArgument(fmt::format("{}: {}", where, program.status().message()));
+        programs.push_back(std::move(program).value());
+      }
+      if (auto st = CheckPrograms(programs); !st.ok())
+        return Status::InvalidArgument(fmt::format("{}: {}", where, st.message()));
+    }
+    // What the table's kernels need.
     for (const TableRow& row : *rows) {
       if (NeedsRing(*row.kernel)) {
         if (!p.has_ring())
@@ -221,32 +243,11 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
         if (auto st = CheckRing(p.ring(), nprocs); !st.ok())
           return Status::InvalidArgument(Where(p.collective()) + ": " + st.message());
       }
-      if (!NeedsPrograms(*row.kernel)) continue;
-      auto schedule = std::find_if(p.schedules().begin(), p.schedules().end(),
-                                   [&](const v1::CompiledSchedule& s) { return s.algorithm() == row.kernel->name; });
-      if (schedule == p.schedules().end())
+      if (NeedsPrograms(*row.kernel) &&
+          std::none_of(p.schedules().begin(), p.schedules().end(),
+                       [&](const v1::CompiledSchedule& s) { return s.algorithm() == row.kernel->name; }))
         return Status::InvalidArgument(fmt::format("{}: the table names {} but the plan has no schedule of it",
                                                    Where(p.collective()), row.kernel->name));
-      if (schedule->num_ranks() != nprocs)
-        return Status::InvalidArgument(fmt::format("{}: the {} schedule is for {} ranks, not {}", Where(p.collective()),
-                                                   row.kernel->name, schedule->num_ranks(), nprocs));
-      if (schedule->programs_size() == 0 && !schedule->omitted_reason().empty()) continue;
-      if (schedule->programs_size() != nprocs)
-        return Status::InvalidArgument(fmt::format("{}: the {} schedule has {} programs for {} ranks",
-                                                   Where(p.collective()), row.kernel->name, schedule->programs_size(),
-                                                   nprocs));
-      std::vector<RankProgram> programs;
-      programs.reserve(static_cast<size_t>(nprocs));
-      for (const v1::RankProgram& wire : schedule->programs()) {
-        auto program = ProgramFromProto(wire, nprocs);
-        if (!program.ok())
-          return Status::InvalidArgument(
-              fmt::format("{}: {}: {}", Where(p.collective()), row.kernel->name, program.status().message()));
-        programs.push_back(std::move(program).value());
-      }
-      if (auto st = CheckPrograms(programs); !st.ok())
-        return Status::InvalidArgument(
-            fmt::format("{}: {}: {}", Where(p.collective()), row.kernel->name, st.message()));
     }
   }
   return Status::Ok();

@@ -153,6 +153,9 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
   int64_t header = 0;
   std::string blob;
   v1::GetPlanResponse response;  // On rank 0.
+  // On rank 0, the programs of every schedule in plan order, moved out of
+  // the response so that the tables go out without them.
+  std::vector<google::protobuf::RepeatedPtrField<v1::RankProgram>> held;
   if (rank == 0) {
     LinkError error;
     std::string reason;
@@ -172,10 +175,9 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
           n, response.topology_version(), expect_version);
     }
     if (reason.empty()) {
-      v1::GetPlanResponse shared = response;
-      for (v1::CollectivePlan& p : *shared.mutable_plans())
-        for (v1::CompiledSchedule& s : *p.mutable_schedules()) s.clear_programs();
-      blob = shared.SerializeAsString();
+      for (v1::CollectivePlan& p : *response.mutable_plans())
+        for (v1::CompiledSchedule& s : *p.mutable_schedules()) held.emplace_back().Swap(s.mutable_programs());
+      blob = response.SerializeAsString();
       if (blob.size() > static_cast<size_t>(INT_MAX)) reason = "the plan's tables are larger than 2 GiB";
     }
     if (!reason.empty()) blob = reason.substr(0, 4096);
@@ -195,24 +197,28 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
   }
   v1::GetPlanResponse shared;
   if (rank == 0)
-    shared = response;
+    shared = std::move(response);
   else
     shared.ParseFromString(blob);
 
-  // The schedules whose programs follow, in plan order: each rank gets its
-  // own program of each, in one bundle.
-  std::vector<std::pair<int, int>> with_programs;
-  for (int i = 0; i < shared.plans_size(); ++i)
-    for (int j = 0; j < shared.plans(i).schedules_size(); ++j)
-      if (shared.plans(i).schedules(j).omitted_reason().empty()) with_programs.emplace_back(i, j);
+  // The schedules whose programs follow (their indexes in plan order): each
+  // rank gets its own program of each, in one bundle.
+  std::vector<size_t> with_programs;
+  std::vector<std::pair<v1::Collective, const v1::CompiledSchedule*>> sent;  // Those schedules.
+  size_t index = 0;
+  for (const v1::CollectivePlan& p : shared.plans())
+    for (const v1::CompiledSchedule& s : p.schedules()) {
+      if (s.omitted_reason().empty()) with_programs.push_back(index), sent.emplace_back(p.collective(), &s);
+      ++index;
+    }
   v1::CompiledSchedule bundle;
   if (!with_programs.empty()) {
     std::vector<int> counts(rank == 0 ? static_cast<size_t>(n) : 0), displs(counts.size());
     std::string all;
     if (rank == 0) {
       for (int r = 0; r < n; ++r) {
-        v1::CompiledSchedule mine;
-        for (auto [i, j] : with_programs) *mine.add_programs() = response.plans(i).schedules(j).programs(r);
+        v1::CompiledSchedule mine;  // Rank r's programs, moved: each goes to one rank only.
+        for (size_t k : with_programs) mine.add_programs()->Swap(held[k].Mutable(r));
         displs[static_cast<size_t>(r)] = static_cast<int>(all.size());
         std::string bytes = mine.SerializeAsString();
         counts[static_cast<size_t>(r)] = static_cast<int>(bytes.size());
@@ -240,7 +246,10 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
       plan->switch_of_rank.assign(p.ring().switch_of_rank().begin(), p.ring().switch_of_rank().end());
     }
   }
-  for (size_t k = 0; k < with_programs.size() && static_cast<int>(k) < bundle.programs_size(); ++k) {
+  // The program of the alltoall kernel that runs from programs (tree_scheduled).
+  for (size_t k = 0; k < sent.size() && static_cast<int>(k) < bundle.programs_size(); ++k) {
+    const kernels::KernelInfo* kernel = kernels::FindKernel(Collective::kAlltoall, sent[k].second->algorithm());
+    if (sent[k].first != v1::COLLECTIVE_ALLTOALL || kernel == nullptr || !kernel->needs_context) continue;
     auto program = ProgramFromProto(bundle.programs(static_cast<int>(k)), n);
     if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
   }
