@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,8 +157,9 @@ class DaemonProcess {
   int exit_status_ = -1;
 };
 
-// The body of http://127.0.0.1:<port><path>, or "" on any error (enough for
-// /metrics: HTTP/1.0, the server closes the connection).
+// The body of http://127.0.0.1:<port><path>, or "" on any error or a status
+// other than 200 (enough for /metrics: HTTP/1.0, the server closes the
+// connection after the body; a 10 s receive timeout).
 inline std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
@@ -165,17 +167,21 @@ inline std::string HttpGet(int port, const std::string& path) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string response;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
       char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+      for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) response.append(buf, static_cast<size_t>(n));
     }
   }
   close(fd);
-  size_t body = out.find("\r\n\r\n");
-  return body == std::string::npos ? "" : out.substr(body + 4);
+  size_t body = response.find("\r\n\r\n");
+  if (!response.starts_with("HTTP/1.") || response.find(" 200 ") > response.find("\r\n") || body == std::string::npos)
+    return "";
+  return response.substr(body + 4);
 }
 
 // A client context with a deadline and, when `token` is not empty, the bearer token.

@@ -94,32 +94,6 @@ std::vector<std::string> EightHosts(int first) {
   return hosts;
 }
 
-// GET http://127.0.0.1:<port><path> with a plain socket; the body, or "" on
-// any error (HTTP/1.0, so the server closes the connection after the body).
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  size_t body = response.find("\r\n\r\n");
-  if (!response.starts_with("HTTP/1.") || response.find(" 200 ") > response.find("\r\n") || body == std::string::npos)
-    return "";
-  return response.substr(body + 4);
-}
-
 // `topotune_rpc_requests_total` by method and code.
 std::map<std::pair<std::string, std::string>, double> RpcCounts(const std::string& metrics) {
   std::map<std::pair<std::string, std::string>, double> out;
@@ -495,7 +469,7 @@ TEST_F(SecurityConcurrency, SixtyFourClientsAtOnce) {
   for (const std::string& f : failures) EXPECT_TRUE(f.empty()) << f;
   std::printf("%d clients x %d rounds (%d calls) in %.1f s\n", kClients, kRounds, kClients * kRounds * 7 / 3, seconds);
 
-  const std::string metrics = HttpGet(daemon_.metrics_port(), "/metrics");
+  const std::string metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
   ASSERT_FALSE(metrics.empty()) << "no /metrics from port " << daemon_.metrics_port();
   const std::map<std::pair<std::string, std::string>, double> expected = {
       {{"GetPlan", "OK"}, kClients * kRounds},           {{"GetTopology", "OK"}, kClients * kRounds / 3},
