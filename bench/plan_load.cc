@@ -381,6 +381,29 @@ int RunCold(const std::string& server, const std::vector<std::string>& modes, do
   return failures ? 1 : 0;
 }
 
+// A store at `database` holding `topo` as topotuned stores its topology
+// file: the same content, so the same version (PutTopology returns the
+// latest version for equal content). Nullopt, with the error printed, on
+// failure.
+struct StoreWithTopology {
+  topotune::db::Store store;
+  int64_t version;
+};
+std::optional<StoreWithTopology> OpenWithTopology(const std::string& database, const topotune::Topology& topo,
+                                                  const std::string& topology_file) {
+  auto store = topotune::db::Store::Open(database);
+  if (!store.ok()) {
+    fmt::print(stderr, "plan_load: {}\n", store.status().message());
+    return std::nullopt;
+  }
+  auto version = store->PutTopology(topo, topology_file);
+  if (!version.ok()) {
+    fmt::print(stderr, "plan_load: {}\n", version.status().message());
+    return std::nullopt;
+  }
+  return StoreWithTopology{std::move(*store), *version};
+}
+
 int SeedDecision(const std::string& database, const std::string& topology_file, const std::string& collective,
                  const std::string& algorithm, int nprocs, int ranks_per_node) {
   auto topo = topotune::LoadTopologyFile(topology_file);
@@ -391,27 +414,18 @@ int SeedDecision(const std::string& database, const std::string& topology_file, 
   if (nprocs <= 0) nprocs = static_cast<int>(topo->total_slots());
   if (ranks_per_node <= 0)
     for (int h : topo->hosts()) ranks_per_node = std::max(ranks_per_node, topo->nodes()[h].slots);
-  auto store = topotune::db::Store::Open(database);
-  if (!store.ok()) {
-    fmt::print(stderr, "plan_load: {}\n", store.status().message());
-    return 1;
-  }
-  // The same content as topotuned stores when it loads the file, so the
-  // same version: PutTopology returns the latest version for equal content.
-  auto version = store->PutTopology(*topo, topology_file);
-  if (!version.ok()) {
-    fmt::print(stderr, "plan_load: {}\n", version.status().message());
-    return 1;
-  }
+  auto opened = OpenWithTopology(database, *topo, topology_file);
+  if (!opened) return 1;
+  auto& [store, version] = *opened;
   std::vector<topotune::DecisionRange> table = {{0, INFINITY, algorithm}};
-  topotune::db::TuningKey key{*version, collective, nprocs, ranks_per_node};
-  auto id = store->PutDecision(key, table, {});
+  topotune::db::TuningKey key{version, collective, nprocs, ranks_per_node};
+  auto id = store.PutDecision(key, table, {});
   if (!id.ok()) {
     fmt::print(stderr, "plan_load: {}\n", id.status().message());
     return 1;
   }
   fmt::print("seeded {} {} for {} ranks, {} per node, on topology version {} of {}\n", collective, algorithm, nprocs,
-             ranks_per_node, *version, database);
+             ranks_per_node, version, database);
   return 0;
 }
 
@@ -505,26 +519,19 @@ int Breakdown(const std::string& topology_file, const std::vector<std::string>& 
   std::string blob;
   t = Mean(min_s, max_n, [&](int) { blob = daemon::EncodePlan(*plan); });
   Row("EncodePlan", t, fmt::format("{} bytes", blob.size()));
-  auto store = topotune::db::Store::Open(dir + "/codec.db");
-  if (!store.ok()) {
-    fmt::print(stderr, "plan_load: {}\n", store.status().message());
-    return 1;
-  }
-  auto version = store->PutTopology(*topo, topology_file);
-  if (!version.ok()) {
-    fmt::print(stderr, "plan_load: {}\n", version.status().message());
-    return 1;
-  }
-  topotune::db::PlanKey dbkey{*version, "0123456789abcdef", collective, algorithm};
+  auto opened = OpenWithTopology(dir + "/codec.db", *topo, topology_file);
+  if (!opened) return 1;
+  auto& [store, version] = *opened;
+  topotune::db::PlanKey dbkey{version, "0123456789abcdef", collective, algorithm};
   // A new key each time: SQLite skips writing overflow pages whose bytes are
   // unchanged, so rewriting one key would time nothing. Few calls: each adds
   // the whole blob to the database.
   t = Mean(min_s, std::min(max_n, 5), [&](int i) {
     dbkey.placement_hash = fmt::format("{:016x}", i);
-    Check(store->PutPlan(dbkey, blob));
+    Check(store.PutPlan(dbkey, blob));
   });
   Row("Store::PutPlan (SQLite, WAL, new key)", t);
-  Row("Store::GetPlan", Mean(min_s, max_n, [&](int) { Check(store->GetPlan(dbkey).status()); }));
+  Row("Store::GetPlan", Mean(min_s, max_n, [&](int) { Check(store.GetPlan(dbkey).status()); }));
   Row("DecodePlan", Mean(min_s, max_n, [&](int) { Check(daemon::DecodePlan(blob).status()); }));
 
   // Core::GetPlan and what gRPC does around it.
