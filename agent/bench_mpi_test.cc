@@ -34,6 +34,7 @@ namespace topotune::agent {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::AlltoallSweep;
 using testing::DaemonOptions;
 using testing::TestDaemon;
 
@@ -52,18 +53,6 @@ std::string MpirunLauncher() {
   std::string line;
   for (const std::string& a : Mpirun(0)) line += a + " ";
   return std::regex_replace(line, std::regex("-np 0 $"), "-np {np} {command}");
-}
-
-// One sweep of alltoall on `nodes` hosts, one rank each.
-v1::StartTuningRequest Sweep(int nodes, std::vector<int64_t> msizes, int iterations) {
-  v1::StartTuningRequest req;
-  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
-  req.add_node_counts(nodes);
-  req.add_ranks_per_node(1);
-  for (int64_t m : msizes) req.add_msizes(m);
-  req.set_iterations(iterations);
-  req.set_skip_refinement(true);
-  return req;
 }
 
 int64_t TotalTimes(const std::vector<SampleSet>& sets) {
@@ -105,7 +94,7 @@ class TuningRunTest : public DaemonTest {
 };
 
 TEST_F(TuningRunTest, ASweepRunsRealRanksAndStoresSamplesAndADecision) {
-  const std::string id = daemon_.StartTuning(Sweep(4, {1024, 65536}, 3));
+  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {1024, 65536}, 3));
   ASSERT_FALSE(id.empty());
   const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
   const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
@@ -182,7 +171,7 @@ class PointTimeoutTest : public DaemonTest {
 TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
   // 2000 calls at 1 MiB take longer than 1 s.
   const auto start = std::chrono::steady_clock::now();
-  const std::string id = daemon_.StartTuning(Sweep(4, {1 << 20}, 2000));
+  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {1 << 20}, 2000));
   ASSERT_FALSE(id.empty());
   const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
   const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
@@ -205,7 +194,7 @@ class BenchMpiTest : public DaemonTest {
 
   // The task of a sweep over `nodes` hosts, launched by the recorder.
   std::string Task(int nodes, std::vector<int64_t> msizes = {1024}, int iterations = 3) {
-    EXPECT_FALSE(daemon_.StartTuning(Sweep(nodes, std::move(msizes), iterations)).empty());
+    EXPECT_FALSE(daemon_.StartTuning(AlltoallSweep(nodes, 1, std::move(msizes), iterations)).empty());
     std::string line;
     const std::string task = daemon_.WaitForTask(0, &line);
     EXPECT_FALSE(task.empty()) << "no benchmark command was launched";

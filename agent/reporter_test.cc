@@ -46,13 +46,7 @@ class ReporterTest : public ::testing::Test {
     std::string error;
     ASSERT_TRUE(daemon_.Start(&error)) << error;
     daemon_.RegisterHosts({"h0", "h4"});
-    v1::StartTuningRequest req;
-    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
-    req.add_node_counts(2);
-    req.add_ranks_per_node(1);
-    req.add_msizes(1024);
-    req.set_skip_refinement(true);
-    ASSERT_FALSE(daemon_.StartTuning(req).empty());
+    ASSERT_FALSE(daemon_.StartTuning(testing::AlltoallSweep(2, 1, {1024})).empty());
     task_ = daemon_.WaitForTask(0);
     ASSERT_FALSE(task_.empty()) << "no benchmark command was launched";
     connection_.server = daemon_.address();

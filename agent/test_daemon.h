@@ -361,4 +361,18 @@ class TestDaemon {
   int port_ = 0, metrics_port_ = 0;
 };
 
+// One sweep of alltoall on `nodes` hosts with `ranks_per_node` ranks each,
+// without refinement rounds (iterations 0: the server's default).
+inline v1::StartTuningRequest AlltoallSweep(int nodes, int ranks_per_node, const std::vector<int64_t>& msizes,
+                                            int iterations = 0) {
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(nodes);
+  req.add_ranks_per_node(ranks_per_node);
+  for (int64_t m : msizes) req.add_msizes(m);
+  if (iterations > 0) req.set_iterations(iterations);
+  req.set_skip_refinement(true);
+  return req;
+}
+
 }  // namespace topotune::agent::testing
