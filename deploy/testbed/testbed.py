@@ -32,12 +32,23 @@ What `up` builds (see DESIGN.md, "The emulated cluster (testbed)"):
     `topotune` (authPriv SHA/AES, passwords topotune-auth/topotune-priv),
     sysName = namespace name, and ifSpeed/ifHighSpeed of each port = the
     topology's link speed.
+  * topotune itself (unless --no-services): topotuned in the head namespace
+    (gRPC on :50051, /metrics on :9464, its database and a random bearer
+    token in the state directory), discovering the tree over SNMP from the
+    first switch and launching benchmark jobs with the `mpirun` wrapper;
+    `topotune-agent serve` on every host. `up` returns when topotuned sees
+    every agent alive and a discovery that found every switch and host.
+  * <state>/mpirun: Open MPI's mpirun run in the head namespace with the
+    options a job on the testbed needs (rsh-agent, TCP on 198.18.0.0/15 only,
+    mpi_yield_when_idle because the emulated hosts share this machine's
+    cores), usable from any namespace.
 
 Everything `up` creates is written to <state>/testbed.json as it is created,
 so `down` removes exactly that, even after a half-finished `up`.
 
 Test hook: TOPOTUNE_TESTBED_FAIL_AT=<step> makes `up` fail at that step
-(namespaces, links, shaping, snmpd, lldpd, converge) to test the cleanup.
+(namespaces, links, shaping, snmpd, lldpd, converge, services) to test the
+cleanup.
 """
 
 from __future__ import annotations
@@ -76,6 +87,13 @@ HEAD_PORT = "p0"
 BRIDGE = "br0"
 NIC = "eth0"
 HEAD_LINK_BPS = 10_000_000_000  # reported by snmpd; the head link is not shaped
+
+SERVICE_PORT = 50051  # topotuned's gRPC port in the head namespace
+METRICS_PORT = 9464  # topotuned's /metrics port in the head namespace
+BINARIES = ("topotuned", "topotune-agent")
+# Where a CMake build tree keeps each binary, for --bin-dir BUILD.
+BUILD_SUBDIRS = {"topotuned": "daemon/topotuned", "topotune-agent": "agent"}
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SNMP_COMMUNITY = "public"
 SNMP_V3_USER = "topotune"
@@ -584,6 +602,89 @@ def snmpd_conf(state: State, s: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def mpirun_args(rsh_agent: str) -> list[str]:
+    """Open MPI options that run a job across the testbed from its head node."""
+    return ["--allow-run-as-root", "--mca", "plm_rsh_agent", rsh_agent,
+            "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", str(SAFE_RANGE), "--mca", "oob_tcp_if_include", str(SAFE_RANGE),
+            "--mca", "mpi_yield_when_idle", "1"]
+
+
+def topotuned_conf(state: State, seed: str, server: str, agent: str) -> str:
+    """topotuned's configuration: gRPC and /metrics on every address of the
+    head namespace (loopback there is the admin's way in, without the token),
+    discovery from the first switch, benchmark jobs through the testbed's
+    mpirun wrapper."""
+    def q(text: str) -> str:
+        return json.dumps(text)  # a JSON string is a YAML string
+    launcher = (f"{state.file('mpirun')} -np {{np}} --hostfile {{hostfile}} "
+                f"--map-by ppr:{{ranks_per_node}}:node {{command}}")
+    return "\n".join([
+        "# topotuned on the testbed's head node (written by testbed.py up).",
+        f"listen: 0.0.0.0:{SERVICE_PORT}",
+        f"metrics_listen: 0.0.0.0:{METRICS_PORT}",
+        f"database: {q(state.file('topotune.db'))}",
+        f"token_file: {q(state.file('token'))}",
+        "agent_timeout: 10s",
+        "discovery:",
+        f"  seeds: [{q(seed)}]",
+        f"  community: {SNMP_COMMUNITY}",
+        "  timeout: 1s",
+        "  retries: 2",
+        "tuning:",
+        f"  launcher: {q(launcher)}",
+        "  job_timeout: 900s",
+        "  point_timeout: 120s",
+        f"  agent_command: {q(agent)}",
+        f"  server_address: {q(server)}",
+        "",
+    ])
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Unlabelled samples of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and not line.startswith("#") and "{" not in parts[0]:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def fetch_metrics(sh: "Shell", d: dict[str, Any]) -> dict[str, float] | None:
+    """topotuned's unlabelled metrics, read from inside the head namespace;
+    None when it does not answer."""
+    url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
+    code = ("import sys, urllib.request\n"
+            "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())")
+    p = sh.in_ns(d["head"]["namespace"], [sys.executable, "-c", code, url], check=False)
+    return parse_metrics(p.stdout) if p.returncode == 0 else None
+
+
+def find_binaries(bin_dir: str | None) -> dict[str, str]:
+    """Absolute paths of topotuned and topotune-agent: in --bin-dir (a
+    directory holding them, or a CMake build tree), else on PATH, else in the
+    repository's build/ tree."""
+    found = {}
+    for name in BINARIES:
+        candidates = []
+        if bin_dir:
+            candidates = [os.path.join(bin_dir, name), os.path.join(bin_dir, BUILD_SUBDIRS[name], name)]
+        else:
+            on_path = shutil.which(name)
+            candidates = ([on_path] if on_path else []) + [os.path.join(REPO_ROOT, "build", BUILD_SUBDIRS[name],
+                                                                                name)]
+        path = next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
+        if path is None:
+            raise TestbedError(f"{name} not found (looked at {', '.join(candidates)}); build topotune, pass "
+                               "--bin-dir DIR (a directory or a CMake build tree), or use --no-services")
+        found[name] = os.path.abspath(path)
+    return found
+
+
 def lldpd_conf(ns: str, kind: str) -> str:
     lines = [f"# lldpd of {ns} ({kind}), written by testbed.py up.",
              f"configure system hostname {ns}",
@@ -634,6 +735,12 @@ class Bringup:
         t1 = time.monotonic()
         self.wait_converged(t1 + self.opts.timeout)
         self.d["convergence_s"] = round(time.monotonic() - t1, 2)
+        if self.opts.services:
+            self.step("services")
+            self.start_services()
+            t2 = time.monotonic()
+            self.wait_services(t2 + self.opts.timeout)
+            self.d["services_ready_s"] = round(time.monotonic() - t2, 2)
         self.d["setup_s"] = round(time.monotonic() - t0, 2)
         self.d["status"] = "up"
         self.state.save()
@@ -764,6 +871,15 @@ class Bringup:
                     f"exec {shlex.quote(sys.executable)} {shlex.quote(os.path.abspath(__file__))} "
                     f"--state {shlex.quote(self.state.dir)} exec --shell \"$@\"\n")
         os.chmod(agent, 0o755)
+        wrapper = self.state.file("mpirun")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\n# mpirun for this testbed, from any namespace: runs in the head node's namespace,\n"
+                    "# starts ranks through rsh-agent and keeps MPI traffic on the testbed's links.\n"
+                    "# mpi_yield_when_idle: the emulated hosts share this machine's cores, so a\n"
+                    "# rank that polls must let the others run (a real host has cores of its own).\n"
+                    f"exec ip netns exec {shlex.quote(self.d['head']['namespace'])} mpirun "
+                    + " ".join(shlex.quote(a) for a in mpirun_args(agent)) + ' "$@"\n')
+        os.chmod(wrapper, 0o755)
 
     # -- daemons ------------------------------------------------------------
 
@@ -840,6 +956,64 @@ class Bringup:
                 raise TestbedError(f"{rec['what']} on {rec['namespace']} exited with status "
                                    f"{p.returncode}; see {rec['log']}")
 
+    # -- topotune services ---------------------------------------------------
+
+    def start_services(self) -> None:
+        """topotuned in the head namespace (discovering from the first switch,
+        launching benchmark jobs with the testbed's mpirun) and
+        `topotune-agent serve` on every host."""
+        d, head = self.d, self.d["head"]
+        bins = d["binaries"]
+        token = self.state.file("token")
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(os.urandom(16).hex() + "\n")
+        first_switch = next(iter(d["switches"].values()))
+        server = f"{head['ip']}:{SERVICE_PORT}"
+        d["services"] = {
+            "server": server,
+            "admin_server": f"127.0.0.1:{SERVICE_PORT}",
+            "metrics_url": f"http://{head['ip']}:{METRICS_PORT}/metrics",
+            "token_file": token,
+            "config": self.state.file("topotuned.yaml"),
+            "database": self.state.file("topotune.db"),
+        }
+        with open(d["services"]["config"], "w") as f:
+            f.write(topotuned_conf(self.state, first_switch["ip"], server, bins["topotune-agent"]))
+        self.spawn("topotuned", head["namespace"],
+                   with_hostname(head["namespace"], [bins["topotuned"], "--config", d["services"]["config"]]),
+                   self.state.file("topotuned.log"))
+        for node in d["hosts"].values():
+            ns = node["namespace"]
+            argv = [bins["topotune-agent"], "serve", "--server", server, "--token-file", token, "--hostname", ns,
+                    "--interface", NIC]
+            if self.opts.lldp:
+                argv += ["--lldpd-socket", self.state.file(f"{ns}.lldpd.sock")]
+            else:
+                argv += ["--no-lldp"]
+            self.spawn("topotune-agent", ns, with_hostname(ns, argv), self.state.file(f"{ns}.agent.log"))
+
+    def services_missing(self) -> list[str]:
+        """What topotuned's /metrics does not show yet: every agent alive and,
+        with SNMP, a discovery that found every switch and host."""
+        metrics = fetch_metrics(self.sh, self.d)
+        if metrics is None:
+            return ["topotuned's /metrics does not answer yet"]
+        missing = []
+        want = {"topotune_agents_alive": len(self.d["hosts"])}
+        if self.opts.snmp and self.opts.lldp:
+            want.update(topotune_discovery_switches=len(self.d["switches"]),
+                        topotune_discovery_hosts=len(self.d["hosts"]))
+        for name, value in want.items():
+            if metrics.get(name) != value:
+                missing.append(f"{name} is {metrics.get(name, 'absent')}, want {value}")
+        return missing
+
+    def wait_services(self, deadline: float) -> None:
+        log(f"waiting for topotuned to see {len(self.d['hosts'])} agents"
+            + (" and discover the tree" if self.opts.snmp and self.opts.lldp else ""))
+        self.wait_for("topotune services", self.services_missing, deadline)
+
     # -- readiness ----------------------------------------------------------
 
     def lldp_missing(self) -> list[str]:
@@ -883,24 +1057,29 @@ class Bringup:
             checks.append(("LLDP", self.lldp_missing))
         if self.opts.snmp:
             checks.append(("SNMP", self.snmp_missing))
-        start = time.monotonic()
         for what, check in checks:
             log(f"waiting for {what} to converge (timeout {self.opts.timeout:g} s)")
-            last_report = 0.0
-            while True:
-                self.check_children()
-                missing = check()
-                if not missing:
-                    log(f"{what} converged {time.monotonic() - start:.1f} s after the daemons started")
-                    break
-                now = time.monotonic()
-                if now > deadline:
-                    raise TestbedError(f"{what} did not converge in {self.opts.timeout:g} s; missing: "
-                                       + "; ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
-                if now - last_report > 5:
-                    log(f"  {what}: {len(missing)} missing, e.g. {missing[0]}")
-                    last_report = now
-                time.sleep(0.5)
+            self.wait_for(what, check, deadline)
+
+    def wait_for(self, what: str, check: Callable[[], list[str]], deadline: float) -> None:
+        """Polls `check` (what is still missing) until it returns nothing;
+        reports progress every 5 s and fails at `deadline`."""
+        start = time.monotonic()
+        last_report = start
+        while True:
+            self.check_children()
+            missing = check()
+            if not missing:
+                log(f"{what} ready after {time.monotonic() - start:.1f} s")
+                return
+            now = time.monotonic()
+            if now > deadline:
+                raise TestbedError(f"{what} not ready in {self.opts.timeout:g} s; missing: "
+                                   + "; ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+            if now - last_report > 5:
+                log(f"  {what}: {len(missing)} missing, e.g. {missing[0]}")
+                last_report = now
+            time.sleep(0.5)
 
 
 def lldp_neighbours(text: str) -> dict[str, set[str]]:
@@ -1100,10 +1279,12 @@ def require_tools(opts: argparse.Namespace) -> None:
         tools += ["lldpd", "lldpcli"]
     if opts.snmp:
         tools += ["snmpd", "snmpwalk", "snmpget"]
+    if getattr(opts, "services", False):
+        tools += ["mpirun"]
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         raise TestbedError(f"missing programs: {', '.join(missing)} (Debian packages iproute2, "
-                           "util-linux, hostname, procps, lldpd, snmpd, snmp)")
+                           "util-linux, hostname, procps, lldpd, snmpd, snmp, openmpi-bin)")
 
 
 def state_dir_of(opts: argparse.Namespace) -> str:
@@ -1122,6 +1303,7 @@ def cmd_up(opts: argparse.Namespace) -> int:
     plan = make_plan(topo, opts.prefix)
     require_root()
     require_tools(opts)
+    binaries = find_binaries(opts.bin_dir) if opts.services else {}
     state_dir = state_dir_of(opts)
     longest = max(len(os.path.join(state_dir, f"{ns}.lldpd.sock")) for ns in all_namespaces(plan))
     if longest > UNIX_PATH_MAX:
@@ -1137,7 +1319,8 @@ def cmd_up(opts: argparse.Namespace) -> int:
 
     os.makedirs(state_dir, exist_ok=True)
     plan.update(state_dir=state_dir, status="creating", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                options={"shape": opts.shape, "lldp": opts.lldp, "snmp": opts.snmp},
+                options={"shape": opts.shape, "lldp": opts.lldp, "snmp": opts.snmp, "services": opts.services},
+                binaries=binaries,
                 shaped=False, namespaces=[], processes=[], warnings=[])
     state = State(state_dir, plan)
     state.save()
@@ -1293,6 +1476,10 @@ def cmd_status(opts: argparse.Namespace) -> int:
     for name, node in d["hosts"].items():
         print(f"  host   {node['namespace']:<16} {node['ip']:<15} {node['mac']} on {node['switch']}:"
               f"{node['switch_port']} ({speed_text(node['speed_bps'])})")
+    sv = d.get("services")
+    if sv:
+        print(f"  topotuned {sv['server']} (admin {sv['admin_server']} inside {h['namespace']}), "
+              f"metrics {sv['metrics_url']}, token {sv['token_file']}")
     for w in d.get("warnings", []):
         print(f"  warning: {w}")
     healthy = d.get("status") == "up" and len(present) == len(d.get("namespaces", [])) and len(running) == len(procs)
@@ -1306,6 +1493,8 @@ examples:
   %(prog)s exec h0 -- hostname              # prints tt-h0
   %(prog)s exec head -- snmpwalk -v2c -c public 198.18.0.1 1.0.8802.1.1.2.1.4.1.1
   %(prog)s ping h0 h7
+  %(prog)s exec head -- topotune topology show              # the tree topotuned discovered
+  /run/topotune-testbed/tt-/mpirun -np 8 --hostfile /run/topotune-testbed/tt-/hostfile ./a.out
   %(prog)s down
 
 files in the state directory (default {STATE_ROOT}/<prefix>):
@@ -1313,6 +1502,9 @@ files in the state directory (default {STATE_ROOT}/<prefix>):
   hostfile           Open MPI hostfile (namespace names and slots)
   hosts              hosts(5) lines for every node
   rsh-agent          for mpirun --mca plm_rsh_agent (runs commands like ssh would)
+  mpirun             mpirun with the testbed's options, run in the head namespace
+  topotuned.yaml     topotuned's configuration; topotuned.log, topotune.db, token
+  <ns>.agent.log     topotune-agent serve on each host
   <ns>.lldpd.sock    lldpd control socket (lldpcli -u ...); <ns>.lldpd.log
   <ns>.snmpd.conf    snmpd configuration; <ns>.snmpd.log, <ns>.agentx, <ns>.snmp/
 
@@ -1348,13 +1540,22 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", parents=[common], help="build the testbed from a topology file",
                         description="Creates the namespaces, links, shaping, lldpd and snmpd of TOPOLOGY, "
                                     "then waits until every switch's lldpd sees all its neighbours and "
-                                    "snmpwalk from the head returns them. Prints the state file's path.")
+                                    "snmpwalk from the head returns them; then starts topotuned on the "
+                                    "head and topotune-agent on every host and waits until topotuned "
+                                    "sees them all and has discovered the tree. Prints the state "
+                                    "file's path.")
     up.add_argument("topology", metavar="TOPOLOGY.yaml")
     up.add_argument("--no-shape", dest="shape", action="store_false", help="do not shape links with tc")
     up.add_argument("--no-lldp", dest="lldp", action="store_false", help="do not run lldpd")
     up.add_argument("--no-snmp", dest="snmp", action="store_false", help="do not run snmpd")
+    up.add_argument("--no-services", dest="services", action="store_false",
+                    help="do not start topotuned and the agents")
+    up.add_argument("--bin-dir", metavar="DIR",
+                    help="where topotuned and topotune-agent are: a directory or a CMake build tree "
+                         "(default: PATH, then the repository's build/)")
     up.add_argument("--timeout", type=float, default=60, metavar="S",
-                    help="seconds to wait for LLDP and SNMP to converge (default 60)")
+                    help="seconds to wait for LLDP and SNMP to converge, and then for topotuned to see "
+                         "every agent and the discovered tree (default 60)")
     up.add_argument("--grace", type=float, default=5, metavar="S",
                     help="on failure, seconds between SIGTERM and SIGKILL (default 5)")
     up.set_defaults(func=cmd_up)

@@ -76,7 +76,7 @@ constexpr int64_t kGuard = 64;
 constexpr int64_t kLargeBytes = 65536;
 
 const char kUsage[] =
-    "Usage: coll_check [--out DIR] [--rounds N] [--pause-file PATH] [--help]\n"
+    "Usage: coll_check [--out DIR] [--rounds N] [--pause-file PATH] [--world-sizes B,...] [--help]\n"
     "\n"
     "Runs a fixed sequence of MPI_Alltoall, MPI_Alltoallv and MPI_Allgather calls on several\n"
     "communicators, datatypes and counts (MPI_IN_PLACE too), checks every received element and,\n"
@@ -87,6 +87,9 @@ const char kUsage[] =
     "  --rounds N         run the whole sequence N times (default 1)\n"
     "  --pause-file PATH  after round 1, rank 0 creates PATH.ready and waits until PATH exists\n"
     "                     (at most 60 s), then every rank meets in a barrier\n"
+    "  --world-sizes B,...  after the rounds, one MPI_Alltoall and one MPI_Allgather of B bytes\n"
+    "                     per block (MPI_BYTE) on MPI_COMM_WORLD for each B, checked like the rest\n"
+    "                     (sizes where a tuned plan picks its large-message algorithms)\n"
     "\n"
     "Exit status: 0 all data correct, 1 a mismatch or MPI error, 2 a usage or setup error.\n";
 
@@ -500,8 +503,26 @@ bool WaitForFile(const std::string& path) {
 
 }  // namespace
 
+// "65536,262144" -> {65536, 262144}; empty on a malformed list.
+std::vector<int> ParseSizes(const std::string& text) {
+  std::vector<int> sizes;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > (1L << 26)) return {};
+    sizes.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return sizes;
+}
+
 int main(int argc, char** argv) {
   std::string out_dir, pause_file;
+  std::vector<int> world_sizes;
   long rounds = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -527,6 +548,14 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--pause-file") {
       pause_file = value("--pause-file");
+    } else if (a == "--world-sizes") {
+      std::string v = value("--world-sizes");
+      world_sizes = ParseSizes(v);
+      if (world_sizes.empty()) {
+        std::fprintf(stderr, "coll_check: --world-sizes: '%s' is not a list of byte counts from 1 to 64 MiB\n",
+                     v.c_str());
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "coll_check: unknown argument '%s'\n%s", a.c_str(), kUsage);
       return 2;
@@ -556,6 +585,16 @@ int main(int argc, char** argv) {
       if (rank == 0 && !WaitForFile(pause_file)) MPI_Abort(MPI_COMM_WORLD, 2);
       MPI_Barrier(MPI_COMM_WORLD);
     }
+  }
+  if (!world_sizes.empty()) {
+    std::vector<TestType> types = MakeTypes();  // types[0] is MPI_BYTE.
+    const Comm world{"MPI_COMM_WORLD", MPI_COMM_WORLD, true, false};
+    for (int bytes : world_sizes) {
+      runner.Alltoall(world, types[0], bytes, types[0], bytes, false);
+      runner.Allgather(world, types[0], bytes, types[0], bytes, false);
+    }
+    for (TestType& t : types)
+      if (t.owned) MPI_Type_free(&t.type);
   }
   if (out && (std::fclose(out) != 0 || checker.write_error())) {
     std::fprintf(stderr, "coll_check: cannot write %s/rank%d.bin\n", out_dir.c_str(), rank);

@@ -104,7 +104,7 @@ snmp() { in_head "$1" -v2c -c public -On -Oq -t 2 -r 2 "${@:2}"; }
 case_topology() {
   [[ -f $topology ]] || fail "no topology file '$topology'"
   local t0=$SECONDS
-  run tb up "$topology"
+  run tb up --no-services "$topology"
   [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
   echo "up took $((SECONDS - t0)) s; $(grep -o 'testbed up in .*' "$work/stderr")"
 
@@ -214,7 +214,7 @@ EOF
 
 case_bad_input() {
   local example=$root/deploy/examples/two-switch-4x4.yaml
-  run tb up "$work/missing.yaml"
+  run tb up --no-services "$work/missing.yaml"
   expect_failure_with "cannot read topology file"
   expect_nothing_left "a missing file"
 
@@ -229,29 +229,35 @@ links:
   - [s1, s0, 1Gbps]
   - [h0, s0, 1Gbps]
 EOF
-  run tb up "$work/cycle.yaml"
+  run tb up --no-services "$work/cycle.yaml"
   expect_failure_with "cycle.yaml:8: links: [s1, s0] closes a cycle"
   expect_nothing_left "a cycle"
 
   sed 's/\bh0\b/h_0/' "$example" >"$work/underscore.yaml"
-  run tb up "$work/underscore.yaml"
+  run tb up --no-services "$work/underscore.yaml"
   expect_failure_with "name 'h_0' cannot be a hostname"
   expect_nothing_left "a name with '_'"
 
-  run "$python" "$testbed" --prefix "tt$$-$(printf 'x%.0s' $(seq 60))-" up "$example"
+  run "$python" "$testbed" --prefix "tt$$-$(printf 'x%.0s' $(seq 60))-" up --no-services "$example"
   expect_failure_with "is too long"
   expect_nothing_left "a long prefix"
 
   # An existing namespace with one of the names: refused, and left alone.
   ip netns add "${prefix}h3"
-  run tb up "$example"
+  run tb up --no-services "$example"
   ip netns list | grep -q "^${prefix}h3" || fail "up deleted a namespace it did not create"
   ip netns del "${prefix}h3"
   expect_failure_with "namespaces already exist: ${prefix}h3"
   expect_nothing_left "an existing namespace"
 
+  # topotuned and the agent not where --bin-dir says: refused before anything.
+  mkdir -p "$work/empty"
+  run tb up --bin-dir "$work/empty" "$example"
+  expect_failure_with "topotuned not found (looked at $work/empty/topotuned"
+  expect_nothing_left "missing binaries"
+
   if command -v setpriv >/dev/null && /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
-    run setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 "$testbed" --prefix "$prefix" up "$example"
+    run setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 "$testbed" --prefix "$prefix" up --no-services "$example"
     expect_failure_with "must run as root"
     expect_nothing_left "a non-root user"
   else
@@ -262,17 +268,18 @@ EOF
 
 case_fail_midway() {
   local example=$root/deploy/examples/two-switch-4x4.yaml step
-  for step in namespaces links shaping snmpd lldpd converge; do
-    run env TOPOTUNE_TESTBED_FAIL_AT=$step "$python" "$testbed" --prefix "$prefix" up "$example"
+  local bin_dir=${TOPOTUNE_BIN_DIR:?the build tree, for topotuned and topotune-agent}
+  for step in namespaces links shaping snmpd lldpd converge services; do
+    run env TOPOTUNE_TESTBED_FAIL_AT=$step "$python" "$testbed" --prefix "$prefix" up --bin-dir "$bin_dir" "$example"
     expect_failure_with "failing at step '$step'"
     expect_nothing_left "a failure at step $step"
     echo "failure at $step: cleaned up"
   done
   # Killed without a chance to clean up: `down` works from the state file.
   # A simple command, so that $! is testbed.py itself (not a subshell).
-  "$python" "$testbed" --prefix "$prefix" up "$example" >/dev/null 2>"$work/up.err" &
+  "$python" "$testbed" --prefix "$prefix" up --bin-dir "$bin_dir" "$example" >/dev/null 2>"$work/up.err" &
   local pid=$!
-  for _ in $(seq 100); do grep -q "starting lldpd on ${prefix}h0" "$work/up.err" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q "starting topotune-agent on ${prefix}h0" "$work/up.err" && break; sleep 0.1; done
   kill -KILL "$pid"
   { wait "$pid"; } 2>/dev/null || true
   ip netns list | grep -q "^$prefix" || fail "up was killed before it created anything"
@@ -291,7 +298,7 @@ case_fail_midway() {
 case_discover() {
   local topotune=${3:?usage: testbed_test.sh discover TOPOLOGY TOPOTUNE}
   [[ -f $topology ]] || fail "no topology file '$topology'"
-  run tb up "$topology"
+  run tb up --no-services "$topology"
   [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
   # The truth: the topology file with every name prefixed, one slot per host
   # and no latencies (SNMP carries neither).
