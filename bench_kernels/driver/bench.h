@@ -33,12 +33,18 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_kernels/driver/context.h"
 #include "bench_kernels/kernel.h"
 
 namespace topotune::bench {
+
+// The algorithm name of the samples of BenchOptions::via_mpi_label: not a
+// kernel of the registry but the MPI library's public entry point, and
+// whatever intercepts it.
+inline constexpr std::string_view kViaMpiAlgorithm = "mpi";
 
 // Exit statuses of topotune-bench, also returned by RunBench.
 inline constexpr int kExitOk = 0;
@@ -79,6 +85,12 @@ struct BenchOptions {
   PlacementSpec placement;
   bool verify = false;
   std::string native_label;  // Non-empty: label of the `native` samples (e.g. "ompi:pairwise").
+  // Non-empty: also time the public MPI function of the collective
+  // (MPI_Alltoall, MPI_Alltoallv, MPI_Allgather; `native` calls PMPI_), as
+  // algorithm kViaMpiAlgorithm with this label, first at every size. A PMPI
+  // library loaded into the job (libtopotune-mpi.so) then runs what it
+  // chooses, so that what a job gets from it is timed like a kernel.
+  std::string via_mpi_label;
   // Called on rank 0 before each (algorithm, size): done so far, the total,
   // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
   std::function<void(int done, int total, const std::string& what)> progress;
@@ -90,8 +102,10 @@ struct BenchOptions {
 
 struct Sample {
   std::string collective;
-  std::string algorithm;  // The registry name.
-  std::string label;      // algorithm, or BenchOptions::native_label for `native`.
+  std::string algorithm;  // The registry name, or kViaMpiAlgorithm.
+  // algorithm, or BenchOptions::native_label for `native`, or
+  // BenchOptions::via_mpi_label for kViaMpiAlgorithm.
+  std::string label;
   std::string pattern;    // alltoallv only; empty otherwise.
   int nprocs = 0;
   int ranks_per_node = 0;  // Largest number of ranks on one host.
@@ -104,7 +118,9 @@ struct Sample {
   std::optional<double> fraction_of_bound;
   bool verified = false;        // Verification ran on every call and found no mismatch.
   int64_t verify_errors = 0;    // Mismatching blocks, summed over ranks and calls.
-  int64_t fallbacks = 0;        // Timed calls that ran the MPI library's collective instead (max over ranks).
+  // Timed calls that ran the MPI library's collective instead (max over
+  // ranks); always 0 for kViaMpiAlgorithm, whose library keeps its own count.
+  int64_t fallbacks = 0;
   std::vector<double> times_s;  // Every timed iteration, in order (max over ranks).
 };
 

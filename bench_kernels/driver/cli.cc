@@ -59,7 +59,7 @@ constexpr const char* kFooterTop =
     "   \"p95_s\":0.0957,\"max_s\":0.0957,\"bytes_per_call\":3670016,\"bytes_per_s\":40732697.0,\n"
     "   \"bound_s\":0.08388608,\"fraction_of_bound\":0.931,\n"
     "   \"verified\":false,\"verify_errors\":0,\"fallbacks\":0}\n"
-    "  label         the algorithm, or --label-native's value for native\n"
+    "  label         the algorithm, or --label-native's value for native, or --via-mpi's for mpi\n"
     "  pattern       alltoallv only: the --pattern\n"
     "  ranks_per_node  largest number of ranks on one host (from the placement with --topology, else\n"
     "                from MPI's shared-memory split)\n"
@@ -76,7 +76,7 @@ constexpr const char* kFooterTop =
     "  verified      true when --verify checked every call (warm-up included) and found no mismatch\n"
     "  verify_errors  mismatching received blocks, summed over ranks and calls\n"
     "  fallbacks     timed calls in which the kernel declined and Open MPI's own collective ran\n"
-    "                instead (max over ranks; topology-aware kernels decline without --topology)\n"
+    "                instead (max over ranks; topology-aware kernels decline without --topology; 0 for mpi)\n"
     "  times_s       with --times: every timed iteration\n"
     "\n"
     "TOPOLOGY AND PLACEMENT\n"
@@ -107,7 +107,16 @@ constexpr const char* kFooterOmpi =
     "    coll_tuned_allgather_algorithm  1 linear, 2 bruck, 3 recursive_doubling, 4 ring, 5 neighbor,\n"
     "                                    6 two_proc\n"
     "    coll_tuned_alltoallv_algorithm  1 basic_linear, 2 pairwise\n"
-    "  (two_proc works on 2 ranks only.) Use the names as labels: ompi:NAME.\n";
+    "  (two_proc works on 2 ranks only.) Use the names as labels: ompi:NAME.\n"
+    "\n"
+    "THROUGH THE PUBLIC MPI FUNCTIONS (--via-mpi)\n"
+    "  native calls PMPI_Alltoall (PMPI_Alltoallv, PMPI_Allgather), which a profiling library loaded into\n"
+    "  the job does not see. --via-mpi LABEL also times MPI_Alltoall (MPI_Alltoallv, MPI_Allgather) itself,\n"
+    "  first at every size, with the same timing, buffers, bound and --verify; its lines have algorithm\n"
+    "  \"mpi\", label LABEL and fallbacks 0 (the library keeps its own). Under libtopotune-mpi.so this is\n"
+    "  what a job gets from the daemon's plan:\n"
+    "    mpirun -x LD_PRELOAD=libtopotune-mpi.so -x TOPOTUNE_SERVER=head:50051 -np 8 \\\n"
+    "        topotune-bench --topology tree.yaml --label-native ompi:default --via-mpi topotune:tuned\n";
 
 constexpr const char* kFooterEnd =
     "EXIT STATUS\n"
@@ -254,6 +263,9 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   app.add_flag("--verify", o.verify, "Check every received byte of every call (see VERIFICATION)");
   app.add_option("--label-native", o.native_label,
                  "Label of the native samples, e.g. ompi:pairwise (see OPEN MPI'S ...)")
+      ->option_text("LABEL");
+  app.add_option("--via-mpi", o.via_mpi_label,
+                 "Also time the public MPI function (not PMPI_) under LABEL (see THROUGH THE ...)")
       ->option_text("LABEL");
   app.add_option("--out", cl->out_path, "Write the JSON Lines to FILE instead of stdout")->option_text("FILE");
   app.add_flag("--times", cl->with_times, "Add every timed iteration to each line (times_s)");

@@ -18,6 +18,11 @@
 #   bad_input          `up` refuses a missing file, a cycle, a name with '_',
 #                      a too-long prefix, an existing namespace and a non-root
 #                      user, with a clear message and nothing created.
+#   e2e TOPOLOGY TOPOTUNE SHIM COLL_CHECK
+#                      the whole product: topotuned's SNMP discovery equals the
+#                      file's tree, tuning completes, a job with the shim runs
+#                      the tuned algorithms with byte-identical data and its
+#                      report reaches the daemon, faults mid-tuning (see case_e2e)
 #   fail_midway        `up` failing at each step (TOPOTUNE_TESTBED_FAIL_AT),
 #                      and `up` killed with SIGKILL then `down`, leave nothing.
 # Exit status 77 (skipped) when not root or `ip netns` is unavailable.
@@ -100,6 +105,26 @@ state_get() {
 }
 
 snmp() { in_head "$1" -v2c -c public -On -Oq -t 2 -r 2 "${@:2}"; }
+
+# The tree discovery must find for a topology file: every name prefixed, one
+# slot per host and no latencies (SNMP carries neither).
+write_truth() {
+  "$python" - "$1" "$prefix" <<'EOF'
+import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))
+p = sys.argv[2]
+print("switches:")
+for s in t["switches"]:
+    print(f"  - name: {p}{s['name']}")
+print("hosts:")
+for h in t["hosts"]:
+    print(f"  - name: {p}{h['name']}")
+print("links:")
+for l in t["links"]:
+    a, b, speed = (l[0], l[1], l[2]) if isinstance(l, list) else (l["a"], l["b"], l["speed"])
+    print(f"  - [{p}{a}, {p}{b}, {speed}]")
+EOF
+}
 
 case_topology() {
   [[ -f $topology ]] || fail "no topology file '$topology'"
@@ -300,23 +325,7 @@ case_discover() {
   [[ -f $topology ]] || fail "no topology file '$topology'"
   run tb up --no-services "$topology"
   [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
-  # The truth: the topology file with every name prefixed, one slot per host
-  # and no latencies (SNMP carries neither).
-  "$python" - "$topology" "$prefix" >"$work/truth.yaml" <<'EOF'
-import sys, yaml
-t = yaml.safe_load(open(sys.argv[1]))
-p = sys.argv[2]
-print("switches:")
-for s in t["switches"]:
-    print(f"  - name: {p}{s['name']}")
-print("hosts:")
-for h in t["hosts"]:
-    print(f"  - name: {p}{h['name']}")
-print("links:")
-for l in t["links"]:
-    a, b, speed = (l[0], l[1], l[2]) if isinstance(l, list) else (l["a"], l["b"], l["speed"])
-    print(f"  - [{p}{a}, {p}{b}, {speed}]")
-EOF
+  write_truth "$topology" >"$work/truth.yaml"
   local seed=198.18.0.1 t0=$EPOCHREALTIME
   run in_head "$topotune" discover --seed "$seed,198.18.0.250" --timeout 0.5 --retries 1 --out "$work/v2c.yaml"
   [[ $status -eq 0 ]] || fail "discover (v2c) failed: $(cat "$work/stderr")"
@@ -341,9 +350,151 @@ EOF
   expect_nothing_left "down"
 }
 
+# The whole product on the emulated cluster: `up` with topotuned and the
+# agents; the topology topotuned discovered over SNMP is the file's tree;
+# tuning alltoall and allgather completes; a plain MPI job with
+# libtopotune-mpi.so runs the tuned plan's algorithms at large sizes (and,
+# forced, the contention-free schedule) with data byte-identical to a run
+# without it, and its report reaches the daemon; an agent and a benchmark
+# rank killed mid-tuning end the sweep cleanly while topotuned stays up.
+case_e2e() {
+  local topotune=${3:?usage: testbed_test.sh e2e TOPOLOGY TOPOTUNE SHIM COLL_CHECK}
+  local shim=${4:?} coll_check=${5:?}
+  local bin_dir=${TOPOTUNE_BIN_DIR:?the build tree, for topotuned and topotune-agent}
+  local large=262144
+  [[ -f $topology ]] || fail "no topology file '$topology'"
+  run tb up --bin-dir "$bin_dir" "$topology"
+  [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
+  echo "$(grep -o 'testbed up in .*' "$work/stderr")"
+  local token=$state/token nhosts
+  nhosts=$(state_get 'len(d["hosts"])')
+  admin() { in_head "$topotune" "$@" --token-file "$token"; }
+
+  # Discovery by topotuned itself, over SNMP from the first switch.
+  write_truth "$topology" >"$work/truth.yaml"
+  run admin topology show --yaml
+  [[ $status -eq 0 ]] || fail "topology show: $(cat "$work/stderr")"
+  cp "$work/stdout" "$work/discovered.yaml"
+  run "$topotune" topology diff "$work/truth.yaml" "$work/discovered.yaml"
+  [[ $status -eq 0 ]] || fail "the topology topotuned discovered differs from the truth: $(cat "$work/stdout")"
+  echo "discovery: topotuned's topology equals the file's tree"
+
+  # Tuning, as an admin would start it.
+  local t0=$SECONDS
+  run admin tune start --collective alltoall,allgather --nodes "$nhosts" --ranks-per-node 1 \
+    --sizes "1KiB,$large" --iterations 5 --skip-refinement --wait
+  [[ $status -eq 0 ]] || fail "tuning failed: $(tail -n 5 "$work/stdout") $(cat "$work/stderr")"
+  echo "tuning: $(tail -n 1 "$work/stdout") in $((SECONDS - t0)) s"
+  run admin decisions show --json
+  [[ $status -eq 0 ]] || fail "decisions show: $(cat "$work/stderr")"
+  cp "$work/stdout" "$work/decisions.json"
+
+  # A job with the shim, against the same job without it.
+  local mpirun=$state/mpirun job
+  for job in native tuned forced; do
+    mkdir -p "$work/$job"
+    local env=()
+    if [[ $job != native ]]; then
+      env=(-x "LD_PRELOAD=$shim" -x "TOPOTUNE_SERVER=$(state_get 'd["services"]["server"]')"
+        -x "TOPOTUNE_STATS_FILE=$work/$job/stats.json" -x "TOPOTUNE_JOB_ID=e2e-$job")
+      [[ $job == forced ]] && env+=(-x TOPOTUNE_FORCE_ALLTOALL=tree_scheduled
+        -x TOPOTUNE_FORCE_ALLGATHER=switch_ordered_ring)
+    fi
+    run timeout 600 "$mpirun" -np "$nhosts" --hostfile "$state/hostfile" "${env[@]}" \
+      "$coll_check" --out "$work/$job" --world-sizes "65536,$large"
+    [[ $status -eq 0 ]] || fail "$job job: exit $status: $(tail -n 20 "$work/stderr")"
+    echo "$job job: $(grep -o 'all data correct' "$work/stdout")"
+  done
+  local r
+  for ((r = 0; r < nhosts; r++)); do
+    for job in tuned forced; do
+      cmp -s "$work/native/rank$r.bin" "$work/$job/rank$r.bin" ||
+        fail "$job job: rank $r received other bytes than without the shim"
+    done
+  done
+  "$python" - "$work/decisions.json" "$work/tuned/stats.json" "$work/forced/stats.json" "$large" <<'EOF' ||
+import json, sys
+decisions, tuned, forced = (json.load(open(f)) for f in sys.argv[1:4])
+large = int(sys.argv[4])
+
+def used(stats, coll):
+    """Algorithms the job's world calls of `large` bytes per block used."""
+    return {s["algorithm"] for s in stats["stats"]
+            if s["collective"] == coll and int(s["msize"]) == large and s["calls"] > 0}
+
+def table_choice(coll):
+    for d in decisions["decisions"]:
+        if d["collective"] == "COLLECTIVE_" + coll.upper():
+            for r in d["table"]["ranges"]:
+                lo, hi = int(r["min_msize"]), int(r["max_msize"])
+                if lo <= large and (hi == 0 or large < hi):
+                    return r["algorithm"]
+    sys.exit(f"no {coll} decision table")
+
+for coll in ("alltoall", "allgather"):
+    want = table_choice(coll)
+    got = used(tuned, coll)
+    if got != {want}:
+        sys.exit(f"tuned job: {coll} at {large} B used {sorted(got)}, the decision table says {want}")
+    print(f"tuned job: {coll} at {large} B ran {want}, as the decision table says")
+for coll, alg in (("alltoall", "tree_scheduled"), ("allgather", "switch_ordered_ring")):
+    got = used(forced, coll)
+    if got != {alg}:
+        sys.exit(f"forced job: {coll} at {large} B used {sorted(got)}, expected {alg}")
+for name, stats in (("tuned", tuned), ("forced", forced)):
+    # Elsewhere coll_check also makes calls that kernels decline on purpose
+    # (mismatched type signatures): only the large world calls must not.
+    falls = sum(s["fallbacks"] for s in stats["stats"] if int(s["msize"]) == large)
+    if stats["plan"]["status"] != "ok" or falls:
+        sys.exit(f"{name} job: plan {stats['plan']}, {falls} fallbacks at {large} B")
+print(f"forced job: the contention-free schedule ran at {large} B with no fallback")
+EOF
+    fail "the jobs did not run the expected algorithms"
+  local db=$state/topotune.db reports
+  reports=$(sqlite3 -cmd '.timeout 5000' "$db" \
+    "SELECT count(*) FROM job_reports WHERE job_id IN ('e2e-tuned', 'e2e-forced')")
+  [[ $reports -eq 2 ]] || fail "$reports job reports at the daemon, expected 2"
+  echo "job reports: both jobs' reports are in topotuned's database"
+
+  # Faults: an agent and one benchmark rank killed while a sweep runs.
+  run admin tune start --collective alltoall --nodes "$nhosts" --ranks-per-node 1 --sizes "$large" \
+    --iterations 20 --skip-refinement
+  [[ $status -eq 0 ]] || fail "second tuning did not start: $(cat "$work/stderr")"
+  local sweep agent_pid victim="" pid
+  sweep=$(tail -n 1 "$work/stdout")
+  agent_pid=$(state_get '[p["pid"] for p in d["processes"] if p["what"] == "topotune-agent" and p["namespace"].endswith("h1")][0]')
+  for _ in $(seq 300); do
+    for pid in $(pgrep -f 'topotune-agent bench' || true); do
+      [[ $(ip netns identify "$pid" 2>/dev/null) == "${prefix}"h1 ]] && victim=$pid
+    done
+    [[ -n $victim ]] && break
+    sleep 0.1
+  done
+  [[ -n $victim ]] || fail "no benchmark rank appeared on ${prefix}h1 in 30 s"
+  sleep 2  # into the measurements
+  kill -KILL "$agent_pid" "$victim"
+  echo "faults: killed topotune-agent serve (pid $agent_pid) and a benchmark rank (pid $victim) on ${prefix}h1"
+  run timeout 300 "$python" "$testbed" --prefix "$prefix" exec head -- "$topotune" tune status "$sweep" --watch
+  [[ $status -eq 0 || $status -eq 1 ]] || fail "tune status --watch: exit $status: $(tail -n 5 "$work/stdout")"
+  local final  # The last progress line, or the failure on stderr.
+  final=$(cat "$work/stdout" "$work/stderr" | grep -E "tuning $sweep (succeeded|failed)" | tail -n 1)
+  [[ -n $final ]] || fail "the sweep did not end cleanly"
+  echo "faults: the sweep ended: $final"
+  run admin topology show
+  [[ $status -eq 0 ]] || fail "topotuned does not answer after the faults: $(cat "$work/stderr")"
+  kill -0 "$(state_get '[p for p in d["processes"] if p["what"] == "topotuned"][0]["pid"]')" ||
+    fail "topotuned died"
+  echo "faults: topotuned still answers"
+
+  run tb down
+  [[ $status -eq 0 ]] || fail "down failed: $(cat "$work/stderr")"
+  expect_nothing_left "down"
+}
+
 case "$case_name" in
   topology) case_topology ;;
   discover) case_discover "$@" ;;
+  e2e) case_e2e "$@" ;;
   bad_input) case_bad_input ;;
   fail_midway) case_fail_midway ;;
   *) fail "unknown case '$case_name'" ;;
