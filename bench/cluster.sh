@@ -40,11 +40,19 @@
 #   --seed N               seed of the skewed pattern (default 7)
 #   --sizes LIST           bytes per block (default 1KiB,4KiB,16KiB,64KiB,256KiB,1MiB)
 #   --iterations N         timed calls per algorithm and size (default 5)
-#   --warmup N             untimed calls before them (default 1)
+#   --warmup N             untimed calls before them (default 2: with 1, the
+#                          first algorithm of a job ran up to 1.5x slower than
+#                          the same algorithm right after it, on TCP
+#                          connections still ramping up)
 #   --tune-iterations N    timed calls per algorithm and size when tuning
-#                          (default 5; with fewer than 4 the tuner's
-#                          Mann-Whitney test can never find a kernel faster
-#                          than native, so everything stays native)
+#                          (default 10). Fewer where the largest sizes would
+#                          outlast the testbed topotuned's tuning timeouts
+#                          (point_timeout 120 s for 2 warm-up calls and the
+#                          timed ones of one kernel, job_timeout 900 s for
+#                          every kernel at one size), e.g. 4 at 1 MiB on the
+#                          16-host tree; never fewer than 4, below which the
+#                          tuner's Mann-Whitney test can never prefer a
+#                          kernel to native
 #   --skip-tuning          do not tune: the plan is whatever topotuned has
 #                          (on a fresh testbed: native everywhere)
 #   --skip-ompi            do not run the forced Open MPI algorithms
@@ -71,9 +79,12 @@
 # DIR/TOPOLOGY.png, DIR/meta.txt, DIR/progress.log, and per topology
 # DIR/TOPOLOGY/: topology.yaml (with the testbed's names), testbed.json,
 # placement.txt, tune.log, decisions.txt and .json, per run RUN.jsonl with
-# RUN.log (command line and stderr), stats-RUN.json (the library's statistics)
-# and counters.txt (TCP retransmissions and timeouts of every host, tc drops
-# of every port, before and after every run).
+# RUN.log (command line and stderr), stats-RUN.json (the library's statistics),
+# calibration.jsonl (one TCP flow each way between the first and the last
+# host, 1 MiB, as a fraction of the link: what TCP over the emulated links
+# reaches at best, now) and counters.txt (TCP retransmissions and timeouts of
+# every host, tc drops of every port, and the machine's CPU time, before and
+# after every run).
 # Exit status: 0 when every step ran (targets may still be missed: see
 # targets.txt), 1 when a step failed (the others still ran), 2 on a usage
 # error or missing binaries.
@@ -90,7 +101,7 @@ die_usage() {
 args="$*"
 all_topologies=one-switch-8,two-switch-4x4,three-switch-chain,three-switch-star,four-switch-2-6-3-5
 topologies=$all_topologies collectives=alltoall,alltoallv,allgather patterns=uniform,skewed seed=7
-sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=5 warmup=1 tune_iterations=5
+sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=5 warmup=2 tune_iterations=10
 skip_tuning=0 skip_ompi=0 verify=0 run_timeout=3600 prefix=tb$$- out='' estimate_only=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -244,7 +255,7 @@ failed() {
   echo "build: $build"
   echo "topologies: ${topo_files[*]}"
   echo "runs: ${runs[*]}"
-  echo "sizes: $sizes; --iterations $iterations --warmup $warmup; tuning: $( ((skip_tuning)) && echo skipped || echo "--iterations $tune_iterations, one sweep per size, --skip-refinement")"
+  echo "sizes: $sizes; --iterations $iterations --warmup $warmup; tuning: $( ((skip_tuning)) && echo skipped || echo "--iterations up to $tune_iterations, one sweep per size, --skip-refinement")"
   echo "alltoallv seed: $seed; forced Open MPI algorithms: $( ((skip_ompi)) && echo skipped || echo yes); verify: $verify"
   for c in alltoall alltoallv allgather; do
     echo "$c: kernels $(kernels_of "$c" | paste -sd' ' -); Open MPI: $(ompi_of "$c" | paste -sd' ' -)"
@@ -289,11 +300,17 @@ job() {
   return $rc
 }
 
-# counters RUN WHEN: appends every host's TCP retransmissions and timeouts
-# and every qdisc's drops (hosts' eth0, switch ports) to counters.txt, as
-# "RUN WHEN NAMESPACE KEY VALUE" lines. cluster_report.py shows the deltas.
+# counters RUN WHEN: appends every host's TCP retransmissions and timeouts,
+# every qdisc's drops (hosts' eth0, switch ports) and the machine's CPU time
+# (jiffies: all, busy, softirq; every namespace shares the 2 cores) to
+# counters.txt, as "RUN WHEN NAMESPACE KEY VALUE" lines. cluster_report.py
+# shows the deltas.
 counters() {
   local ns
+  awk -v r="$1" -v w="$2" '$1 == "cpu" {
+      total = 0; for (i = 2; i <= NF; i++) total += $i
+      print r, w, "machine", "cpu_total", total; print r, w, "machine", "cpu_idle", $5 + $6
+      print r, w, "machine", "cpu_softirq", $8; exit }' /proc/stat
   for ns in "${host_ns[@]}"; do
     ip netns exec "$ns" cat /proc/net/snmp /proc/net/netstat 2>/dev/null |
       awk -v r="$1" -v w="$2" -v ns="$ns" '
@@ -360,18 +377,36 @@ for topo_file in "${topo_files[@]}"; do
   # out by itself from the host names.
   # shellcheck disable=SC2016  # expanded by each rank's shell
   if ! "$state/mpirun" -np "$np" --hostfile "$state/hostfile" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' \
-    >"$dir/placement.txt" 2>&1; then
-    failed "$name: mpirun of hostname; see $dir/placement.txt"
+    >"$dir/placement.txt" 2>"$dir/placement.log"; then
+    failed "$name: mpirun of hostname; see $dir/placement.log"
     teardown
     continue
   fi
-  rank_hosts=$(sort -n "$dir/placement.txt" | awk '{ print $2 }' | paste -sd, -)
+  rank_hosts=$(awk 'NF == 2 && $1 ~ /^[0-9]+$/' "$dir/placement.txt" | sort -n | awk '{ print $2 }' | paste -sd, -)
+  if [[ $(tr ',' '\n' <<<"$rank_hosts" | grep -c .) -ne $np ]]; then
+    failed "$name: mpirun placed $(grep -c . "$dir/placement.txt") of $np ranks; see $dir/placement.txt"
+    teardown
+    continue
+  fi
   say "$name: up, $np hosts; ranks on $rank_hosts"
+  # What one TCP flow each way gets over the emulated path that crosses the
+  # most links (the first and the last host), now: the ceiling of every
+  # fraction of the bound below.
+  first_host=${rank_hosts%%,*} last_host=${rank_hosts##*,}
+  bench_job calibration "$dir/calibration.log" -np 2 --host "$first_host,$last_host" "$bench" --collective alltoall \
+    --topology "$dir/topology.yaml" --hosts "$first_host,$last_host" --algorithms native \
+    --label-native calibration --sizes 1MiB --warmup 2 --iterations 5 --times --progress never \
+    --out "$dir/calibration.jsonl" || true
 
   if ((skip_tuning)); then
     say "$name: tuning skipped"
   else
     tune_colls=$(printf '%s\n' "${coll_list[@]}" | paste -sd, -)
+    max_kernels=$(for c in "${coll_list[@]}"; do echo "${n_kernels[$c]}"; done | sort -n | tail -1)
+    declare -A tune_n=()
+    while read -r size n; do tune_n[$size]=$n; done < <("$python" "$root/bench/cluster_report.py" tune-iterations \
+      --topotune "$topotune" --config "$state/topotuned.yaml" --max "$tune_iterations" --kernels "$max_kernels" \
+      --sizes "$sizes" "$topo_file")
     : >"$dir/tune.log"
     # One sweep per size: samples of earlier sweeps count in every decision
     # (topotuned decides from all samples of a layout), and a job of all sizes
@@ -379,10 +414,11 @@ for topo_file in "${topo_files[@]}"; do
     # 16-host tree. --skip-refinement: only the sweep's sizes are measured
     # afterwards, so sizes between them do not matter here.
     for size in "${size_list[@]}"; do
-      say "$name: tuning $tune_colls at $size ($tune_iterations iterations)"
+      n=${tune_n[$size]:-$tune_iterations}
+      say "$name: tuning $tune_colls at $size ($n iterations)"
       if ! job timeout --kill-after=30 "$run_timeout" "$python" "$testbed" --prefix "$prefix" exec head -- \
         "$topotune" tune start --token-file "$state/token" --collective "$tune_colls" --nodes "$np" \
-        --ranks-per-node 1 --sizes "$size" --iterations "$tune_iterations" --skip-refinement --wait \
+        --ranks-per-node 1 --sizes "$size" --iterations "$n" --skip-refinement --wait \
         >>"$dir/tune.log" 2>&1; then
         failed "$name: tuning at $size; see $dir/tune.log"
         tail -n 3 "$dir/tune.log" | sed 's/^/    /' >&2

@@ -1,59 +1,180 @@
 #!/usr/bin/env bash
-# The main job, until the emulated-cluster demo exists: installs what topotune
-# needs, builds the `topotune` CLI into build/, and prints for an example
-# topology (default deploy/examples/two-switch-4x4.yaml):
+# The main job: topotune end to end on an emulated cluster, on one machine.
 #
-#   1. the switch tree, each link with its speed and all-to-all load, and the
-#      bottleneck link marked            (topotune topology show)
-#   2. the all-to-all and allgather lower bounds at 64 KiB per block
-#                                        (topotune bound)
-#   3. the contention-free all-to-all schedule of Faraj and Yuan, checked by
-#      the verifier                      (topotune schedule --algorithm tree_scheduled)
+#   1. installs what topotune needs (deploy/install-deps.sh) and builds it
+#      into build/;
+#   2. brings up the emulated cluster of TOPOLOGY (default: two 100 Mbit/s
+#      switches with 4 hosts each) in network namespaces: Linux bridges as
+#      switches, tc-shaped veth links, lldpd and snmpd on the switches,
+#      topotuned on the head node and topotune-agent on every host
+#      (deploy/testbed/testbed.py up);
+#   3. prints the tree topotuned discovered over SNMP (LLDP-MIB, IF-MIB);
+#   4. tunes alltoall and allgather: topotuned benchmarks every algorithm on
+#      the hosts through mpirun and stores decision tables, printed next;
+#   5. runs an MPI job (bench/shim_bench.c, plain MPI) without and with
+#      libtopotune-mpi.so, and prints its MPI_Alltoall and MPI_Allgather
+#      times side by side with the algorithm the tuned plan ran and the
+#      fraction of the physical lower bound each reached;
+#   6. tears the cluster down (unless --keep).
 #
-# Usage: deploy/demo.sh [--no-install] [TOPOLOGY.yaml [MSIZE]]
-#   --no-install   skip deploy/install-deps.sh (packages are already present)
+# It needs root (network namespaces) and takes about 5 minutes once built.
+#
+# Usage: sudo deploy/demo.sh [--no-install] [--keep] [--topology FILE]
+#   --no-install      skip deploy/install-deps.sh (packages are already present)
+#   --keep            leave the cluster, topotuned and its /metrics up at the end,
+#                     and say how to look at them and how to tear it down
+#   --topology FILE   another topology file (default deploy/examples/two-switch-4x4.yaml)
 # Environment:
-#   TOPOTUNE_JOBS  parallel build jobs (default: nproc)
+#   TOPOTUNE_JOBS     parallel build jobs (default: nproc)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-install=1
-positional=()
-for arg in "$@"; do
-  case "$arg" in
+install=1 keep=0
+topology=deploy/examples/two-switch-4x4.yaml
+while (($#)); do
+  case "$1" in
     --no-install) install=0 ;;
+    --keep) keep=1 ;;
+    --topology)
+      [[ $# -ge 2 ]] || { echo "demo: --topology needs a file" >&2; exit 2; }
+      topology=$2
+      shift
+      ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
       exit 0
       ;;
-    -*)
-      echo "demo: unknown option '$arg' (try --help)" >&2
+    *)
+      echo "demo: unknown argument '$1' (try --help)" >&2
       exit 2
       ;;
-    *) positional+=("$arg") ;;
   esac
+  shift
 done
-topology=${positional[0]:-deploy/examples/two-switch-4x4.yaml}
-msize=${positional[1]:-64KiB}
+[[ -f $topology ]] || { echo "demo: no topology file '$topology'" >&2; exit 2; }
+if [[ $(id -u) -ne 0 ]]; then
+  echo "demo: must run as root (sudo deploy/demo.sh): the emulated cluster uses network namespaces" >&2
+  exit 1
+fi
 jobs=${TOPOTUNE_JOBS:-$(nproc)}
+started=$SECONDS
+sizes=1024,16384,65536,262144,1048576 # the job's sizes, bytes per block
+tune_sizes=1KiB,16KiB,64KiB,256KiB    # measured by tuning; crossovers are bisected between them
+
+step() { printf '\n=== [%s] %s\n\n' "$(date -u -d "@$((SECONDS - started))" +%M:%S)" "$*"; }
 
 if ((install)); then
+  step "installing the Debian packages topotune needs"
   deploy/install-deps.sh
 fi
 
+step "building topotune into build/"
 cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$jobs" --target topotune
-topotune=build/daemon/cli/topotune
+cmake --build build -j "$jobs" --target topotune topotuned topotune-agent topotune-mpi topotune-mpi-client shim_bench
+build=$root/build
+topotune=$build/daemon/cli/topotune
 
-banner() { printf '\n=== %s\n\n' "$*"; }
+prefix=tt-
+state=/run/topotune-testbed/$prefix
+tb() { python3 deploy/testbed/testbed.py --prefix "$prefix" "$@"; }
+admin() { tb exec head -- "$topotune" "$@"; }
+work=$(mktemp -d /tmp/topotune-demo.XXXXXX)
+up=0 done=0
+cleanup() {
+  local status=$?
+  if ((up)) && ! ((keep && done)); then
+    step "tearing the emulated cluster down"
+    tb down || status=1
+  fi
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
 
-banner "topotune topology show $topology"
-"$topotune" topology show "$topology"
+step "bringing up the emulated cluster of $topology"
+if tb status >/dev/null 2>&1; then
+  echo "demo: an emulated cluster is already up (left by --keep?); remove it with: sudo deploy/testbed/testbed.py down" >&2
+  exit 1
+fi
+up=1
+tb up "$topology" --bin-dir "$build"
+nhosts=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["hosts"]))' "$state/testbed.json")
 
-banner "topotune bound --topology $topology --msize $msize"
-"$topotune" bound --topology "$topology" --msize "$msize"
+step "the tree topotuned discovered over SNMP from the first switch"
+admin topology show
+admin topology show --yaml >"$work/discovered.yaml"
 
-banner "topotune schedule --topology $topology --collective alltoall --algorithm tree_scheduled --format table"
-"$topotune" schedule --topology "$topology" --collective alltoall --algorithm tree_scheduled --format table
+step "tuning alltoall and allgather on $nhosts hosts (sizes $tune_sizes, then bisection)"
+# One progress line per change of state (not per sample).
+admin tune start --token-file "$state/token" --collective alltoall,allgather --nodes "$nhosts" \
+  --ranks-per-node 1 --sizes "$tune_sizes" --iterations 5 --wait 2>&1 |
+  awk '{ key = $0; sub(/[0-9]+ samples/, "", key); if (key != last) print; last = key; fflush() }'
+
+step "the decision tables topotuned stored"
+admin decisions show
+
+step "an MPI job (bench/shim_bench.c) without and with libtopotune-mpi.so"
+job() {
+  "$state/mpirun" -np "$nhosts" --hostfile "$state/hostfile" "$@" "$build/bench/shim_bench" sizes \
+    --sizes "$sizes" --iterations 9 2> >(grep -v 'setpgid' >&2)
+}
+echo "without the library ..."
+job >"$work/native.txt"
+echo "with LD_PRELOAD=libtopotune-mpi.so ..."
+job -x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" \
+  -x "TOPOTUNE_SERVER=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' \
+    "$state/testbed.json")" -x "TOPOTUNE_STATS_FILE=$work/stats.json" -x TOPOTUNE_JOB_ID=demo >"$work/tuned.txt"
+for msize in ${sizes//,/ }; do
+  "$topotune" bound --topology "$work/discovered.yaml" --msize "$msize" --json
+done >"$work/bounds.jsonl"
+python3 - "$work" <<'EOF'
+import json, os, sys
+work = sys.argv[1]
+
+def times(name):
+    out = {}
+    for line in open(os.path.join(work, name)):
+        coll, msize, _, median, *_ = line.split()
+        out[(coll, int(msize))] = float(median)
+    return out
+
+native, tuned = times("native.txt"), times("tuned.txt")
+bounds = {b["msize"]: b for b in map(json.loads, open(os.path.join(work, "bounds.jsonl")))}
+stats = json.load(open(os.path.join(work, "stats.json")))
+used = {}
+for s in stats["stats"]:
+    used.setdefault((s["collective"], int(s["msize"])), set()).add(s["algorithm"])
+
+def ms(t):
+    return f"{t * 1e3:10.2f} ms"
+
+print(f"{'collective':<10} {'size':>8} {'bound':>13} | {'Open MPI':>13} {'of bound':>8} | "
+      f"{'topotune':>13} {'of bound':>8}  {'algorithm':<20} | speedup")
+for coll in ("alltoall", "allgather"):
+    for msize in sorted(m for c, m in native if c == coll):
+        bound = bounds[msize][coll]["seconds"]
+        a, b = native[(coll, msize)], tuned[(coll, msize)]
+        size = f"{msize // 1024} KiB" if msize < 1 << 20 else f"{msize >> 20} MiB"
+        alg = ",".join(sorted(used.get((coll, msize), {"?"})))
+        print(f"{coll:<10} {size:>8} {ms(bound)} | {ms(a)} {bound / a:8.2f} | {ms(b)} {bound / b:8.2f}  "
+              f"{alg:<20} | {a / b:6.2f}x")
+print(f"\nmedian of 9 calls, each as long as its slowest rank; bound: the physical lower bound of the "
+      f"discovered tree;\nplan {stats['plan']['plan_id']} (topology version {stats['plan']['topology_version']}), "
+      f"fallbacks: {sum(s['fallbacks'] for s in stats['stats'])}")
+EOF
+
+done=1
+step "done in $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s"
+if ((keep)); then
+  cat <<EOF
+The emulated cluster is still up (--keep), with topotuned and its Prometheus metrics:
+  sudo deploy/testbed/testbed.py metrics                # topotuned's /metrics, read inside the head node
+  sudo deploy/testbed/testbed.py status                 # namespaces, daemons, topotuned's addresses
+  sudo deploy/testbed/testbed.py exec head -- $topotune decisions show
+  sudo $state/mpirun -np $nhosts --hostfile $state/hostfile -x LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so -x TOPOTUNE_SERVER=198.18.0.254:50051 YOUR_MPI_PROGRAM
+Tear it down with:
+  sudo deploy/testbed/testbed.py down
+EOF
+fi

@@ -106,7 +106,7 @@ struct Sample {
   // algorithm, or BenchOptions::native_label for `native`, or
   // BenchOptions::via_mpi_label for kViaMpiAlgorithm.
   std::string label;
-  std::string pattern;    // alltoallv only; empty otherwise.
+  std::string pattern;  // alltoallv only; empty otherwise.
   int nprocs = 0;
   int ranks_per_node = 0;  // Largest number of ranks on one host.
   int64_t msize = 0;       // Bytes per block (alltoallv: mean per pair).
@@ -116,8 +116,8 @@ struct Sample {
   std::optional<double> bytes_per_s;  // Unset when median_s is 0.
   std::optional<double> bound_s;      // With a topology only.
   std::optional<double> fraction_of_bound;
-  bool verified = false;        // Verification ran on every call and found no mismatch.
-  int64_t verify_errors = 0;    // Mismatching blocks, summed over ranks and calls.
+  bool verified = false;      // Verification ran on every call and found no mismatch.
+  int64_t verify_errors = 0;  // Mismatching blocks, summed over ranks and calls.
   // Timed calls that ran the MPI library's collective instead (max over
   // ranks); always 0 for kViaMpiAlgorithm, whose library keeps its own count.
   int64_t fallbacks = 0;

@@ -331,6 +331,7 @@ struct BoundArgs {
   std::string topology;
   std::string msize = "64KiB";
   PlacementArgs placement;
+  bool json = false;
 };
 
 int RunBound(const BoundArgs& args, std::ostream& out, std::ostream& err) {
@@ -343,7 +344,7 @@ int RunBound(const BoundArgs& args, std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto job = LoadJob(args.topology, args.placement, err, &code);
   if (!job) return code;
-  out << FormatBounds(job->topo, job->tree, *msize);
+  out << (args.json ? FormatBoundsJson(job->tree, *msize) : FormatBounds(job->topo, job->tree, *msize));
   return kExitOk;
 }
 
@@ -574,6 +575,8 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("SIZE")
       ->capture_default_str();
   AddPlacementOptions(bound, &bound_args.placement);
+  bound->add_flag("--json", bound_args.json,
+                  "Print the bounds as one JSON object (seconds, link, speed_bps and load of each collective)");
   bound->footer(std::string(kPlacementHelp) +
                 "\nEXAMPLES\n"
                 "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"

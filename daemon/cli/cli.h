@@ -67,6 +67,10 @@ std::string DrawTopology(const Topology& topo, const Placement& placement, const
 // The all-to-all and allgather time lower bounds (bounds.h) for blocks of
 // `msize_bytes`, each naming its link, that link's speed and its load.
 std::string FormatBounds(const Topology& topo, const RankTree& tree, double msize_bytes);
+// The same bounds as one JSON object: {"msize", "nprocs", "alltoall" and
+// "allgather": {"seconds", "link" ("a -- b"), "speed_bps", "load"}}; a bound
+// that crosses no link has seconds 0 and link null.
+std::string FormatBoundsJson(const RankTree& tree, double msize_bytes);
 
 // One line per phase ("phase  3 | 0->4 1->2 ..."), the synchronisations that
 // gate each phase below it, and a footer with the counts, the bottleneck load

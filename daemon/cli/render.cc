@@ -245,6 +245,18 @@ std::string FormatBounds(const Topology& topo, const RankTree& tree, double msiz
   return out;
 }
 
+std::string FormatBoundsJson(const RankTree& tree, double msize_bytes) {
+  auto bound = [&](const EdgeBound& b) {
+    if (b.edge < 0) return fmt::format(R"({{"seconds": 0, "link": null, "speed_bps": null, "load": 0}})");
+    return fmt::format(R"({{"seconds": {:.9g}, "link": "{}", "speed_bps": {:.9g}, "load": {}}})", b.seconds,
+                       LinkName(tree, b.edge), tree.edge(b.edge).speed_bps, b.load);
+  };
+  return fmt::format(R"({{"msize": {}, "nprocs": {}, "alltoall": {}, "allgather": {}}})"
+                     "\n",
+                     std::llround(msize_bytes), tree.num_ranks(), bound(AlltoallBound(tree, msize_bytes)),
+                     bound(AllgatherBound(tree, msize_bytes)));
+}
+
 std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const VerifyReport* report,
                                 bool check_pattern) {
   std::string out;

@@ -654,14 +654,20 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
-def fetch_metrics(sh: "Shell", d: dict[str, Any]) -> dict[str, float] | None:
-    """topotuned's unlabelled metrics, read from inside the head namespace;
-    None when it does not answer."""
+def fetch_metrics_text(sh: "Shell", d: dict[str, Any]) -> str | None:
+    """topotuned's /metrics, read from inside the head namespace; None when
+    it does not answer."""
     url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
     code = ("import sys, urllib.request\n"
             "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())")
     p = sh.in_ns(d["head"]["namespace"], [sys.executable, "-c", code, url], check=False)
-    return parse_metrics(p.stdout) if p.returncode == 0 else None
+    return p.stdout if p.returncode == 0 else None
+
+
+def fetch_metrics(sh: "Shell", d: dict[str, Any]) -> dict[str, float] | None:
+    """topotuned's unlabelled metrics; None when it does not answer."""
+    text = fetch_metrics_text(sh, d)
+    return parse_metrics(text) if text is not None else None
 
 
 def find_binaries(bin_dir: str | None) -> dict[str, str]:
@@ -1445,6 +1451,20 @@ def cmd_ping(opts: argparse.Namespace) -> int:
     return 0 if all(v is not None for v in replies.values()) else 1
 
 
+def cmd_metrics(opts: argparse.Namespace) -> int:
+    require_root()
+    state = State.load(state_dir_of(opts))
+    if state is None:
+        raise TestbedError(f"no testbed at {state_dir_of(opts)}")
+    if not state.data.get("services"):
+        raise TestbedError("this testbed runs no topotuned (it was brought up with --no-services)")
+    text = fetch_metrics_text(Shell(opts.verbose), state.data)
+    if text is None:
+        raise TestbedError(f"topotuned's /metrics does not answer; see {state.file('topotuned.log')}")
+    sys.stdout.write(text)
+    return 0
+
+
 def cmd_icmp(opts: argparse.Namespace) -> int:
     """Internal: runs in the source namespace on behalf of ping_from."""
     for ip, rtt in icmp_echo(opts.targets, opts.timeout).items():
@@ -1593,6 +1613,11 @@ def build_parser() -> argparse.ArgumentParser:
     pg.add_argument("targets", metavar="TARGET", nargs="+")
     pg.add_argument("--timeout", type=float, default=5, metavar="S")
     pg.set_defaults(func=cmd_ping)
+
+    mt = sub.add_parser("metrics", parents=[common], help="print topotuned's Prometheus metrics",
+                        description="Prints topotuned's /metrics (Prometheus text format), read from "
+                                    "inside the head namespace.")
+    mt.set_defaults(func=cmd_metrics)
 
     pl = sub.add_parser("plan", parents=[common], help="print the plan for a topology (no root needed)",
                         description="Checks TOPOLOGY and prints the names, addresses, MACs and ports that "

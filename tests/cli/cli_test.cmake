@@ -262,6 +262,21 @@ elseif(CASE STREQUAL "bound_two_switch")
     "all-to-all +>= 83\\.886 ms +on link s0 -- s1 \\(100Mbps\\), 16 blocks per direction"
     "allgather +>= 36\\.700 ms +on link [a-z0-9]+ -- [a-z0-9]+ \\(100Mbps\\), 7 blocks per direction")
 
+elseif(CASE STREQUAL "bound_json")
+  # The same figures as bound_two_switch, for scripts.
+  run_topotune(bound --topology "${two}" --msize 64KiB --json)
+  expect_rc(0)
+  expect_empty(stderr)
+  string(JSON a2a_s GET "${out}" alltoall seconds)
+  string(JSON a2a_link GET "${out}" alltoall link)
+  string(JSON a2a_load GET "${out}" alltoall load)
+  string(JSON ag_load GET "${out}" allgather load)
+  string(JSON nprocs GET "${out}" nprocs)
+  if(NOT a2a_s MATCHES "^0\\.083886" OR NOT a2a_link STREQUAL "s0 -- s1" OR NOT a2a_load EQUAL 16
+     OR NOT ag_load EQUAL 7 OR NOT nprocs EQUAL 8)
+    fail("bound --json: read ${a2a_s} s, '${a2a_link}', loads ${a2a_load} and ${ag_load}, ${nprocs} ranks")
+  endif()
+
 elseif(CASE STREQUAL "bound_msize_forms")
   # 4096 bytes and 4KiB are the same size; 1MiB is 256 times more.
   run_topotune(bound --topology "${two}" --msize 4096)
