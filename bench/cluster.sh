@@ -57,6 +57,11 @@
 #                          (on a fresh testbed: native everywhere)
 #   --skip-ompi            do not run the forced Open MPI algorithms
 #   --verify               check every received byte (outside the timed region)
+#   --mpirun-flags "..."   extra mpirun flags for every measured job (word-split),
+#                          e.g. "--mca btl_tcp_eager_limit 4194304 --mca
+#                          btl_tcp_rndv_eager_limit 4194304 --mca
+#                          btl_tcp_max_send_size 4194304"; tuning jobs,
+#                          which topotuned starts, keep the testbed's flags
 #   --run-timeout S        kill an mpirun (or a tuning sweep) after S seconds
 #                          (default 3600)
 #   --prefix P             testbed namespace prefix (default tb<pid>-)
@@ -102,11 +107,11 @@ args="$*"
 all_topologies=one-switch-8,two-switch-4x4,three-switch-chain,three-switch-star,four-switch-2-6-3-5
 topologies=$all_topologies collectives=alltoall,alltoallv,allgather patterns=uniform,skewed seed=7
 sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=5 warmup=2 tune_iterations=10
-skip_tuning=0 skip_ompi=0 verify=0 run_timeout=3600 prefix=tb$$- out='' estimate_only=0
+skip_tuning=0 skip_ompi=0 verify=0 run_timeout=3600 prefix=tb$$- out='' estimate_only=0 mpirun_flags=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --topologies | --collectives | --patterns | --seed | --sizes | --iterations | --warmup | --tune-iterations | \
-      --run-timeout | --prefix | --out)
+      --run-timeout | --prefix | --out | --mpirun-flags)
       [[ $# -ge 2 ]] || die_usage "$1 needs a value"
       case $1 in
         --topologies) topologies=$2 ;;
@@ -120,6 +125,7 @@ while [[ $# -gt 0 ]]; do
         --run-timeout) run_timeout=$2 ;;
         --prefix) prefix=$2 ;;
         --out) out=$2 ;;
+        --mpirun-flags) mpirun_flags=$2 ;;
       esac
       shift
       ;;
@@ -145,6 +151,7 @@ done
 [[ $prefix == tt-* ]] && die_usage "--prefix '$prefix': tt- is testbed.py's default, which others use; pick another"
 ((tune_iterations >= 4)) || echo "cluster.sh: warning: --tune-iterations $tune_iterations < 4: the tuner can only choose native" >&2
 
+read -r -a extra_flags <<<"$mpirun_flags"
 IFS=, read -r -a coll_list <<<"$collectives"
 IFS=, read -r -a pattern_list <<<"$patterns"
 IFS=, read -r -a topo_list <<<"$topologies"
@@ -257,6 +264,7 @@ failed() {
   echo "runs: ${runs[*]}"
   echo "sizes: $sizes; --iterations $iterations --warmup $warmup; tuning: $( ((skip_tuning)) && echo skipped || echo "--iterations up to $tune_iterations, one sweep per size, --skip-refinement")"
   echo "alltoallv seed: $seed; forced Open MPI algorithms: $( ((skip_ompi)) && echo skipped || echo yes); verify: $verify"
+  echo "extra mpirun flags of the measured jobs: ${mpirun_flags:-none}"
   for c in alltoall alltoallv allgather; do
     echo "$c: kernels $(kernels_of "$c" | paste -sd' ' -); Open MPI: $(ompi_of "$c" | paste -sd' ' -)"
   done
@@ -332,9 +340,9 @@ counters() {
 bench_job() {
   local run=$1 log=$2 t0=$SECONDS rc=0
   shift 2
-  { printf '%q ' timeout --kill-after=30 "$run_timeout" "$state/mpirun" "$@" && echo; } >"$log"
+  { printf '%q ' timeout --kill-after=30 "$run_timeout" "$state/mpirun" "${extra_flags[@]}" "$@" && echo; } >"$log"
   counters "$run" before >>"$dir/counters.txt"
-  job timeout --kill-after=30 "$run_timeout" "$state/mpirun" "$@" 2>>"$log" >>"$log" || rc=$?
+  job timeout --kill-after=30 "$run_timeout" "$state/mpirun" "${extra_flags[@]}" "$@" 2>>"$log" >>"$log" || rc=$?
   counters "$run" after >>"$dir/counters.txt"
   if [[ $rc -ne 0 ]]; then
     if [[ $rc -eq 124 ]]; then
