@@ -85,11 +85,11 @@
 # DIR/TOPOLOGY/: topology.yaml (with the testbed's names), testbed.json,
 # placement.txt, tune.log, decisions.txt and .json, per run RUN.jsonl with
 # RUN.log (command line and stderr), stats-RUN.json (the library's statistics),
-# calibration.jsonl (one TCP flow each way between the first and the last
-# host, 1 MiB, as a fraction of the link: what TCP over the emulated links
-# reaches at best, now) and counters.txt (TCP retransmissions and timeouts of
-# every host, tc drops of every port, and the machine's CPU time, before and
-# after every run).
+# calibration-ring.jsonl and calibration-pair.jsonl (1 MiB: a ring of 3
+# hosts, one TCP flow per link direction, i.e. what TCP over the emulated
+# links reaches now; and a pair exchange, both directions on one connection)
+# and counters.txt (TCP retransmissions and timeouts of every host, tc drops
+# of every port, and the machine's CPU time, before and after every run).
 # Exit status: 0 when every step ran (targets may still be missed: see
 # targets.txt), 1 when a step failed (the others still ran), 2 on a usage
 # error or missing binaries.
@@ -397,14 +397,25 @@ for topo_file in "${topo_files[@]}"; do
     continue
   fi
   say "$name: up, $np hosts; ranks on $rank_hosts"
-  # What one TCP flow each way gets over the emulated path that crosses the
-  # most links (the first and the last host), now: the ceiling of every
-  # fraction of the bound below.
-  first_host=${rank_hosts%%,*} last_host=${rank_hosts##*,}
-  bench_job calibration "$dir/calibration.log" -np 2 --host "$first_host,$last_host" "$bench" --collective alltoall \
-    --topology "$dir/topology.yaml" --hosts "$first_host,$last_host" --algorithms native \
-    --label-native calibration --sizes 1MiB --warmup 2 --iterations 5 --times --progress never \
-    --out "$dir/calibration.jsonl" || true
+  # Two references, 1 MiB, now (under this machine's current load):
+  #  ring  3 ranks (first, middle and last host) pass blocks round a ring
+  #        (allgather ring): one flow per link direction, each on its own
+  #        TCP connection, so the fraction is what TCP over the emulated
+  #        links reaches: the ceiling of every fraction below;
+  #  pair  the first and the last host exchange blocks (alltoall): both
+  #        directions on one TCP connection. Above the eager limit (64 KiB)
+  #        Open MPI's TCP transport then reached about half the link rate
+  #        each way, against ~0.9 for ring: every algorithm whose ranks
+  #        exchange with the same peer at the same time pays for it.
+  mapfile -t placed < <(tr ',' '\n' <<<"$rank_hosts")
+  first_host=${placed[0]} middle_host=${placed[$((np / 2))]} last_host=${placed[$((np - 1))]}
+  bench_job calibration-ring "$dir/calibration-ring.log" -np 3 --host "$first_host,$middle_host,$last_host" \
+    "$bench" --collective allgather --topology "$dir/topology.yaml" --hosts "$first_host,$middle_host,$last_host" \
+    --algorithms ring --sizes 1MiB --warmup 2 --iterations 5 --times --progress never \
+    --out "$dir/calibration-ring.jsonl" || true
+  bench_job calibration-pair "$dir/calibration-pair.log" -np 2 --host "$first_host,$last_host" "$bench" \
+    --collective alltoall --topology "$dir/topology.yaml" --hosts "$first_host,$last_host" --algorithms native \
+    --sizes 1MiB --warmup 2 --iterations 5 --times --progress never --out "$dir/calibration-pair.jsonl" || true
 
   if ((skip_tuning)); then
     say "$name: tuning skipped"

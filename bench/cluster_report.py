@@ -41,6 +41,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -263,13 +264,14 @@ class Topology:
             self.switches = len(switch_names(load_yaml(topo_file)))
         # The main run (tuned, kernels, default) first, then the forced ones.
         files = sorted((p for p in glob.glob(os.path.join(self.path, "*.jsonl"))
-                        if os.path.basename(p) != "calibration.jsonl"), key=lambda p: (".ompi-" in p, p))
-        self.calibration = None
-        try:
-            with open(os.path.join(self.path, "calibration.jsonl")) as f:
-                self.calibration = json.loads(f.readline())
-        except (OSError, json.JSONDecodeError):
-            pass
+                        if not os.path.basename(p).startswith("calibration")), key=lambda p: (".ompi-" in p, p))
+        self.calibration = {}  # "ring" or "pair" -> sample
+        for kind in ("ring", "pair"):
+            try:
+                with open(os.path.join(self.path, f"calibration-{kind}.jsonl")) as f:
+                    self.calibration[kind] = json.loads(f.readline())
+            except (OSError, json.JSONDecodeError):
+                pass
         for path in files:
             with open(path) as f:
                 for n, line in enumerate(f, 1):
@@ -393,13 +395,20 @@ class Topology:
                 f"{t.get('TCPTimeouts', 0)} RTOs, {t.get('drops', 0)} packets dropped by tbf "
                 f"({t.get('isl_drops', 0)} on inter-switch links){cpu_text}")
 
-    def calibration_text(self):
-        c = self.calibration
-        if not c:
-            return "calibration: not measured"
-        return (f"calibration: one TCP flow each way over the longest path, 1MiB: {fmt_fraction(fraction(c))} "
-                f"of the link rate (best iteration {fmt_fraction(fraction(c, 'min_s'))}); "
-                f"{self.tcp_text('calibration')}")
+    def calibration_lines(self):
+        what = {"ring": "ring of 3 hosts (allgather ring: one TCP flow per link direction, each on its own "
+                        "connection; what TCP over the emulated links reaches now)",
+                "pair": "pair exchange between the first and the last host (alltoall: both directions on one "
+                        "TCP connection)"}
+        out = []
+        for kind, text in what.items():
+            c = self.calibration.get(kind)
+            if c is None:
+                out.append(f"calibration, {text}: not measured")
+                continue
+            out.append(f"calibration, {text}, 1MiB: {fmt_fraction(fraction(c))} of the bound (best iteration "
+                       f"{fmt_fraction(fraction(c, 'min_s'))}); {self.tcp_text('calibration-' + kind)}")
+        return out
 
 
 def load_results(directory):
@@ -458,10 +467,8 @@ def table(topo, tag):
     sizes = sorted(rows)
     labels = ordered_labels(topo.labels[tag])
     collective, _, pattern = tag.partition("-")
-    lines = [f"== {topo.name}: {collective}{' ' + pattern if pattern else ''}, {topo.nprocs[tag]} ranks, "
-             f"{topo.switches} switch{'es' if topo.switches != 1 else ''}",
+    lines = [f"== {topo.name}: {collective}{' ' + pattern if pattern else ''}, {topo.nprocs[tag]} ranks",
              f"   tuned plan ({collective}): {decision_text(topo, collective)}",
-             f"   {topo.calibration_text()}",
              f"   {topo.tcp_text(tag)}",
              "   cell: median (ratio to ompi:default) [fraction of bound]; * best of the row; ! fallbacks"]
     parts = {}
@@ -695,6 +702,9 @@ def cmd_report(args):
         die(f"{args.directory}: no TOPOLOGY/*.jsonl results")
     tables = []
     for topo in topos:
+        tables += [f"==== {topo.name}: {topo.switches} switch{'es' if topo.switches != 1 else ''}, "
+                   f"{max(topo.nprocs.values(), default=0)} hosts"]
+        tables += [f"   {line}" for line in topo.calibration_lines()] + [""]
         for tag in [t for t in ("alltoall", "alltoallv-uniform", "alltoallv-skewed", "alltoallv-random", "allgather")
                     if t in topo.samples] + sorted(set(topo.samples) - {"alltoall", "alltoallv-uniform",
                                                                        "alltoallv-skewed", "alltoallv-random",
@@ -719,6 +729,7 @@ def cmd_report(args):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("report", help="tables, targets and plots of a results directory")
