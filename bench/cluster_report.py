@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Python half of bench/cluster.sh: the tables, the targets check and the
-plots of a cluster benchmark's results, plus two helpers the script needs.
+plots of a cluster benchmark's results, plus the helpers the script needs.
 
   cluster_report.py report DIR
       Reads DIR/TOPOLOGY/*.jsonl (topotune-bench JSON Lines), the library's
@@ -14,6 +14,9 @@ plots of a cluster benchmark's results, plus two helpers the script needs.
   cluster_report.py estimate [OPTIONS] TOPOLOGY.yaml...
       Prints how long bench/cluster.sh will take, from the physical bounds
       (topotune bound) of each topology.
+  cluster_report.py tune-iterations [OPTIONS] TOPOLOGY.yaml
+      Prints, per size, the timed calls per tuning point: the most asked for
+      that keep a point and a job within topotuned's tuning timeouts.
 
 Tables: per topology and run (collective, alltoallv pattern), one row per
 message size and, for each label, the median time, (its ratio to
@@ -143,23 +146,15 @@ def parse_size(text):
     return int(v * scale[unit])
 
 
-def seconds_of(text):
-    m = re.match(r"([\d.]+)\s*(s|ms|us|ns)\b", text)
-    return float(m.group(1)) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2)]
-
-
 def bounds_at_1mib(topotune, path):
     """(all-to-all, allgather) lower bounds in seconds for 1 MiB blocks."""
     try:
-        text = subprocess.run([topotune, "bound", "--topology", path, "--msize", "1MiB"], check=True,
+        text = subprocess.run([topotune, "bound", "--topology", path, "--msize", "1MiB", "--json"], check=True,
                               capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        die(f"topotune bound --topology {path}: {e}")
-    a2a = re.search(r"^all-to-all\s+>=\s+(.*)$", text, re.M)
-    ag = re.search(r"^allgather\s+>=\s+(.*)$", text, re.M)
-    if not a2a or not ag:
-        die(f"topotune bound --topology {path}: unexpected output:\n{text}")
-    return seconds_of(a2a.group(1)), seconds_of(ag.group(1))
+        b = json.loads(text)
+        return float(b["alltoall"]["seconds"]), float(b["allgather"]["seconds"])
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        die(f"topotune bound --topology {path} --json: {e}")
 
 
 # A tuning point (one kernel at one size: 2 warm-up calls and the timed ones)
@@ -253,7 +248,9 @@ class Topology:
         self.labels = collections.defaultdict(list)  # tag -> labels in order of appearance
         self.nprocs = {}
         self.ran = {}  # tag -> msize -> text
-        self.tcp = {}  # run -> {retrans, timeouts, outsegs, drops, isl_drops}
+        self.tcp = {}  # run -> Counter: RetransSegs, OutSegs, TCPTimeouts, ..., drops, isl_drops
+        self.cpu = {}  # run -> (busy share, softirq share) of the machine
+        self.calibration = {}  # "ring" or "pair" -> sample
         self.decisions = {}  # collective -> [(min_msize, algorithm)]
         self.switches = 0
         self.load()
@@ -265,7 +262,6 @@ class Topology:
         # The main run (tuned, kernels, default) first, then the forced ones.
         files = sorted((p for p in glob.glob(os.path.join(self.path, "*.jsonl"))
                         if not os.path.basename(p).startswith("calibration")), key=lambda p: (".ompi-" in p, p))
-        self.calibration = {}  # "ring" or "pair" -> sample
         for kind in ("ring", "pair"):
             try:
                 with open(os.path.join(self.path, f"calibration-{kind}.jsonl")) as f:
@@ -345,7 +341,6 @@ class Topology:
             switch_peers = {sw_name for sw_name in d.get("switches", {})}
         except (OSError, json.JSONDecodeError, KeyError, AttributeError):
             hosts, switch_peers = set(), set()
-        self.cpu = {}  # run -> (busy share, softirq share)
         values = collections.defaultdict(dict)  # (run, when) -> (ns, key) -> value
         with open(path) as f:
             for line in f:
