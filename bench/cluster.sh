@@ -335,8 +335,8 @@ counters() {
   done
 }
 
-# bench_job RUN LOG MPIRUN-ARGS... -- BENCH-ARGS...: one topotune-bench job
-# under the testbed's mpirun (with the run timeout), its counters around it.
+# bench_job RUN LOG ARGS...: one job, `mpirun ARGS...` with the testbed's
+# mpirun, the --mpirun-flags and the run timeout, its counters around it.
 bench_job() {
   local run=$1 log=$2 t0=$SECONDS rc=0
   shift 2
