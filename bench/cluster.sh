@@ -96,12 +96,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die_usage() {
-  echo "cluster.sh: $*" >&2
-  echo "Run 'bench/cluster.sh --help' for usage." >&2
-  exit 2
-}
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
 
 args="$*"
 all_topologies=one-switch-8,two-switch-4x4,three-switch-chain,three-switch-star,four-switch-2-6-3-5

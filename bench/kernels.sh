@@ -48,12 +48,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die_usage() {
-  echo "kernels.sh: $*" >&2
-  echo "Run 'bench/kernels.sh --help' for usage." >&2
-  exit 2
-}
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
 
 args="$*"
 quick=0 out="" only="" sizes="" iterations="" plain=0 verify=0
