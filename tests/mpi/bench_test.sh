@@ -8,7 +8,8 @@
 #   TOPOLOGY    deploy/examples/two-switch-4x4.yaml (hosts h0..h3 on s0, h4..h7 on s1)
 #   WORK_DIR    scratch directory for outputs (recreated)
 #   ALGORITHMS  the collective's registered algorithms, comma-separated
-#               (verify_* cases: the output must have exactly these)
+#               (verify_* cases: the output must have exactly these, and
+#               "mpi", the public MPI function that --via-mpi times first)
 #   MPIRUN...   the launcher with its flags, ending with its -np flag
 # Environment: PYTHON (default python3) checks the JSON Lines.
 set -euo pipefail
@@ -70,16 +71,17 @@ case $case_name in
     # Four ranks, two per switch; sizes include 0, 1 and a non-multiple of 8.
     run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 0,1,1000,65537 \
       --warmup 1 --iterations 3 --topology "$topology" --hosts h0,h1,h4,h5 --label-native ompi:default \
-      --times --out "$work/out.jsonl" "${extra[@]}"
+      --via-mpi mpi:public --times --out "$work/out.jsonl" "${extra[@]}"
     expect_status 0
     # Without a topology, context kernels fall back; data must still verify.
     run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 100 --warmup 0 --iterations 2 \
-      --out "$work/no-topology.jsonl" "${extra[@]}"
+      --via-mpi mpi:public --out "$work/no-topology.jsonl" "${extra[@]}"
     expect_status 0
     "$python" - "$work/out.jsonl" "$work/no-topology.jsonl" "$collective" "$algorithms" <<'EOF' ||
 import json, sys
 path, path_nt, collective, algorithms = sys.argv[1:5]
-algorithms = algorithms.split(",")
+# --via-mpi adds algorithm "mpi" (the public MPI function), first at every size.
+algorithms = ["mpi"] + algorithms.split(",")
 sizes = [0, 1, 1000, 65537]
 def load(p):
     with open(p) as f:
@@ -88,6 +90,8 @@ lines = load(path)
 want = {(a, s) for a in algorithms for s in sizes}
 got = [(o["algorithm"], o["msize"]) for o in lines]
 assert len(got) == len(want) == len(set(got)) and set(got) == want, f"lines for {sorted(got)}, expected {sorted(want)}"
+for i in range(0, len(got), len(algorithms)):
+    assert got[i][0] == "mpi", f"line {i}: the public MPI function is not first at its size: {got[i]}"
 keys = ["collective", "algorithm", "label", "nprocs", "ranks_per_node", "msize", "iterations", "min_s", "median_s",
         "p95_s", "max_s", "bytes_per_call", "bytes_per_s", "bound_s", "fraction_of_bound", "verified", "verify_errors",
         "fallbacks", "times_s"]
@@ -96,12 +100,13 @@ for o in lines:
     missing = [k for k in keys if k not in o]
     assert not missing, f"{where}: missing keys {missing}"
     assert o["collective"] == collective and o["nprocs"] == 4 and o["ranks_per_node"] == 1, where
-    assert o["label"] == ("ompi:default" if o["algorithm"] == "native" else o["algorithm"]), where
+    labels = {"native": "ompi:default", "mpi": "mpi:public"}
+    assert o["label"] == labels.get(o["algorithm"], o["algorithm"]), where
     assert o["verified"] is True and o["verify_errors"] == 0, f"{where}: not verified"
     assert o["iterations"] == 3 and len(o["times_s"]) == 3, where
     assert 0 <= o["min_s"] <= o["median_s"] <= o["p95_s"] <= o["max_s"], f"{where}: statistics out of order"
     assert o["max_s"] == max(o["times_s"]) and o["min_s"] == min(o["times_s"]), where
-    assert 0 <= o["fallbacks"] <= 3, where
+    assert 0 <= o["fallbacks"] <= (0 if o["algorithm"] == "mpi" else 3), where
     if collective == "alltoallv":
         assert o["pattern"] == "random", where
     else:
