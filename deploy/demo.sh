@@ -11,10 +11,11 @@
 #   3. prints the tree topotuned discovered over SNMP (LLDP-MIB, IF-MIB);
 #   4. tunes alltoall and allgather: topotuned benchmarks every algorithm on
 #      the hosts through mpirun and stores decision tables, printed next;
-#   5. runs an MPI job (bench/shim_bench.c, plain MPI) without and with
-#      libtopotune-mpi.so, and prints its MPI_Alltoall and MPI_Allgather
-#      times side by side with the algorithm the tuned plan ran and the
-#      fraction of the physical lower bound each reached;
+#   5. runs an MPI job with libtopotune-mpi.so that times, size by size, Open
+#      MPI's own MPI_Alltoall and MPI_Allgather and the same calls served by
+#      the library (topotune-bench --via-mpi), and prints them side by side
+#      with the algorithm the tuned plan ran and the fraction of the physical
+#      lower bound each reached;
 #   6. tears the cluster down (unless --keep).
 #
 # It needs root (network namespaces) and takes about 5 minutes once built.
@@ -72,7 +73,8 @@ fi
 
 step "building topotune into build/"
 cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$jobs" --target topotune topotuned topotune-agent topotune-mpi topotune-mpi-client shim_bench
+cmake --build build -j "$jobs" --target topotune topotuned topotune-agent topotune-mpi topotune-mpi-client \
+  topotune-bench
 build=$root/build
 topotune=$build/daemon/cli/topotune
 
@@ -115,54 +117,49 @@ admin tune start --token-file "$state/token" --collective alltoall,allgather --n
 step "the decision tables topotuned stored"
 admin decisions show
 
-step "an MPI job (bench/shim_bench.c) without and with libtopotune-mpi.so"
-job() {
-  "$state/mpirun" -np "$nhosts" --hostfile "$state/hostfile" "$@" "$build/bench/shim_bench" sizes \
-    --sizes "$sizes" --iterations 9 2> >(grep -v 'setpgid' >&2)
-}
-echo "without the library ..."
-job >"$work/native.txt"
-echo "with LD_PRELOAD=libtopotune-mpi.so ..."
-job -x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" \
-  -x "TOPOTUNE_SERVER=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' \
-    "$state/testbed.json")" -x "TOPOTUNE_STATS_FILE=$work/stats.json" -x TOPOTUNE_JOB_ID=demo >"$work/tuned.txt"
-for msize in ${sizes//,/ }; do
-  "$topotune" bound --topology "$work/discovered.yaml" --msize "$msize" --json
-done >"$work/bounds.jsonl"
+step "MPI_Alltoall and MPI_Allgather without and with libtopotune-mpi.so, side by side"
+# topotune-bench times Open MPI's own collective (its native kernel calls
+# PMPI_, which the library does not intercept) and, with --via-mpi, the public
+# MPI_ function, which libtopotune-mpi.so serves from the tuned plan: both in
+# one job, size by size.
+server=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' \
+  "$state/testbed.json")
+for coll in alltoall allgather; do
+  echo "$coll ..."
+  "$state/mpirun" -np "$nhosts" --hostfile "$state/hostfile" \
+    -x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" -x "TOPOTUNE_SERVER=$server" \
+    -x "TOPOTUNE_STATS_FILE=$work/$coll.stats.json" -x "TOPOTUNE_JOB_ID=demo-$coll" \
+    "$build/bench_kernels/driver/topotune-bench" --collective "$coll" --algorithms native \
+    --label-native ompi:default --via-mpi topotune:tuned --sizes "$sizes" --iterations 9 \
+    --topology "$work/discovered.yaml" --out "$work/$coll.jsonl" 2> >(grep -v 'setpgid' >&2)
+done
 python3 - "$work" <<'EOF'
 import json, os, sys
 work = sys.argv[1]
-
-def times(name):
-    out = {}
-    for line in open(os.path.join(work, name)):
-        coll, msize, _, median, *_ = line.split()
-        out[(coll, int(msize))] = float(median)
-    return out
-
-native, tuned = times("native.txt"), times("tuned.txt")
-bounds = {b["msize"]: b for b in map(json.loads, open(os.path.join(work, "bounds.jsonl")))}
-stats = json.load(open(os.path.join(work, "stats.json")))
-used = {}
-for s in stats["stats"]:
-    used.setdefault((s["collective"], int(s["msize"])), set()).add(s["algorithm"])
 
 def ms(t):
     return f"{t * 1e3:10.2f} ms"
 
 print(f"{'collective':<10} {'size':>8} {'bound':>13} | {'Open MPI':>13} {'of bound':>8} | "
       f"{'topotune':>13} {'of bound':>8}  {'algorithm':<20} | speedup")
+fallbacks = 0
 for coll in ("alltoall", "allgather"):
-    for msize in sorted(m for c, m in native if c == coll):
-        bound = bounds[msize][coll]["seconds"]
-        a, b = native[(coll, msize)], tuned[(coll, msize)]
+    samples = {(o["label"], o["msize"]): o for o in map(json.loads, open(os.path.join(work, coll + ".jsonl")))}
+    stats = json.load(open(os.path.join(work, coll + ".stats.json")))
+    fallbacks += sum(s["fallbacks"] for s in stats["stats"])
+    used = {}
+    for s in stats["stats"]:
+        used.setdefault(int(s["msize"]), set()).add(s["algorithm"])
+    for msize in sorted(m for label, m in samples if label == "ompi:default"):
+        a, b = samples[("ompi:default", msize)], samples[("topotune:tuned", msize)]
+        bound = a["bound_s"]
         size = f"{msize // 1024} KiB" if msize < 1 << 20 else f"{msize >> 20} MiB"
-        alg = ",".join(sorted(used.get((coll, msize), {"?"})))
-        print(f"{coll:<10} {size:>8} {ms(bound)} | {ms(a)} {bound / a:8.2f} | {ms(b)} {bound / b:8.2f}  "
-              f"{alg:<20} | {a / b:6.2f}x")
-print(f"\nmedian of 9 calls, each as long as its slowest rank; bound: the physical lower bound of the "
-      f"discovered tree;\nplan {stats['plan']['plan_id']} (topology version {stats['plan']['topology_version']}), "
-      f"fallbacks: {sum(s['fallbacks'] for s in stats['stats'])}")
+        alg = ",".join(sorted(used.get(msize, {"?"})))
+        print(f"{coll:<10} {size:>8} {ms(bound)} | {ms(a['median_s'])} {a['fraction_of_bound']:8.2f} | "
+              f"{ms(b['median_s'])} {b['fraction_of_bound']:8.2f}  {alg:<20} | {a['median_s'] / b['median_s']:6.2f}x")
+print(f"\nmedian of 9 calls, each as long as its slowest rank, the two measured in turn at each size;\n"
+      f"bound: the physical lower bound of the discovered tree; plan {stats['plan']['plan_id']} "
+      f"(topology version {stats['plan']['topology_version']}); fallbacks: {fallbacks}")
 EOF
 
 done=1
