@@ -516,6 +516,16 @@ def fmt_fraction(f):
     return "-" if f is None else f"{f:.2f}"
 
 
+def ceiling_text(topo, f):
+    """The fraction `f` against what the emulated links carried in this run's
+    ring calibration (one TCP flow per link direction, no contention): the
+    part of a miss that the emulator, not the algorithm, accounts for."""
+    c = fraction(topo.calibration.get("ring"))
+    if f is None or not c:
+        return ""
+    return f"1MiB ring calibration {c:.2f}, so {f / c:.2f} of what the emulated links carried"
+
+
 def targets(topos):
     lines = ["targets (the issue's): each measured point with its figure, PASS or MISS;",
              "  why columns: best = the fastest label at that size and its fraction of the bound;",
@@ -558,12 +568,19 @@ def targets(topos):
             if m < 64 * KIB or o is None:
                 continue
             f = fraction(o)
-            t1.append(point(topo, "alltoall", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85))
+            t1.append(point(topo, "alltoall", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85,
+                            ceiling_text(topo, f)))
             if d is not None and number(o.get("median_s")):
                 speedup = d["median_s"] / o["median_s"]
-                t2.append(point(topo, "alltoall", m, "speedup", f"{speedup:.2f}x", speedup >= 1.3,
-                                f"default {jsonl_report.human_seconds(d['median_s'])}, "
-                                f"tuned {jsonl_report.human_seconds(o['median_s'])}"))
+                extra = (f"default {jsonl_report.human_seconds(d['median_s'])}, "
+                         f"tuned {jsonl_report.human_seconds(o['median_s'])}")
+                needed, c = fraction(d), fraction(topo.calibration.get("ring"))
+                if needed is not None and c:
+                    # 1.3x the default's fraction of the bound is what the
+                    # target asks of the tuned call.
+                    extra += (f"; 1.3x needs {1.3 * needed:.2f} of the bound, "
+                              f"{'above' if 1.3 * needed > c else 'within'} the 1MiB ring calibration {c:.2f}")
+                t2.append(point(topo, "alltoall", m, "speedup", f"{speedup:.2f}x", speedup >= 1.3, extra))
     for topo in topos:
         for tag in topo.samples:
             for m in sorted(topo.samples[tag]):
@@ -578,7 +595,8 @@ def targets(topos):
             if m < 256 * KIB or o is None:
                 continue
             f = fraction(o)
-            t4.append(point(topo, "allgather", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85))
+            t4.append(point(topo, "allgather", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85,
+                            ceiling_text(topo, f)))
     section("1. tuned alltoall >= 0.85 of the bound at >= 64 KiB, every multi-switch topology", t1)
     section("2. tuned alltoall >= 1.3x faster than ompi:default at >= 64 KiB, every multi-switch topology", t2)
     section("3. the tuned choice at most 5 % slower than ompi:default (tuned/default <= 1.05), every size", t3)
