@@ -205,6 +205,24 @@ PhasedAlltoallv AllToAllBased(int num_ranks, const std::vector<SizedMessage>& ms
   return out.Take();
 }
 
+// The phasing `scheduler` (Greedy or AllToAllBased) of a validated message
+// list, sorted by decreasing size.
+using Scheduler = PhasedAlltoallv (*)(int, const std::vector<SizedMessage>&, const AlltoallvOptions&);
+
+StatusOr<PhasedAlltoallv> Phase(int num_ranks, std::span<const SizedMessage> messages, const AlltoallvOptions& options,
+                                Scheduler scheduler) {
+  auto sorted = SortedMessages(num_ranks, messages);
+  if (!sorted.ok()) return sorted.status();
+  return scheduler(num_ranks, *sorted, options);
+}
+
+// The same, of a size matrix.
+StatusOr<PhasedAlltoallv> PhaseMatrix(const SizeMatrix& sizes, const AlltoallvOptions& options, Scheduler scheduler) {
+  auto msgs = MessagesFromMatrix(sizes);
+  if (!msgs.ok()) return msgs.status();
+  return Phase(static_cast<int>(sizes.size()), *msgs, options, scheduler);
+}
+
 }  // namespace
 
 int64_t PhasedAlltoallv::SumOfPhaseMaxBytes() const {
@@ -257,15 +275,11 @@ SizeMatrix UniformSizeMatrix(int num_ranks, int64_t bytes) {
 //   Source:  CC-MPI (Karwande-Yuan 2003) §4.2, greedy scheduling.
 StatusOr<PhasedAlltoallv> GreedyPhased(int num_ranks, std::span<const SizedMessage> messages,
                                        const AlltoallvOptions& options) {
-  auto sorted = SortedMessages(num_ranks, messages);
-  if (!sorted.ok()) return sorted.status();
-  return Greedy(num_ranks, *sorted, options);
+  return Phase(num_ranks, messages, options, Greedy);
 }
 
 StatusOr<PhasedAlltoallv> GreedyPhased(const SizeMatrix& sizes, const AlltoallvOptions& options) {
-  auto msgs = MessagesFromMatrix(sizes);
-  if (!msgs.ok()) return msgs.status();
-  return GreedyPhased(static_cast<int>(sizes.size()), *msgs, options);
+  return PhaseMatrix(sizes, options, Greedy);
 }
 
 // a2a_phased
@@ -287,15 +301,11 @@ StatusOr<PhasedAlltoallv> GreedyPhased(const SizeMatrix& sizes, const AlltoallvO
 //   Source:  CC-MPI (Karwande-Yuan 2003) §4.2, Figure 4.
 StatusOr<PhasedAlltoallv> A2aPhased(int num_ranks, std::span<const SizedMessage> messages,
                                     const AlltoallvOptions& options) {
-  auto sorted = SortedMessages(num_ranks, messages);
-  if (!sorted.ok()) return sorted.status();
-  return AllToAllBased(num_ranks, *sorted, options);
+  return Phase(num_ranks, messages, options, AllToAllBased);
 }
 
 StatusOr<PhasedAlltoallv> A2aPhased(const SizeMatrix& sizes, const AlltoallvOptions& options) {
-  auto msgs = MessagesFromMatrix(sizes);
-  if (!msgs.ok()) return msgs.status();
-  return A2aPhased(static_cast<int>(sizes.size()), *msgs, options);
+  return PhaseMatrix(sizes, options, AllToAllBased);
 }
 
 }  // namespace topotune

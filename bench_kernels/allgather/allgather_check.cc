@@ -13,28 +13,6 @@
 namespace topotune::kernels::check {
 namespace {
 
-std::string FirstDifference(const std::vector<char>& got, const std::vector<char>& want, const char* what,
-                            size_t block_span) {
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i])
-      return fmt::format("{} byte {} (block {}): expected 0x{:02x}, got 0x{:02x}", what, i,
-                         block_span ? static_cast<int64_t>(i / block_span) : -1, static_cast<unsigned char>(want[i]),
-                         static_cast<unsigned char>(got[i]));
-  return "";
-}
-
-void Agree(MPI_Comm comm, AllgatherCheckResult* r) {
-  int local[3] = {r->ok ? 1 : 0, r->fell_back ? 1 : 0, r->fell_back ? 0 : 1};
-  int all[3];
-  MPI_Allreduce(local, all, 3, MPI_INT, MPI_MIN, comm);
-  if (all[1] == 0 && all[2] == 0 && r->error.empty())
-    r->error = fmt::format("the fallback decision differs between ranks (this rank: {})",
-                           r->fell_back ? "fell back" : "ran the kernel");
-  int ok = (all[0] == 1 && r->error.empty()) ? 1 : 0, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-  r->ok = all_ok == 1;
-}
-
 // The switch adjacent to each rank's host, numbered by first appearance in
 // ring order; 0 for every rank when the tree has no switch.
 std::vector<int> SwitchOfRank(const RankTree& tree, const std::vector<int>& order) {

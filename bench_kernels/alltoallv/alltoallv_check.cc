@@ -25,30 +25,6 @@ std::string_view PlanModeName(PlanMode m) {
   return "?";
 }
 
-// Compares got with want byte by byte; describes the first difference.
-std::string FirstDifference(const std::vector<char>& got, const std::vector<char>& want, const char* what) {
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i])
-      return fmt::format("{} byte {}: expected 0x{:02x}, got 0x{:02x}", what, i, static_cast<unsigned char>(want[i]),
-                         static_cast<unsigned char>(got[i]));
-  return "";
-}
-
-// Combines per-rank outcomes so that every rank returns the same verdict.
-void Agree(MPI_Comm comm, CheckResult* r) {
-  int local[3] = {r->ok ? 1 : 0, r->fell_back ? 1 : 0, r->fell_back ? 0 : 1};
-  int all[3];
-  MPI_Allreduce(local, all, 3, MPI_INT, MPI_MIN, comm);
-  // all[1] == 1: everyone fell back; all[2] == 1: nobody did.
-  if (all[1] == 0 && all[2] == 0 && r->error.empty())
-    r->error = fmt::format("the fallback decision differs between ranks (this rank: {})",
-                           r->fell_back ? "fell back" : "ran the kernel");
-  r->ok = all[0] == 1 && (all[1] == 1 || all[2] == 1) && r->error.empty();
-  int ok = r->ok ? 1 : 0, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-  r->ok = all_ok == 1;
-}
-
 }  // namespace
 
 std::string_view PatternName(Pattern p) {

@@ -1,7 +1,8 @@
 // Test support shared by the alltoallv and allgather correctness checkers
 // (alltoallv_check.h, allgather/allgather_check.h): the datatypes a case
-// runs with, where each payload byte lands in a buffer of such a type, and
-// the expected value of every payload byte. Not part of the kernel library.
+// runs with, where each payload byte lands in a buffer of such a type, the
+// expected value of every payload byte, and how a check compares buffers and
+// agrees on its verdict across ranks. Not part of the kernel library.
 //
 // Counts in a case are in "units": 1 byte for kByte, one int for kInt, one
 // double for kDouble, 8 bytes (two ints) for kVector and kMixed. kVector is
@@ -15,10 +16,12 @@
 // thread; the free functions are pure.
 #pragma once
 
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -141,6 +144,37 @@ inline unsigned char PayloadByte(uint64_t seed, int src, int dst, size_t k) {
 // elements at buf.
 inline void FillPayload(char* buf, const TypeShape& shape, uint64_t seed, int src, int dst, size_t bytes) {
   for (size_t k = 0; k < bytes; ++k) buf[shape.Offset(k)] = static_cast<char>(PayloadByte(seed, src, dst, k));
+}
+
+// Compares got with want byte by byte; describes the first difference, with
+// its block when block_span (bytes per block) is not 0. "" when equal.
+inline std::string FirstDifference(const std::vector<char>& got, const std::vector<char>& want, const char* what,
+                                   size_t block_span = 0) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    std::string block = block_span ? fmt::format(" (block {})", i / block_span) : "";
+    return fmt::format("{} byte {}{}: expected 0x{:02x}, got 0x{:02x}", what, i, block,
+                       static_cast<unsigned char>(want[i]), static_cast<unsigned char>(got[i]));
+  }
+  return "";
+}
+
+// Collective over comm: combines the ranks' outcomes (a Result with ok,
+// fell_back and error) so that every rank returns the same verdict. It is ok
+// only when every rank's bytes were right and either every rank fell back or
+// none did.
+template <typename Result>
+void Agree(MPI_Comm comm, Result* r) {
+  int local[3] = {r->ok ? 1 : 0, r->fell_back ? 1 : 0, r->fell_back ? 0 : 1};
+  int all[3];
+  MPI_Allreduce(local, all, 3, MPI_INT, MPI_MIN, comm);
+  // all[1] == 1: everyone fell back; all[2] == 1: nobody did.
+  if (all[1] == 0 && all[2] == 0 && r->error.empty())
+    r->error = fmt::format("the fallback decision differs between ranks (this rank: {})",
+                           r->fell_back ? "fell back" : "ran the kernel");
+  int ok = (all[0] == 1 && r->error.empty()) ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  r->ok = all_ok == 1;
 }
 
 }  // namespace topotune::kernels::check

@@ -212,11 +212,7 @@ class Tester {
     const int64_t rblock = rcount * rt.extent, sblock = scount * st.extent;
     Buffer recv, send;
     send.peer_role = "to";
-    recv.Alloc(rblock * n_);
-    for (int s = 0; s < n_; ++s) {
-      Buffer::Put(&recv.expected, s * rblock, rt, rcount, s, rank_, case_id_);
-      recv.regions.push_back({s * rblock, rcount, s, &rt});
-    }
+    ExpectBlockFromEach(&recv, rt, rcount, rblock, rank_);
     if (c.in_place) {
       for (int d = 0; d < n_; ++d) Buffer::Put(&recv.bytes, d * rblock, rt, rcount, rank_, d, case_id_);
     } else {
@@ -237,6 +233,16 @@ class Tester {
     int rc = topotune::kernels::RunAlltoall(k_, a, holder->context(), log);
     if (rc == MPI_SUCCESS) *error = Check(recv, send, c.in_place);
     return rc;
+  }
+
+  // A receive buffer of one block of `rblock` bytes per rank, block s
+  // expected to hold rank s's data for `to` (-1: s's own block).
+  void ExpectBlockFromEach(Buffer* recv, const TestType& rt, int64_t rcount, int64_t rblock, int to) const {
+    recv->Alloc(rblock * n_);
+    for (int s = 0; s < n_; ++s) {
+      Buffer::Put(&recv->expected, s * rblock, rt, rcount, s, to, case_id_);
+      recv->regions.push_back({s * rblock, rcount, s, &rt});
+    }
   }
 
   static int64_t Unit(const Case& c) { return std::max(c.send->size(), c.recv->size()); }
@@ -326,11 +332,7 @@ class Tester {
     const int64_t rblock = rcount * rt.extent;
     Buffer recv, send;
     send.peer_role = "of";
-    recv.Alloc(rblock * n_);
-    for (int s = 0; s < n_; ++s) {
-      Buffer::Put(&recv.expected, s * rblock, rt, rcount, s, -1, case_id_);
-      recv.regions.push_back({s * rblock, rcount, s, &rt});
-    }
+    ExpectBlockFromEach(&recv, rt, rcount, rblock, -1);
     if (c.in_place) {
       Buffer::Put(&recv.bytes, rank_ * rblock, rt, rcount, rank_, -1, case_id_);
     } else {
