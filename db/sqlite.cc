@@ -1,7 +1,9 @@
 #include "db/sqlite.h"
 
 #include <cctype>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 namespace topotune::db {
@@ -170,6 +172,18 @@ StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path, 
   return std::unique_ptr<Connection>(new Connection(path, db));
 }
 
+StatusOr<std::unique_ptr<Connection>> Connection::OpenReadOnly(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = path + ": cannot open database read-only: " + SqliteMessage(db, rc);
+    sqlite3_close_v2(db);
+    return StatusFor(rc, std::move(msg));
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return std::unique_ptr<Connection>(new Connection(path, db));
+}
+
 Connection::~Connection() { sqlite3_close_v2(db_); }
 
 StatusOr<Statement> Connection::Prepare(std::string_view sql) const {
@@ -212,6 +226,34 @@ bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0
 
 Status Connection::Error(int rc, std::string_view what) const {
   return StatusFor(rc, path_ + ": " + std::string(what) + ": " + SqliteMessage(db_, rc));
+}
+
+// ---------------------------------------------------------------------------
+// Backup
+
+Status Backup(Connection& from, const std::string& dest_path, int busy_timeout_ms) {
+  StatusOr<std::unique_ptr<Connection>> dest = Connection::Open(dest_path, /*create=*/true);
+  if (!dest.ok()) return dest.status();
+  sqlite3_backup* backup = sqlite3_backup_init((*dest)->handle(), "main", from.handle(), "main");
+  if (backup == nullptr) {
+    return StatusFor(sqlite3_errcode((*dest)->handle()), dest_path + ": cannot start the backup of " + from.path() +
+                                                             ": " + sqlite3_errmsg((*dest)->handle()));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  int rc;
+  while (true) {
+    rc = sqlite3_backup_step(backup, -1);
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // finish reports the step's error too, with the destination's message.
+  int finish_rc = sqlite3_backup_finish(backup);
+  if (rc == SQLITE_DONE && finish_rc == SQLITE_OK) return Status::Ok();
+  int err = rc == SQLITE_DONE ? finish_rc : rc;
+  std::string why = (err & 0xff) == SQLITE_BUSY || (err & 0xff) == SQLITE_LOCKED
+                        ? std::string(sqlite3_errstr(err)) + " (the database stayed locked)"
+                        : SqliteMessage((*dest)->handle(), err);
+  return StatusFor(err, dest_path + ": backup of " + from.path() + " failed: " + why);
 }
 
 // ---------------------------------------------------------------------------

@@ -99,6 +99,11 @@ class Connection {
   // Opens (creating when `create`) the database at `path`. Errors name the
   // path and SQLite's reason, plus the system's reason when there is one.
   static StatusOr<std::unique_ptr<Connection>> Open(const std::string& path, bool create = true);
+  // Opens an existing database read-only (SQLITE_OPEN_READONLY): for
+  // inspecting a database another process uses. In WAL mode readers never
+  // block that process's writes; the -shm file must exist or the directory
+  // be writable (SQLite's rule for WAL readers).
+  static StatusOr<std::unique_ptr<Connection>> OpenReadOnly(const std::string& path);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -150,6 +155,15 @@ class Transaction {
   explicit Transaction(Connection* conn) : conn_(conn) {}
   Connection* conn_ = nullptr;  // Not owned; null once committed or moved from.
 };
+
+// Copies the whole database of `from` (schema "main") into the database
+// file at `dest_path` (created, or overwritten page by page when it exists)
+// with SQLite's online backup API, in one step: the copy is one consistent
+// snapshot, taken under a read transaction, so a WAL-mode database may go on
+// being written by other processes meanwhile. SQLITE_BUSY or SQLITE_LOCKED
+// (a rollback-journal writer holding the lock) is retried for up to
+// `busy_timeout_ms`. Errors name the path that failed and SQLite's reason.
+Status Backup(Connection& from, const std::string& dest_path, int busy_timeout_ms = 5000);
 
 namespace detail {
 template <typename T>

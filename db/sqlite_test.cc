@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -120,6 +121,53 @@ TEST(ConnectionTest, OpenFailureNamesThePathAndTheSystemReason) {
   ASSERT_FALSE(conn.ok());
   EXPECT_EQ(conn.status().code(), Status::Code::kIoError);
   EXPECT_THAT(conn.status().message(), StartsWith(path + ": cannot open database: unable to open database file"));
+}
+
+// The online backup of a WAL database that another connection is writing:
+// the copy holds what was committed, not the open transaction, passes
+// integrity_check, and the writer is neither blocked nor disturbed.
+TEST(BackupTest, CopiesTheCommittedStateWhileAnotherConnectionWrites) {
+  TempDir dir;
+  auto writer = Must(Connection::Open(dir.File("live.db")));
+  ASSERT_TRUE(writer->Exec("PRAGMA journal_mode=WAL; CREATE TABLE t (i INTEGER PRIMARY KEY, s TEXT);").ok());
+  Statement insert = Must(writer->Prepare("INSERT INTO t (s) VALUES (?)"));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(insert.Reset().Bind(1, std::string(100, 'a' + i % 26)).Run().ok());
+  Transaction open_tx = Must(Transaction::Begin(*writer));
+  ASSERT_TRUE(writer->Exec("DELETE FROM t WHERE i > 10").ok());
+
+  auto reader = Must(Connection::OpenReadOnly(dir.File("live.db")));
+  Status st = Backup(*reader, dir.File("copy.db"));
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(open_tx.Commit().ok());  // The writer was not blocked.
+
+  auto copy = Must(Connection::OpenReadOnly(dir.File("copy.db")));
+  EXPECT_EQ(Must(copy->QueryText("PRAGMA integrity_check")), "ok");
+  EXPECT_EQ(Must(copy->QueryText("SELECT count(*) FROM t")), "500");
+  EXPECT_EQ(Must(copy->QueryText("SELECT s FROM t WHERE i = 27")), std::string(100, 'a'));
+  EXPECT_EQ(Must(writer->QueryText("SELECT count(*) FROM t")), "10");
+}
+
+TEST(BackupTest, ErrorsNameTheDestination) {
+  TempDir dir;
+  auto from = Must(Connection::Open(dir.File("a.db")));
+  ASSERT_TRUE(from->Exec("CREATE TABLE t (i INTEGER)").ok());
+  const std::string dest = dir.File("missing/b.db");
+  Status st = Backup(*from, dest);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), StartsWith(dest + ": cannot open database"));
+}
+
+TEST(ConnectionTest, ReadOnlyRefusesWritesAndMissingFiles) {
+  TempDir dir;
+  ASSERT_TRUE(Must(Connection::Open(dir.File("r.db")))->Exec("CREATE TABLE t (i INTEGER)").ok());
+  auto ro = Must(Connection::OpenReadOnly(dir.File("r.db")));
+  Status st = ro->Exec("INSERT INTO t VALUES (1)");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("readonly database"));
+  auto missing = Connection::OpenReadOnly(dir.File("none.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), StartsWith(dir.File("none.db") + ": cannot open database read-only"));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("none.db")));
 }
 
 }  // namespace
