@@ -68,6 +68,9 @@ inline constexpr int kMaxJobStats = 4096;
 // Decisions per ListDecisions page, and the default when page_size is 0.
 inline constexpr int kMaxPageSize = 1000;
 inline constexpr int kDefaultPageSize = 100;
+// Agents, and hosts without an agent, listed in one ListAgents response
+// (each list; the counts beside them are complete).
+inline constexpr int kMaxListedAgents = 4096;
 
 // --- Topologies -----------------------------------------------------------
 

@@ -124,6 +124,29 @@ StatusOr<Topology> Canonical(const Topology& t) {
   return Topology::Create(std::move(nodes), std::move(links), t.source());
 }
 
+double UnixSeconds(db::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// The decision-table metrics of `version`: tables per collective (every
+// configured one, 0 until tuned) and each table's speedup over native,
+// computed from the samples of its key.
+void SetDecisionMetrics(db::Store& store, const std::vector<std::string>& collectives, int64_t version,
+                        const std::vector<db::StoredDecision>& decisions, Metrics* metrics) {
+  std::map<std::string, int> tables;
+  for (const std::string& c : collectives) tables[c] = 0;
+  std::vector<TunedSpeedup> speedups;
+  for (const db::StoredDecision& d : decisions) {
+    ++tables[d.key.collective];
+    auto samples = store.Samples(d.key);
+    if (!samples.ok()) {
+      spdlog::warn("speedup metrics of {} nprocs {}: {}", d.key.collective, d.key.nprocs, samples.status().message());
+      continue;
+    }
+    std::vector<TunedSpeedup> s = SpeedupsOf(d.key, d.choices, *samples);
+    speedups.insert(speedups.end(), s.begin(), s.end());
+  }
+  metrics->SetDecisions(version, tables, speedups);
+}
+
 }  // namespace
 
 TopologyState::TopologyState(db::StoredTopology s)
@@ -156,6 +179,7 @@ Status Core::Start() {
     Publish(std::make_shared<TopologyState>(std::move(**latest)));
   }
   if (!config_.topology_file.empty()) TOPOTUNE_RETURN_IF_ERROR(LoadTopologyFile());
+  metrics_->SetDiscoveryInterval(config_.discovery.seeds.empty() ? 0 : config_.discovery.interval_s);
   tuner_->Start();
   housekeeping_ = std::thread([this] { Housekeeping(); });
   return Status::Ok();
@@ -180,11 +204,13 @@ std::shared_ptr<const TopologyState> Core::topology() const {
 
 void Core::Publish(std::shared_ptr<const TopologyState> state) {
   int64_t version = state->stored.version;
+  double stored_at = UnixSeconds(state->stored.created_at);
   {
     std::lock_guard lock(mu_);
     topology_ = std::move(state);
   }
-  metrics_->SetTopologyVersion(version);
+  metrics_->SetTopologyVersion(version, stored_at);
+  SetDecisionMetrics(store_, config_.tuning.collectives, version, DecisionsOf(version)->all, metrics_);
 }
 
 StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::string_view source) {
@@ -196,6 +222,8 @@ StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::
   if (!stored.ok()) return stored.status();
   auto state = std::make_shared<TopologyState>(std::move(*stored));
   Publish(state);
+  metrics_->CountTopologyChange();
+  metrics_->SetTopologyVersion(*version, UnixSeconds(Now()));
   plans_.InvalidateBefore(*version);
   auto dropped = store_.DeletePlansBefore(*version);
   if (!dropped.ok()) spdlog::warn("dropping plans of older topologies: {}", dropped.status().message());
@@ -304,6 +332,56 @@ grpc::Status Core::Heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatRespo
   return grpc::Status::OK;
 }
 
+grpc::Status Core::ListAgents(const v1::ListAgentsRequest& /*req*/, v1::ListAgentsResponse* resp) {
+  auto stored = store_.ListAgents();
+  if (!stored.ok()) return ToGrpc(stored.status());
+  std::sort(stored->begin(), stored->end(),
+            [](const db::AgentInfo& a, const db::AgentInfo& b) { return a.hostname < b.hostname; });
+  const auto now = Now();
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config_.agent_timeout_s * 1000));
+  std::map<std::string, AgentState> seen;
+  {
+    std::lock_guard lock(mu_);
+    seen = agents_;
+  }
+  std::set<std::string> topology_hosts;
+  auto topo = topology();
+  if (topo) {
+    resp->set_topology_version(topo->stored.version);
+    for (const Node& n : topo->stored.topology.nodes())
+      if (n.kind == NodeKind::kHost) topology_hosts.insert(n.name);
+  }
+  std::set<std::string> alive;
+  for (const db::AgentInfo& a : *stored) {
+    auto it = seen.find(a.hostname);
+    const bool is_alive =
+        it != seen.end() && now - it->second.last_heartbeat <= timeout && it->second.state != v1::AGENT_STATE_DRAINING;
+    if (is_alive) alive.insert(a.hostname);
+    if (resp->agents_size() >= limits::kMaxListedAgents) continue;
+    v1::AgentSummary* out = resp->add_agents();
+    out->set_hostname(a.hostname);
+    out->set_alive(is_alive);
+    out->set_state(it == seen.end() ? v1::AGENT_STATE_UNSPECIFIED : it->second.state);
+    *out->mutable_registered_at() = ToTimestamp(a.registered_at);
+    *out->mutable_last_heartbeat() =
+        ToTimestamp(it == seen.end() ? a.last_heartbeat : std::max(a.last_heartbeat, it->second.last_heartbeat));
+    out->set_in_topology(topology_hosts.count(a.hostname) > 0);
+  }
+  resp->set_num_agents(static_cast<int32_t>(stored->size()));
+  resp->set_num_alive(static_cast<int32_t>(alive.size()));
+  int32_t without = 0;
+  if (topo) {
+    for (const Node& n : topo->stored.topology.nodes()) {
+      if (n.kind != NodeKind::kHost || alive.count(n.name) > 0) continue;
+      if (++without <= limits::kMaxListedAgents) resp->add_hosts_without_agent(n.name);
+    }
+  }
+  resp->set_num_hosts_without_agent(without);
+  *resp->mutable_agent_timeout() =
+      TimeUtil::MillisecondsToDuration(static_cast<int64_t>(config_.agent_timeout_s * 1000));
+  return grpc::Status::OK;
+}
+
 // --- Plans ------------------------------------------------------------------
 
 std::shared_ptr<const Core::Decisions> Core::DecisionsOf(int64_t version) {
@@ -326,8 +404,12 @@ std::shared_ptr<const Core::Decisions> Core::DecisionsOf(int64_t version) {
 }
 
 void Core::DecisionsChanged(int64_t version) {
-  std::lock_guard lock(mu_);
-  if (decisions_ && decisions_->version == version) decisions_ = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (decisions_ && decisions_->version == version) decisions_ = nullptr;
+  }
+  if (auto topo = topology(); topo && topo->stored.version == version)
+    SetDecisionMetrics(store_, config_.tuning.collectives, version, DecisionsOf(version)->all, metrics_);
 }
 
 StatusOr<std::shared_ptr<const CompiledPlan>> Core::PlanFor(const TopologyState& topo,
@@ -593,8 +675,8 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   auto set = SetTopology(*canonical, fmt::format("{}{}", kDiscoverySource, fmt::join(seeds, ",")));
   if (!set.ok()) return ToGrpc(set.status());
   int hosts = static_cast<int>(tree.topology.hosts().size());
-  metrics_->DiscoverySucceeded(seconds, std::chrono::duration<double>(Now().time_since_epoch()).count(),
-                               report->switches_walked, hosts, static_cast<int>(tree.warnings.size()));
+  metrics_->DiscoverySucceeded(seconds, UnixSeconds(Now()), report->switches_walked, hosts,
+                               static_cast<int>(tree.warnings.size()));
   spdlog::info("discovery: {} switches, {} hosts, {} warnings in {:.1f} s; topology version {}{}",
                report->switches_walked, hosts, tree.warnings.size(), seconds, set->first,
                set->second ? " (new)" : " (unchanged)");

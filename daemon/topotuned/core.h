@@ -108,6 +108,10 @@ class Core {
   grpc::Status ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp);
   grpc::Status ExportRules(const v1::ExportRulesRequest& req, v1::ExportRulesResponse* resp);
   grpc::Status ReportJob(const v1::ReportJobRequest& req, v1::ReportJobResponse* resp);
+  // Registered agents (the store's, so agents registered before a restart
+  // count) with their liveness, and the current topology's hosts that have
+  // no live agent.
+  grpc::Status ListAgents(const v1::ListAgentsRequest& req, v1::ListAgentsResponse* resp);
 
  private:
   struct AgentState {

@@ -184,6 +184,10 @@ class AdminService final : public v1::Admin::Service {
                          v1::ReportJobResponse* resp) override {
     return Serve(core_, "ReportJob", ctx, *req, Access::kOpen, [&] { return core_->ReportJob(*req, resp); });
   }
+  grpc::Status ListAgents(grpc::ServerContext* ctx, const v1::ListAgentsRequest* req,
+                          v1::ListAgentsResponse* resp) override {
+    return Serve(core_, "ListAgents", ctx, *req, Access::kOpen, [&] { return core_->ListAgents(*req, resp); });
+  }
 
  private:
   Core* core_;
