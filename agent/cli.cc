@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@
 
 #include "agent/bench_task.h"
 #include "agent/client.h"
+#include "agent/config.h"
 #include "agent/serve.h"
 
 #ifndef TOPOTUNE_VERSION
@@ -40,10 +42,11 @@ constexpr const char* kDescription =
 
 constexpr const char* kFooter =
     "SERVER AND CREDENTIALS (serve and bench)\n"
-    "  --server HOST:PORT, else $TOPOTUNE_SERVER, else 127.0.0.1:50051. The bearer token is read from\n"
-    "  --token-file, else from the file $TOPOTUNE_TOKEN_FILE names; without one, no token is sent (a\n"
-    "  server with a token then accepts calls from loopback only). --tls-ca CA.pem turns on TLS and\n"
-    "  trusts that CA; without it the connection is plaintext.\n"
+    "  --server HOST:PORT, else $TOPOTUNE_SERVER, else (serve) the configuration file's server, else\n"
+    "  127.0.0.1:50051. The bearer token is read from --token-file, else from the file\n"
+    "  $TOPOTUNE_TOKEN_FILE names, else (serve) from the configuration file's token_file; without one,\n"
+    "  no token is sent (a server with a token then accepts calls from loopback only). --tls-ca CA.pem\n"
+    "  turns on TLS and trusts that CA; without it the connection is plaintext.\n"
     "\n"
     "EXIT STATUS\n"
     "  0  success (serve: stopped by SIGTERM or SIGINT, or --once done)\n"
@@ -54,6 +57,7 @@ constexpr const char* kFooter =
     "EXAMPLES\n"
     "  topotune-agent facts                                # what serve would register\n"
     "  topotune-agent serve --server head:50051 --token-file /etc/topotune/token\n"
+    "  topotune-agent serve --config /etc/topotune/agent.yaml   # what the systemd unit runs\n"
     "  topotune-agent serve --once --server head:50051     # register, heartbeat once, exit\n"
     "  mpirun -np 8 topotune-agent bench --server head:50051 --task t-42   # what topotuned runs\n";
 
@@ -65,6 +69,14 @@ constexpr const char* kServeDescription =
     "  (/sys/class/net/IF/speed; 0 when unknown), the online cores, and the LLDP neighbour heard on the\n"
     "  MPI interface (`lldpcli -f json show neighbors`, when lldpd runs). They are collected again every\n"
     "  minute and registered again when they change.\n";
+
+constexpr const char* kConfigHelp =
+    "CONFIGURATION FILE\n"
+    "  --config FILE, else /etc/topotune/agent.yaml when it exists (deploy/agent.yaml documents it). Its\n"
+    "  keys are the flags' names with '_' for '-': server, token_file, tls_ca, hostname, interface,\n"
+    "  lldpd_socket, lldp (true/false; false is --no-lldp), rpc_timeout (5s, 500ms or seconds) and\n"
+    "  log_level. A flag, or its environment variable, overrides the file. An unknown key or a bad\n"
+    "  value is an error naming the file, the line and the key (exit 1).\n";
 
 constexpr const char* kServeFooter =
     "BEHAVIOUR\n"
@@ -126,6 +138,41 @@ void AddFactsOptions(CLI::App* app, CommandLine* cl) {
   app->add_option("--sysfs-net", cl->facts.sysfs_net_root,
                   "Where the network interfaces are listed (default: /sys/class/net)")
       ->option_text("DIR");
+}
+
+void AddConfigOption(CLI::App* app, CommandLine* cl) {
+  app->add_option("--config", cl->config_path,
+                  fmt::format("YAML configuration (default: {} when it exists)", kDefaultAgentConfig))
+      ->option_text("FILE");
+}
+
+// Fills what the command line left unset from the configuration file (serve
+// and facts): a key fills a field only when its flag (or the flag's environment
+// variable) was not given. Returns the error of a file that cannot be read or
+// is invalid.
+Status ApplyConfigFile(const CLI::App& sub, CommandLine* cl) {
+  const bool explicit_path = sub.count("--config") > 0;
+  if (!explicit_path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(kDefaultAgentConfig, ec)) return Status::Ok();
+    cl->config_path = kDefaultAgentConfig;
+  }
+  StatusOr<AgentConfig> file = LoadAgentConfig(cl->config_path);
+  if (!file.ok()) return file.status();
+  auto fill = [&](const char* flag, auto* field, const auto& value) {
+    if (value && sub.get_option_no_throw(flag) && sub.count(flag) == 0) *field = *value;
+  };
+  const char* env_server = std::getenv("TOPOTUNE_SERVER");
+  fill("--server", &cl->server, env_server && *env_server ? std::nullopt : file->server);
+  fill("--token-file", &cl->token_file, file->token_file);
+  fill("--tls-ca", &cl->tls_ca, file->tls_ca);
+  fill("--hostname", &cl->facts.hostname, file->hostname);
+  fill("--interface", &cl->facts.interface, file->interface);
+  fill("--lldpd-socket", &cl->facts.lldpd_socket, file->lldpd_socket);
+  fill("--no-lldp", &cl->facts.lldp, file->lldp);
+  fill("--rpc-timeout", &cl->rpc_timeout_s, file->rpc_timeout_s);
+  fill("--log-level", &cl->log_level, file->log_level);
+  return Status::Ok();
 }
 
 void AddLogOption(CLI::App* app, CommandLine* cl) {
@@ -213,8 +260,8 @@ int RunServe(const CommandLine& cl) {
       agent.Stop();
     }
   });
-  spdlog::info("topotune-agent {} serving topotuned at {}{}", TOPOTUNE_VERSION, conn.server,
-               conn.tls_ca_pem.empty() ? "" : " (TLS)");
+  spdlog::info("topotune-agent {} serving topotuned at {}{} (config {})", TOPOTUNE_VERSION, conn.server,
+               conn.tls_ca_pem.empty() ? "" : " (TLS)", cl.config_path.empty() ? "none" : cl.config_path);
   const Status st = agent.Run();
   done.store(true);
   pthread_kill(signals.native_handle(), SIGTERM);
@@ -275,7 +322,8 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   app.require_subcommand(1);
 
   CLI::App* serve = app.add_subcommand("serve", kServeSummary);
-  serve->footer(std::string(kServeDescription) + "\n" + kServeFooter);
+  serve->footer(std::string(kServeDescription) + "\n" + kConfigHelp + "\n" + kServeFooter);
+  AddConfigOption(serve, cl);
   AddServerOptions(serve, cl);
   AddFactsOptions(serve, cl);
   serve->add_flag("--once", cl->once, "Register, heartbeat once and exit (0 on success, 1 on any failure)");
@@ -293,7 +341,8 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   AddLogOption(bench, cl);
 
   CLI::App* facts = app.add_subcommand("facts", kFactsSummary);
-  facts->footer(kFactsDescription);
+  facts->footer(std::string(kFactsDescription) + "\n" + kConfigHelp);
+  AddConfigOption(facts, cl);
   AddFactsOptions(facts, cl);
   AddLogOption(facts, cl);
 
@@ -302,6 +351,13 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  for (const CLI::App* sub : {serve, facts}) {
+    if (!sub->parsed()) continue;
+    if (Status st = ApplyConfigFile(*sub, cl); !st.ok()) {
+      err << "topotune-agent: " << st.message() << "\n";
+      return kExitFailure;
+    }
   }
   if (cl->server.empty()) {
     const char* env = std::getenv("TOPOTUNE_SERVER");

@@ -39,12 +39,16 @@ struct CommandLine {
   bool once = false;         // serve --once.
   double rpc_timeout_s = 5;  // serve --rpc-timeout.
   std::string log_level = "info";
+  std::string config_path;  // serve and facts: the configuration file read; "" when none.
 };
 
 // Parses argv into *cl. Returns -1 when a subcommand should run, else the exit
-// status (kExitOk after --help or --version, kExitUsage on a usage error, with
-// the message on `err`). Reads TOPOTUNE_SERVER and TOPOTUNE_TOKEN_FILE. Needs
-// no MPI.
+// status (kExitOk after --help or --version, kExitUsage on a usage error,
+// kExitFailure when the configuration file cannot be read or is invalid, with
+// the message on `err`). For serve and facts, reads the configuration file
+// (--config, else kDefaultAgentConfig when it exists; agent/config.h): a flag
+// beats its environment variable (TOPOTUNE_SERVER, TOPOTUNE_TOKEN_FILE), which
+// beats the file, which beats the built-in default. Needs no MPI.
 int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::ostream& out, std::ostream& err);
 
 // The whole program.

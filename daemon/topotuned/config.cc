@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -137,6 +138,12 @@ Reader::Handler Seconds(double* out, double lo, double hi) {
 }  // namespace
 
 std::string DefaultDatabasePath() {
+  // systemd's StateDirectory= (deploy/systemd/topotuned.service) sets
+  // STATE_DIRECTORY, a colon-separated list whose first entry is ours.
+  if (const char* state = std::getenv("STATE_DIRECTORY"); state && *state) {
+    const std::string first(state, std::strcspn(state, ":"));
+    if (!first.empty()) return first + "/topotune.db";
+  }
   if (geteuid() == 0) return "/var/lib/topotune/topotune.db";
   const char* xdg = std::getenv("XDG_DATA_HOME");
   const char* home = std::getenv("HOME");

@@ -1,6 +1,10 @@
 #include "daemon/topotuned/config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <optional>
+#include <string>
 
 namespace topotune::daemon {
 namespace {
@@ -28,6 +32,22 @@ TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
   EXPECT_EQ(c->tuning.launcher, d->tuning.launcher);
   EXPECT_EQ(c->tuning.sizes, d->tuning.sizes);
   EXPECT_EQ(c->tuning.job_timeout_s, d->tuning.job_timeout_s);
+}
+
+// Under systemd, StateDirectory=topotune sets STATE_DIRECTORY, and the
+// database goes there without a `database` key or flag.
+TEST(Config, DefaultDatabaseIsInSystemdsStateDirectory) {
+  std::optional<std::string> saved;
+  if (const char* old = getenv("STATE_DIRECTORY")) saved = old;
+  setenv("STATE_DIRECTORY", "/var/lib/topotune", 1);
+  EXPECT_EQ(DefaultDatabasePath(), "/var/lib/topotune/topotune.db");
+  setenv("STATE_DIRECTORY", "/srv/state/topotune:/var/lib/other", 1);  // Several: the first.
+  EXPECT_EQ(DefaultDatabasePath(), "/srv/state/topotune/topotune.db");
+  setenv("STATE_DIRECTORY", "", 1);
+  EXPECT_NE(DefaultDatabasePath().find("topotune/topotune.db"), std::string::npos);
+  unsetenv("STATE_DIRECTORY");
+  EXPECT_EQ(DefaultDatabasePath().find("/srv/state"), std::string::npos);
+  if (saved) setenv("STATE_DIRECTORY", saved->c_str(), 1);
 }
 
 TEST(Config, ReadsEveryKind) {
