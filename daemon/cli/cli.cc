@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cli/db_cmd.h"
 #include "daemon/cli/discover_cmd.h"
+#include "daemon/cli/doctor_cmd.h"
 #include "daemon/cli/server_cmd.h"
 #include "daemon/cli/server_render.h"
 #include "tuner/bounds.h"
@@ -633,6 +635,14 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddServerCommands(app, &server_cmds);
   for (const auto& [cmd, text] : server_cmds.descriptions) help->Describe(cmd, text);
 
+  // doctor, db: the installation's health, the database's backups.
+  DoctorArgs doctor_args;
+  AddDoctorCommand(app, &doctor_args);
+  help->Describe(doctor_args.command, doctor_args.description);
+  DbCommands db_cmds;
+  AddDbCommands(app, &db_cmds);
+  for (const auto& [cmd, text] : db_cmds.descriptions) help->Describe(cmd, text);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -647,6 +657,8 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (*sched) return RunSchedule(sched_args, out, err);
   if (*discover_args.command) return RunDiscover(discover_args, out, err);
   if (auto code = RunServerCommand(server_cmds, out, err)) return *code;
+  if (*doctor_args.command) return RunDoctor(doctor_args, out, err);
+  if (int code = RunDbCommand(db_cmds, out, err); code >= 0) return code;
   err << "topotune: no command given\n";
   return kExitUsage;
 }

@@ -80,30 +80,7 @@ size_t TerminalWidth() {
   return 80;
 }
 
-// One channel to topotuned and the stubs on it. Call() runs one RPC with the
-// deadline, the bearer token and the error reporting of server_cmd.h.
-class Connection {
- public:
-  // Checks the resolved options and reads the token and CA files; on a
-  // problem prints it and sets *exit_code (kExitUsage). Connects lazily.
-  static std::unique_ptr<Connection> Open(const ServerOptions& options, std::ostream& err, int* exit_code);
-
-  // Runs `call` with a prepared context. Returns kExitOk, or the exit code
-  // after printing the failure of `rpc` to `err`.
-  int Call(std::string_view rpc, const std::function<grpc::Status(grpc::ClientContext*)>& call, std::ostream& err);
-
-  v1::Admin::Stub& admin() { return *admin_; }
-  v1::Plans::Stub& plans() { return *plans_; }
-
- private:
-  void ReportUnreachable(std::string_view rpc, std::string_view reason, std::ostream& err) const;
-
-  ServerOptions options_;
-  std::string token_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Admin::Stub> admin_;
-  std::unique_ptr<v1::Plans::Stub> plans_;
-};
+}  // namespace
 
 std::unique_ptr<Connection> Connection::Open(const ServerOptions& options, std::ostream& err, int* exit_code) {
   auto usage = [&](std::string_view message) {
@@ -212,6 +189,8 @@ int Connection::Call(std::string_view rpc, const std::function<grpc::Status(grpc
   }
   return code;
 }
+
+namespace {
 
 std::optional<v1::GetTopologyResponse> GetTopology(Connection& conn, int64_t version, std::ostream& err,
                                                    int* exit_code) {

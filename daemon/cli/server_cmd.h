@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,8 +47,10 @@
 #include <vector>
 
 #include "daemon/cli/cli.h"
+#include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/admin.pb.h"
 #include "topotune/v1/common.pb.h"
+#include "topotune/v1/plans.grpc.pb.h"
 #include "tuner/status.h"
 
 namespace topotune::cli {
@@ -86,6 +89,32 @@ void AddServerOptions(CLI::App* cmd, ServerOptions* options, std::optional<doubl
 
 // The help paragraph on the connection options, exit codes included.
 std::string ServerOptionsHelp();
+
+// One channel to topotuned and the stubs on it, for every command that asks
+// it (doctor_cmd.cc too). Call() runs one RPC with the deadline, the bearer
+// token and the error reporting of this header.
+class Connection {
+ public:
+  // Checks the resolved options and reads the token and CA files; on a
+  // problem prints it and sets *exit_code (kExitUsage). Connects lazily.
+  static std::unique_ptr<Connection> Open(const ServerOptions& options, std::ostream& err, int* exit_code);
+
+  // Runs `call` with a prepared context. Returns kExitOk, or the exit code
+  // after printing the failure of `rpc` to `err`.
+  int Call(std::string_view rpc, const std::function<grpc::Status(grpc::ClientContext*)>& call, std::ostream& err);
+
+  v1::Admin::Stub& admin() { return *admin_; }
+  v1::Plans::Stub& plans() { return *plans_; }
+
+ private:
+  void ReportUnreachable(std::string_view rpc, std::string_view reason, std::ostream& err) const;
+
+  ServerOptions options_;
+  std::string token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::Plans::Stub> plans_;
+};
 
 // --- Pure pieces (tested on their own) ----------------------------------
 
