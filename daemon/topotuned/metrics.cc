@@ -77,6 +77,21 @@ struct Metrics::Impl {
                                   .Add({});
   Gauge& topology_version =
       BuildGauge().Name("topotune_topology_version").Help("The current topology version").Register(r).Add({});
+  Counter& topology_changes = BuildCounter()
+                                  .Name("topotune_topology_changes_total")
+                                  .Help("New topology versions published (from the topology file or discovery)")
+                                  .Register(r)
+                                  .Add({});
+  Gauge& topology_since = BuildGauge()
+                              .Name("topotune_topology_last_change_timestamp_seconds")
+                              .Help("Unix time the current topology version became current (at start: when stored)")
+                              .Register(r)
+                              .Add({});
+  Gauge& discovery_interval = BuildGauge()
+                                  .Name("topotune_discovery_interval_seconds")
+                                  .Help("Seconds between periodic discoveries; 0 when no discovery seeds are set")
+                                  .Register(r)
+                                  .Add({});
   Gauge& tuning_done = BuildGauge()
                            .Name("topotune_tuning_runs_done")
                            .Help("Benchmark runs finished in the current tuning sweep")
@@ -87,6 +102,34 @@ struct Metrics::Impl {
                               .Help("Benchmark runs planned so far in the current tuning sweep")
                               .Register(r)
                               .Add({});
+  Family<Counter>& runs =
+      BuildCounter().Name("topotune_tuning_runs_total").Help("Benchmark runs ended, by result").Register(r);
+  Family<Counter>& sweeps =
+      BuildCounter().Name("topotune_tuning_sweeps_total").Help("Tuning sweeps ended, by result").Register(r);
+  Gauge& sweeps_queued =
+      BuildGauge().Name("topotune_tuning_sweeps_queued").Help("Tuning sweeps waiting to run").Register(r).Add({});
+  Gauge& sweeps_running =
+      BuildGauge().Name("topotune_tuning_sweeps_running").Help("Tuning sweeps running (0 or 1)").Register(r).Add({});
+  Gauge& last_sweep_success = BuildGauge()
+                                  .Name("topotune_tuning_last_success_timestamp_seconds")
+                                  .Help("Unix time the last tuning sweep that succeeded ended")
+                                  .Register(r)
+                                  .Add({});
+  Family<Gauge>& decision_tables = BuildGauge()
+                                       .Name("topotune_decision_tables")
+                                       .Help("Decision tables stored for the current topology version, by collective")
+                                       .Register(r);
+  Family<Gauge>& tuned_speedup =
+      BuildGauge()
+          .Name("topotune_tuned_speedup")
+          .Help(
+              "Median time of native over the chosen algorithm's in the tuning samples of a decision table of the "
+              "current topology version (1 where native is chosen), at the smallest measured size of the msize "
+              "bucket")
+          .Register(r);
+  std::mutex decisions_mu;                           // Guards the members below.
+  int64_t current_version = 0;                       // As SetTopologyVersion last set it.
+  std::vector<Gauge*> table_series, speedup_series;  // Removed on the next update.
   Counter& samples_ingested = BuildCounter()
                                   .Name("topotune_tuning_samples_ingested_total")
                                   .Help("Benchmark samples stored")
@@ -109,7 +152,11 @@ struct Metrics::Impl {
                                 .Register(r);
 };
 
-Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  // Every result from the start, so that rate() and increase() see the first one.
+  for (const char* r : {"done", "failed", "timeout"}) impl_->runs.Add({{"result", r}});
+  for (const char* r : {"succeeded", "failed", "cancelled"}) impl_->sweeps.Add({{"result", r}});
+}
 Metrics::~Metrics() = default;
 
 std::shared_ptr<prometheus::Registry> Metrics::registry() const { return impl_->registry; }
@@ -150,7 +197,50 @@ void Metrics::DiscoverySucceeded(double seconds, double unix_time, int switches,
   impl_->discovery_warnings.Set(warnings);
 }
 
-void Metrics::SetTopologyVersion(int64_t version) { impl_->topology_version.Set(static_cast<double>(version)); }
+void Metrics::SetTopologyVersion(int64_t version, double since_unix_time) {
+  impl_->topology_version.Set(static_cast<double>(version));
+  impl_->topology_since.Set(since_unix_time);
+  std::lock_guard lock(impl_->decisions_mu);
+  impl_->current_version = version;
+}
+
+void Metrics::CountTopologyChange() { impl_->topology_changes.Increment(); }
+
+void Metrics::SetDiscoveryInterval(double seconds) { impl_->discovery_interval.Set(seconds); }
+
+void Metrics::RunFinished(std::string_view result) { impl_->runs.Add({{"result", std::string(result)}}).Increment(); }
+
+void Metrics::SweepFinished(std::string_view result, double unix_time) {
+  impl_->sweeps.Add({{"result", std::string(result)}}).Increment();
+  if (result == "succeeded") impl_->last_sweep_success.Set(unix_time);
+}
+
+void Metrics::SetSweepsQueued(int queued) { impl_->sweeps_queued.Set(queued); }
+
+void Metrics::SetSweepRunning(bool running) { impl_->sweeps_running.Set(running ? 1 : 0); }
+
+void Metrics::SetDecisions(int64_t topology_version, const std::map<std::string, int>& tables,
+                           const std::vector<TunedSpeedup>& speedups) {
+  std::lock_guard lock(impl_->decisions_mu);
+  if (topology_version != impl_->current_version) return;
+  for (Gauge* g : impl_->table_series) impl_->decision_tables.Remove(g);
+  for (Gauge* g : impl_->speedup_series) impl_->tuned_speedup.Remove(g);
+  impl_->table_series.clear();
+  impl_->speedup_series.clear();
+  for (const auto& [collective, n] : tables) {
+    Gauge& g = impl_->decision_tables.Add({{"collective", collective}});
+    g.Set(n);
+    impl_->table_series.push_back(&g);
+  }
+  for (const TunedSpeedup& s : speedups) {
+    Gauge& g = impl_->tuned_speedup.Add({{"collective", s.collective},
+                                         {"msize", MsizeLabel(s.msize)},
+                                         {"nprocs", std::to_string(s.nprocs)},
+                                         {"ranks_per_node", std::to_string(s.ranks_per_node)}});
+    g.Set(s.speedup);
+    impl_->speedup_series.push_back(&g);
+  }
+}
 
 void Metrics::SetTuningProgress(int runs_done, int runs_planned) {
   impl_->tuning_done.Set(runs_done);
@@ -181,6 +271,23 @@ void Metrics::SetThroughput(std::string_view source, std::string_view collective
   }
   impl_->throughput.Add(labels).Set(bytes_per_s);
   if (fraction_of_bound) impl_->fraction.Add(labels).Set(*fraction_of_bound);
+}
+
+std::vector<TunedSpeedup> SpeedupsOf(const db::TuningKey& key, const std::vector<SizeChoice>& choices,
+                                     const std::vector<SampleSet>& samples) {
+  std::map<std::pair<double, std::string>, const SampleSet*> by_size;
+  for (const SampleSet& s : samples) by_size[{s.msize, s.algorithm}] = &s;
+  std::vector<TunedSpeedup> out;
+  std::set<std::string> buckets;
+  for (const SizeChoice& c : choices) {  // Sizes ascending: the first of a bucket is its smallest.
+    auto native = by_size.find({c.msize, "native"});
+    if (native == by_size.end() || native->second->seconds.empty() || !(c.chosen_median > 0)) continue;
+    const auto msize = static_cast<int64_t>(c.msize);
+    if (!buckets.insert(MsizeLabel(msize)).second) continue;
+    double speedup = c.chosen == "native" ? 1.0 : Median(native->second->seconds) / c.chosen_median;
+    out.push_back({key.collective, msize, key.nprocs, key.ranks_per_node, speedup});
+  }
+  return out;
 }
 
 std::string MsizeLabel(int64_t msize) {

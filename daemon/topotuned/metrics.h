@@ -13,8 +13,17 @@
 //   topotune_discovery_last_success_timestamp_seconds gauge
 //   topotune_discovery_switches, _hosts, _warnings    gauges, the last success
 //   topotune_topology_version                         gauge
+//   topotune_topology_changes_total                   counter (new versions published)
+//   topotune_topology_last_change_timestamp_seconds   gauge (when the current version became current)
+//   topotune_discovery_interval_seconds               gauge (0: no periodic discovery)
 //   topotune_tuning_runs_done, topotune_tuning_runs_planned  gauges, the sweep running
+//   topotune_tuning_runs_total{result}                counter (done, failed, timeout)
+//   topotune_tuning_sweeps_total{result}              counter (succeeded, failed, cancelled)
+//   topotune_tuning_sweeps_queued, _running           gauges
+//   topotune_tuning_last_success_timestamp_seconds    gauge (the last sweep that succeeded)
 //   topotune_tuning_samples_ingested_total            counter
+//   topotune_decision_tables{collective}              gauge, of the current topology version
+//   topotune_tuned_speedup{collective,msize,nprocs,ranks_per_node}  gauge, of the current version
 //   topotune_collective_throughput_bytes_per_second{source,collective,algorithm,msize,nprocs}   gauge
 //   topotune_collective_fraction_of_bound{source,collective,algorithm,msize,nprocs}            gauge
 //   topotune_metrics_series_dropped_total              counter (updates beyond kMaxThroughputSeries)
@@ -23,14 +32,28 @@
 // ("64KiB"), which bounds their number; `source` is "bench" (benchmark
 // samples) or "job" (ReportJob from libtopotune-mpi.so).
 //
+// topotune_tuned_speedup is what a decision table gains over the MPI
+// library's own algorithm where it was measured: the median time of "native"
+// over the median time of the chosen algorithm, from the tuning samples of
+// the table's key (1 where native is chosen). One series per decision table
+// of the current topology version and power-of-two size bucket (the smallest
+// measured size of the bucket); the series of older versions are removed.
+// topotune_decision_tables has a series for every collective the
+// configuration tunes, 0 until one is tuned on the current version.
+//
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "db/store.h"
+#include "tuner/crossover.h"
 
 namespace prometheus {
 class Registry;
@@ -41,6 +64,20 @@ namespace topotune::daemon {
 // Throughput series (label sets) kept at most; updates of further ones are
 // dropped and counted, since ReportJob is open to every job.
 inline constexpr size_t kMaxThroughputSeries = 4096;
+
+// One topotune_tuned_speedup sample.
+struct TunedSpeedup {
+  std::string collective;
+  int64_t msize = 0;  // Bytes; labelled with MsizeLabel.
+  int nprocs = 0, ranks_per_node = 0;
+  double speedup = 1;  // Native median time over the chosen algorithm's.
+};
+
+// The speedups of one decision table over native: per power-of-two bucket,
+// at the smallest size of the bucket where both native and the chosen
+// algorithm were measured. `samples` are the table key's tuning samples.
+std::vector<TunedSpeedup> SpeedupsOf(const db::TuningKey& key, const std::vector<SizeChoice>& choices,
+                                     const std::vector<SampleSet>& samples);
 
 class Metrics {
  public:
@@ -60,9 +97,24 @@ class Metrics {
   void SetAgents(int registered, int alive);
   void DiscoveryFailed(double seconds);
   void DiscoverySucceeded(double seconds, double unix_time, int switches, int hosts, int warnings);
-  void SetTopologyVersion(int64_t version);
+  // The current version and the Unix time it became current.
+  void SetTopologyVersion(int64_t version, double since_unix_time);
+  void CountTopologyChange();
+  void SetDiscoveryInterval(double seconds);
   void SetTuningProgress(int runs_done, int runs_planned);
+  // `result` is the run's stored state: "done", "failed" or "timeout".
+  void RunFinished(std::string_view result);
+  // `result`: "succeeded", "failed" or "cancelled".
+  void SweepFinished(std::string_view result, double unix_time);
+  void SetSweepsQueued(int queued);
+  void SetSweepRunning(bool running);
   void AddSamplesIngested(int64_t n);
+  // Replaces the decision-table series with those of `topology_version`;
+  // ignored unless it is the version SetTopologyVersion set last (an update
+  // computed before a topology change). `tables` counts the decision tables
+  // per collective.
+  void SetDecisions(int64_t topology_version, const std::map<std::string, int>& tables,
+                    const std::vector<TunedSpeedup>& speedups);
   void SetThroughput(std::string_view source, std::string_view collective, std::string_view algorithm, int64_t msize,
                      int nprocs, double bytes_per_s, std::optional<double> fraction_of_bound);
 

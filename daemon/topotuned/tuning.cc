@@ -167,6 +167,7 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
     resp->set_tuning_id(sweep.id);
     resp->set_runs_total(sweep.runs_total);
     queue_.push_back(sweep.id);
+    core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
     spdlog::info("{} queued: {} runs ({} x node counts {} x ranks per node {})", sweep.id, sweep.runs_total,
                  fmt::join(collectives, ","), fmt::join(nodes, ","), fmt::join(rpns, ","));
     sweeps_.emplace(sweep.id, std::move(sweep));
@@ -306,6 +307,7 @@ void Tuner::Loop() {
           s.finished_ms = NowMs();
         }
         queue_.clear();
+        core_->metrics().SetSweepsQueued(0);
         return;
       }
       id = queue_.front();
@@ -313,6 +315,8 @@ void Tuner::Loop() {
       Sweep& s = sweeps_[id];
       s.state = v1::TUNING_STATE_RUNNING;
       s.started_ms = NowMs();
+      core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
+      core_->metrics().SetSweepRunning(true);
     }
     RunSweep(id);
   }
@@ -438,6 +442,12 @@ void Tuner::RunSweep(const std::string& sweep_id) {
     s.state = v1::TUNING_STATE_SUCCEEDED;
     s.message = "every run finished; decision tables stored";
   }
+  Metrics& m = core_->metrics();
+  m.SweepFinished(s.state == v1::TUNING_STATE_SUCCEEDED ? "succeeded"
+                  : s.state == v1::TUNING_STATE_FAILED  ? "failed"
+                                                        : "cancelled",
+                  static_cast<double>(s.finished_ms) / 1000);
+  m.SetSweepRunning(false);
   spdlog::info("{} {}", sweep_id, s.message);
 }
 
@@ -462,6 +472,7 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
     }
     Status s = core_->store().FinishRun(run_id, state, message);
     if (!s.ok()) spdlog::error("{}: {}", task_id, s.message());
+    core_->metrics().RunFinished(db::RunStateName(state));
     if (state == db::RunState::kDone)
       spdlog::info("{} done", task_id);
     else

@@ -32,6 +32,7 @@ namespace {
 using testing::Context;
 using testing::DaemonProcess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Registration;
 using testing::SampleMessage;
 using testing::ScratchDir;
@@ -160,6 +161,21 @@ class ApiTest : public ::testing::Test {
     EXPECT_TRUE(done.has_finished_at());
     std::filesystem::remove(dir_.File("go"));
     return task;
+  }
+
+  // The decision table TuneSynthetic stores, as metrics: one alltoall table,
+  // native at 1 KiB (speedup 1) and tree_scheduled at 64 KiB (5 ms / 2 ms).
+  static void ExpectTuningMetrics(const std::string& metrics) {
+    EXPECT_THAT(metrics, HasSubstr("topotune_decision_tables{collective=\"alltoall\"} 1\n"));
+    EXPECT_THAT(metrics, HasSubstr("topotune_decision_tables{collective=\"allgather\"} 0\n"));
+    EXPECT_THAT(metrics, HasSubstr("topotune_tuned_speedup{collective=\"alltoall\",msize=\"1KiB\",nprocs=\"2\","
+                                   "ranks_per_node=\"1\"} 1\n"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(metrics, m,
+                                  std::regex("topotune_tuned_speedup\\{collective=\"alltoall\",msize=\"64KiB\","
+                                             "nprocs=\"2\",ranks_per_node=\"1\"\\} (\\S+)")))
+        << metrics;
+    EXPECT_NEAR(std::stod(m[1]), 2.5, 0.2);
   }
 
   ScratchDir dir_;
@@ -337,6 +353,11 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics, HasSubstr("topotune_rpc_requests_total{code=\"OK\",method=\"GetPlan\"} 5"));
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 2"));
   EXPECT_THAT(metrics, HasSubstr("topotune_topology_version 1"));
+  ExpectTuningMetrics(metrics);
+  EXPECT_THAT(metrics, HasSubstr("topotune_topology_changes_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_tuning_sweeps_total{result=\"succeeded\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_tuning_runs_total{result=\"done\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_tuning_sweeps_running 0\n"));
 
   // A restart keeps topology, decisions and compiled plans (a database hit).
   EXPECT_EQ(daemon_.Kill(SIGTERM), 0);
@@ -348,6 +369,8 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"hit\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 0"));
+  ExpectTuningMetrics(metrics);  // From the store, after the restart.
+  EXPECT_THAT(metrics, HasSubstr("topotune_topology_changes_total 0\n"));
 
   // The topology file changes: a new version, whose plans fall back to native until tuned.
   {
@@ -369,6 +392,14 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   v1::GetPlanResponse after = Plan({"h0", "h8"});
   EXPECT_EQ(after.topology_version(), 2);
   EXPECT_EQ(after.plans(0).source(), v1::DECISION_SOURCE_DEFAULT);
+  // The housekeeping thread sets the metrics right after publishing the version.
+  for (int i = 0; i < 50 && metrics.find("topotune_topology_changes_total 1\n") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
+  }
+  EXPECT_THAT(metrics, HasSubstr("topotune_topology_changes_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("topotune_decision_tables{collective=\"alltoall\"} 0\n"));
+  EXPECT_THAT(metrics, Not(HasSubstr("topotune_tuned_speedup{"))) << "series of topology version 1 remain";
   v1::GetTopologyRequest old;
   old.set_version(1);
   auto c = Context();
