@@ -107,6 +107,13 @@ StatusOr<DatabaseReport> InspectDatabase(const std::string& path, bool integrity
   return report;
 }
 
+std::string FormatFileSize(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < (int64_t{1} << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  if (bytes < (int64_t{1} << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
+
 int DatabaseHolderPid(const std::string& path) {
   // SQLite's unix VFS: every connection to a WAL database holds a shared
   // lock on byte 128 of the -shm file (UNIX_SHM_DMS) while it is open.
@@ -130,13 +137,6 @@ StatusOr<std::string> ResolveDatabase(const DatabaseLocation& where) {
   auto config = LoadDaemonConfig(where.config_path);
   if (!config.ok()) return config.status();
   return config->database.empty() ? daemon::DefaultDatabasePath() : config->database;
-}
-
-std::string FormatBytes(int64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  if (bytes < (int64_t{1} << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
-  if (bytes < (int64_t{1} << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
 }
 
 // A temporary file name beside `path`, for an atomic rename onto it.
@@ -201,7 +201,7 @@ int RunBackup(const DbCommands& c, std::ostream& out, std::ostream& err) {
     return Fail(err, fmt::format("{}: cannot rename the copy into place: {}", c.backup_out, std::strerror(e)));
   }
   out << fmt::format("backed up {} to {}: schema version {}, {}, integrity ok\n", *path, c.backup_out, *version,
-                     FormatBytes(FileSize(c.backup_out)));
+                     FormatFileSize(FileSize(c.backup_out)));
   return kExitOk;
 }
 
@@ -287,8 +287,8 @@ int RunInfo(const DbCommands& c, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   out << fmt::format("database        {}\n", report->path);
-  out << fmt::format("size            {} (+ {} write-ahead log)\n", FormatBytes(report->file_bytes),
-                     FormatBytes(report->wal_bytes));
+  out << fmt::format("size            {} (+ {} write-ahead log)\n", FormatFileSize(report->file_bytes),
+                     FormatFileSize(report->wal_bytes));
   out << fmt::format("journal mode    {}\n", report->journal_mode);
   out << fmt::format("in use          {}\n", holder ? fmt::format("yes, by process {}", holder) : "no");
   out << fmt::format("schema version  {} (this topotune knows up to {})\n", report->schema_version,

@@ -68,6 +68,9 @@ struct DatabaseReport {
 // each table's rows.
 StatusOr<DatabaseReport> InspectDatabase(const std::string& path, bool integrity, bool rows);
 
+// "512 B", "1.5 KiB", "12.0 MiB", "1.25 GiB".
+std::string FormatFileSize(int64_t bytes);
+
 // Where the database is: --database, else the configuration's, else the
 // daemon's default. `config_path` empty means the default configuration file
 // when it exists. On an unreadable or invalid configuration, an error naming it.

@@ -334,10 +334,9 @@ void Doctor::CheckDatabase() {
     return;
   }
   const std::string facts =
-      fmt::format("{}: integrity ok, schema version {} (this topotune knows {}), {} MiB + {} MiB WAL, journal {}", path,
-                  report->schema_version, report->latest_schema_version,
-                  fmt::format("{:.1f}", static_cast<double>(report->file_bytes) / (1 << 20)),
-                  fmt::format("{:.1f}", static_cast<double>(report->wal_bytes) / (1 << 20)), report->journal_mode);
+      fmt::format("{}: integrity ok, schema version {} (this topotune knows {}), {} + {} WAL, journal {}", path,
+                  report->schema_version, report->latest_schema_version, FormatFileSize(report->file_bytes),
+                  FormatFileSize(report->wal_bytes), report->journal_mode);
   if (report->schema_version > report->latest_schema_version) {
     Add(Level::kFail, "database", facts + ": newer than this topotune",
         "this topotune is older than the database: upgrade the topotune package (topotuned refuses the database "

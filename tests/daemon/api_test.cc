@@ -505,5 +505,58 @@ TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
   EXPECT_EQ((*runs)[0].state, db::RunState::kTimeout);
 }
 
+// ListAgents: every registered agent with its liveness (a DRAINING heartbeat
+// takes an agent out), whether the topology has its host, and the topology's
+// hosts without a live agent; open without a token. After a restart the
+// agents registered before are still listed, not alive until they beat.
+TEST_F(ApiTest, ListAgentsShowsLivenessAndTheHostsWithoutAnAgent) {
+  RegisterHosts({"h0", "h1", "stranger"});
+  {
+    v1::HeartbeatRequest hb;
+    hb.set_agent_id("h1");
+    hb.set_state(v1::AGENT_STATE_DRAINING);
+    v1::HeartbeatResponse resp;
+    auto ctx = Context();
+    ASSERT_TRUE(agents_->Heartbeat(ctx.get(), hb, &resp).ok());
+  }
+  auto list = [&] {
+    v1::ListAgentsResponse resp;
+    auto ctx = Context();
+    grpc::Status st = admin_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  };
+  v1::ListAgentsResponse resp = list();
+  EXPECT_EQ(resp.num_agents(), 3);
+  EXPECT_EQ(resp.num_alive(), 2);
+  EXPECT_EQ(resp.topology_version(), 1);
+  EXPECT_EQ(resp.agent_timeout().seconds(), 60);
+  ASSERT_EQ(resp.agents_size(), 3);
+  EXPECT_EQ(resp.agents(0).hostname(), "h0");
+  EXPECT_TRUE(resp.agents(0).alive());
+  EXPECT_TRUE(resp.agents(0).in_topology());
+  EXPECT_EQ(resp.agents(0).state(), v1::AGENT_STATE_IDLE);
+  EXPECT_EQ(resp.agents(1).hostname(), "h1");
+  EXPECT_FALSE(resp.agents(1).alive());
+  EXPECT_EQ(resp.agents(1).state(), v1::AGENT_STATE_DRAINING);
+  EXPECT_EQ(resp.agents(2).hostname(), "stranger");
+  EXPECT_TRUE(resp.agents(2).alive());
+  EXPECT_FALSE(resp.agents(2).in_topology());
+  EXPECT_GE(resp.agents(0).last_heartbeat().seconds(), resp.agents(0).registered_at().seconds());
+  EXPECT_EQ(std::vector<std::string>(resp.hosts_without_agent().begin(), resp.hosts_without_agent().end()),
+            (std::vector<std::string>{"h1", "h2", "h3", "h4", "h5", "h6", "h7"}));
+  EXPECT_EQ(resp.num_hosts_without_agent(), 7);
+
+  daemon_.Kill(SIGTERM);
+  StartDaemon();
+  resp = list();
+  EXPECT_EQ(resp.num_agents(), 3);
+  EXPECT_EQ(resp.num_alive(), 0);
+  ASSERT_EQ(resp.agents_size(), 3);
+  EXPECT_EQ(resp.agents(0).state(), v1::AGENT_STATE_UNSPECIFIED);
+  EXPECT_FALSE(resp.agents(0).alive());
+  EXPECT_EQ(resp.num_hosts_without_agent(), 8);
+}
+
 }  // namespace
 }  // namespace topotune
