@@ -36,6 +36,9 @@ PACKAGES=(
   prometheus
   # Plots for benchmark reports
   gnuplot-nox
+  # Install and packaging tests (tests/install): dpkg-shlibdeps for the .deb's
+  # Depends, systemd-analyze and systemd-sysusers for the units, curl for /metrics
+  dpkg-dev systemd curl
 )
 
 missing=()
