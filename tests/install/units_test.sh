@@ -11,9 +11,10 @@
 #    down) to 10 (unprotected root); these units reach 1.3-1.4, what remains
 #    being the network access both need (topotuned serves gRPC and starts
 #    mpirun/srun, the agent dials topotuned) and topotuned's allowance for
-#    Open MPI (@resources, memory hooks). Losing one of the big protections
-#    (User=, the capability bounding set, ProtectSystem=, the system call
-#    filter) pushes the score past 2.0;
+#    Open MPI (@resources, memory hooks). Losing the empty capability
+#    bounding set (3.2) or the system call filter (2.9) pushes it past 2.0;
+#    User=, ProtectSystem= and NoNewPrivileges= move it by only 0.2-0.4 each,
+#    which is why the directive checks name them one by one;
 #  - systemd-sysusers --root creates the topotune system user from the
 #    installed sysusers.d file in a scratch root.
 # systemd need not run (it does not here): all of this reads files.
