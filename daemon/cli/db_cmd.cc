@@ -369,9 +369,9 @@ void AddDbCommands(CLI::App& app, DbCommands* c) {
   AddLocation(c->restore, &c->restore_db);
   c->restore->footer(std::string(kDatabaseHelp) +
                      "\nEXAMPLES\n"
-                     "  systemctl stop topotuned\n"
                      "  topotune db restore --force /var/backups/topotune-2024-05-01.db\n"
-                     "  systemctl start topotuned\n");
+                     "      (between 'systemctl stop topotuned' and 'systemctl start topotuned')\n"
+                     "  topotune db restore /var/backups/topotune.db --database /srv/topotune/topotune.db\n");
 
   c->info = db->add_subcommand("info", "Schema version, pending migrations, rows per table, size");
   c->descriptions.emplace_back(

@@ -438,6 +438,32 @@ elseif(CASE STREQUAL "server_help")
   run_topotune(--help)
   expect_match(stdout "tune" "decisions" "plan" "export" "\n  69  topotuned cannot be reached")
 
+elseif(CASE STREQUAL "doctor_db_help_and_usage")
+  # doctor and db document themselves; bad flags exit 2, a missing database 1.
+  foreach(cmd "doctor;--help" "db;--help" "db;backup;--help" "db;restore;--help" "db;info;--help")
+    run_topotune(${cmd})
+    expect_rc(0)
+    expect_empty(stderr)
+    expect_match(stdout "Usage: topotune" "EXAMPLES\n  topotune ")
+  endforeach()
+  run_topotune(doctor --help)
+  expect_match(stdout "ok|warn|FAIL  CHECK: FINDING" "\n  69  topotuned cannot be reached at all")
+  foreach(args "doctor;--timeout;0" "doctor;--plan-calls;0" "doctor;--server;nohost" "db;backup" "db;restore"
+               "db")
+    run_topotune(${args})
+    expect_rc(2)
+  endforeach()
+  run_topotune(db info --database ${WORK_DIR}/missing.db)
+  expect_rc(1)
+  expect_match(stderr "topotune: ${WORK_DIR}/missing.db: no such database file")
+  file(WRITE ${WORK_DIR}/garbage.db "this is not an SQLite database, but long enough to have a header of sorts....")
+  run_topotune(db restore ${WORK_DIR}/garbage.db --database ${WORK_DIR}/target.db)
+  expect_rc(1)
+  expect_match(stderr "garbage.db")
+  if(EXISTS ${WORK_DIR}/target.db)
+    message(FATAL_ERROR "a refused restore created the database")
+  endif()
+
 elseif(CASE STREQUAL "server_usage_errors")
   # Usage errors exit 2 before any call: the address is one nobody listens on,
   # so a command that got as far as calling would exit 69 instead.
