@@ -359,6 +359,7 @@ struct SeedAnswer {
   std::string error;  // Empty when it answered.
   std::string sys_name, chassis;
   int neighbours = 0;
+  int port = 0;  // The UDP port asked.
   double seconds = 0;
 };
 
@@ -378,6 +379,7 @@ SeedAnswer AskSeed(const std::string& seed, const discovery::SnmpCredentials& cr
   } else {
     a.seed = fmt::format("{}:{}", seed, transport.port);
   }
+  a.port = transport.port;
   const auto start = Clock::now();
   auto source = discovery::OpenNetSnmp(address, creds, transport);
   if (!source.ok()) {
@@ -450,7 +452,7 @@ void Doctor::CheckSnmp() {
       Add(Level::kFail, name, fmt::format("no SNMP answer: {}", a.error),
           fmt::format("check the credentials ({}), the switch's SNMP access list (allow this host), that UDP "
                       "{} reaches it (firewalls), and that its SNMP agent is enabled",
-                      creds_text, transport.port));
+                      creds_text, a.port));
       continue;
     }
     std::string finding = fmt::format(

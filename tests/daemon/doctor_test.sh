@@ -88,6 +88,7 @@ for h in h0 h1; do
     fail "topotune-agent serve --once --hostname $h failed"
 done
 run "$topotune" doctor --config "$work/topotuned.yaml"
+cp "$work/stdout" "$work/agents-missing.txt"
 expect_status 1
 expect '^FAIL  agents: 2 registered, 2 alive; 2 of 4 topology hosts have no live agent: h2, h3$'
 expect '^      -> start topotune-agent on them'
@@ -127,10 +128,11 @@ PY
 dead_port=$(snmpsim_free_port)
 write_config "$work/dead-seed.yaml" "$db" "127.1.0.1, \"127.0.0.1:$dead_port\""
 run "$topotune" doctor --config "$work/dead-seed.yaml" --timeout 2
+cp "$work/stdout" "$work/dead-seed.txt"
 expect_status 1
 expect "^ok    snmp 127.1.0.1:$snmp_port: sysName s0"
 expect "^FAIL  snmp 127.0.0.1:$dead_port: no SNMP answer: "
-expect "^      -> check the credentials \\(v2c community from discovery.community\\), the switch's SNMP access list"
+expect "^      -> check the credentials \\(v2c community from discovery.community\\), the switch's SNMP access list \\(allow this host\\), that UDP $dead_port reaches it"
 
 # --- A corrupt database. ----------------------------------------------------------------
 head -c 65536 /dev/urandom >"$work/corrupt.db"
@@ -186,6 +188,7 @@ kill "$daemon_pid"
 wait "$daemon_pid" || true
 daemon_pid=
 run "$topotune" doctor --config "$work/topotuned.yaml" --timeout 1
+cp "$work/stdout" "$work/daemon-down.txt"
 expect_status 69
 expect '^ok    config: '
 expect "^FAIL  daemon: GetTopology: cannot reach topotuned at $server"
@@ -222,4 +225,7 @@ cp "$work/stdout" "$work/served.yaml"
 run "$topotune" topology diff "$work/found.yaml" "$work/served.yaml"
 expect_status 0
 echo "doctor_test: healthy and broken installations diagnosed; db backup, info and restore round-trip"
-sed 's/^/  /' "$work/healthy.txt"
+for f in healthy agents-missing dead-seed daemon-down; do
+  echo "--- $f:"
+  sed 's/^/  /' "$work/$f.txt"
+done
