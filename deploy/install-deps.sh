@@ -34,6 +34,10 @@ PACKAGES=(
   iproute2 util-linux procps python3 python3-yaml
   # Monitoring tests
   prometheus
+  # Slurm integration test: a single-node cluster of its own (slurmctld,
+  # slurmd, srun, MPI plugins, munge). slurmd and slurmctld.service start only
+  # with /etc/slurm/slurm.conf; munge.service may start, on its own socket
+  slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # Plots for benchmark reports
   gnuplot-nox
   # Install and packaging tests (tests/install): dpkg-shlibdeps for the .deb's

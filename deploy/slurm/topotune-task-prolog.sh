@@ -10,7 +10,8 @@
 #                              the job did not set itself)
 # and nothing at all when the job opted out (TOPOTUNE_DISABLE=1 in its
 # environment), when the site file says TOPOTUNE_DISABLE=1, or when the
-# library is missing on this node (then with a warning on stderr). It always
+# library is missing on this node (then with a warning on stderr and in
+# syslog, tag topotune-task-prolog). It always
 # exits 0: a job never fails because of topotune.
 #
 # Every task gets the library, MPI or not: in a program that never calls
@@ -30,7 +31,11 @@
 # Usage: topotune-task-prolog.sh [--help]
 set -u
 
-warn() { echo "topotune-task-prolog: $*" >&2; }
+# A TaskProlog's stderr does not reach the job: warnings also go to syslog.
+warn() {
+  echo "topotune-task-prolog: $*" >&2
+  logger -t topotune-task-prolog -p user.warning -- "$*" 2>/dev/null || true
+}
 
 if [[ ${1:-} == --help || ${1:-} == -h ]]; then
   sed -n '2,/^set -u$/{/^set -u$/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
