@@ -1,5 +1,6 @@
-# The Debian package of topotune, built by CPack from the install rules
-# (deploy/CMakeLists.txt says what they install):
+# The Debian package of topotune, built by CPack from the install rules: the
+# programs, the Slurm/MPI scripts, the units, the monitoring files and the
+# guide (deploy/CMakeLists.txt says what they install and where):
 #
 #   cmake --build build && (cd build && cpack -G DEB)   # -> topotune_VERSION_ARCH.deb
 #
@@ -22,7 +23,10 @@ set(CPACK_PACKAGE_DESCRIPTION
     "topotune discovers the Ethernet switch tree of a cluster (SNMP, LLDP), benchmarks MPI\n"
     "collectives on it and serves per-communicator plans that libtopotune-mpi.so runs inside\n"
     "MPI jobs. Includes topotuned (head node), topotune-agent (compute nodes), the topotune\n"
-    "CLI, topotune-bench and systemd units.")
+    "CLI, topotune-bench and systemd units. To load it into jobs: a Slurm TaskProlog, the\n"
+    "topotune-mpirun wrapper and an hourly export of Open MPI rules files. Prometheus alert\n"
+    "rules and Grafana dashboards in /usr/share/topotune, the sysadmin guide in\n"
+    "/usr/share/doc/topotune.")
 string(REPLACE ";" "" CPACK_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION}")
 set(CPACK_PACKAGE_CONTACT "topotune maintainers <topotune@localhost>")
 set(CPACK_GENERATOR DEB)

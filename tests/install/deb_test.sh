@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The .deb: `cpack -G DEB` over the build tree, into a scratch directory.
 # Checks its name and version (project()), the Depends that dpkg-shlibdeps
-# found plus the declared ones, the file list (the same as `cmake --install`),
-# the conffiles, and that the maintainer scripts are valid sh.
+# found plus the declared ones, the file list with every mode (the same as
+# `cmake --install`, common.sh), the units written for /usr, the conffiles,
+# and that the maintainer scripts are valid sh.
 #
 # Usage: deb_test.sh BUILD_DIR SOURCE_DIR
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,26 +40,24 @@ done
 echo "ok: Package topotune $version; Depends and Recommends declared"
 
 case_name="contents"
-expected="./etc/topotune/agent.yaml
-./etc/topotune/topotuned.yaml
-./usr/bin/topotune
-./usr/bin/topotune-agent
-./usr/bin/topotune-bench
-./usr/lib/libtopotune-mpi-client.so
-./usr/lib/libtopotune-mpi.so
-./usr/lib/systemd/system/topotune-agent.service
-./usr/lib/systemd/system/topotuned.service
-./usr/lib/sysusers.d/topotune.conf
-./usr/sbin/topotuned"
 run dpkg-deb -c "$deb"
 ((status == 0)) || fail "dpkg-deb -c exited $status"
+# The same files and modes as `cmake --install` (common.sh): "-rwxr-xr-x" -> 755.
+awk '$1 !~ /^d/ {
+  mode = 0
+  for (i = 2; i <= 10; i++) mode = mode * 2 + (substr($1, i, 1) != "-")
+  printf "%o %s\n", mode, substr($6, 3)
+}' "$work/stdout" | check_files
 files=$(awk '$1 !~ /^d/ {print $6}' "$work/stdout" | LC_ALL=C sort)
-[[ $files == "$expected" ]] || fail "the package's files differ from the expected list:
-$(diff <(echo "$expected") <(echo "$files"))"
 ! awk '{print $2}' "$work/stdout" | grep -v '^root/root$' || fail "files not owned by root/root"
-grep -q 'ExecStart=/usr/sbin/topotuned ' <(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/lib/systemd/system/topotuned.service) ||
+unit() { dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "./usr/lib/systemd/system/$1"; }
+grep -q 'ExecStart=/usr/sbin/topotuned ' <(unit topotuned.service) ||
   fail "the packaged topotuned.service does not start /usr/sbin/topotuned"
-echo "ok: $(wc -l <<<"$files") files, as expected"
+grep -q 'ExecStart=/usr/bin/topotune-export-rules ' <(unit topotune-export-rules.service) ||
+  fail "the packaged topotune-export-rules.service does not start /usr/bin/topotune-export-rules"
+grep -qx 'Documentation=file:/usr/share/doc/topotune/slurm/README.md' <(unit topotune-export-rules.service) ||
+  fail "the packaged topotune-export-rules.service does not document itself with /usr/share/doc/topotune/slurm/README.md"
+echo "ok: $(wc -l <<<"$files") files with the expected modes, as \`cmake --install\` lays them out"
 
 case_name="maintainer scripts"
 mkdir "$work/control"

@@ -1,47 +1,44 @@
 #!/usr/bin/env bash
 # `cmake --install` of the build tree (DESTDIR, prefix /usr): the exact file
-# list, --help of every installed program, shared libraries all resolved from
-# the system with no path into the build tree, and the installed topotuned
+# list with every mode (common.sh), the units rewritten for /usr, --help of
+# every installed program and script, shared libraries all resolved from the
+# system with no path into the build tree, and the installed topotuned
 # started with the installed topotuned.yaml the way its systemd unit starts it
 # (STATE_DIRECTORY set, no database flag): it serves /metrics, takes the
-# installed agent's registration, and stops on SIGTERM with exit 0.
+# installed agent's registration, and stops on SIGTERM with exit 0. Meanwhile
+# the installed Slurm/MPI scripts run from where they are installed (the
+# TaskProlog, topotune-mpirun with a real one-rank mpirun job, and
+# topotune-export-rules against the installed topotuned), and promtool checks
+# the installed Prometheus files.
 #
 # Usage: layout_test.sh BUILD_DIR SOURCE_DIR
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=common.sh
 . "$here/common.sh"
 need curl curl
+need mpirun openmpi-bin
+need promtool prometheus
 install_tree
 
 case_name="file list"
-expected="etc/topotune/agent.yaml
-etc/topotune/topotuned.yaml
-usr/bin/topotune
-usr/bin/topotune-agent
-usr/bin/topotune-bench
-usr/lib/libtopotune-mpi-client.so
-usr/lib/libtopotune-mpi.so
-usr/lib/systemd/system/topotune-agent.service
-usr/lib/systemd/system/topotuned.service
-usr/lib/sysusers.d/topotune.conf
-usr/sbin/topotuned"
-actual=$(cd "$root" && find . ! -type d | sed 's|^\./||' | LC_ALL=C sort)
-[[ $actual == "$expected" ]] || fail "installed files differ from the expected list:
-$(diff <(echo "$expected") <(echo "$actual"))"
-for p in usr/bin/topotune usr/bin/topotune-agent usr/bin/topotune-bench usr/sbin/topotuned; do
-  [[ -x $root/$p ]] || fail "$p is not executable"
-done
-for p in etc/topotune/agent.yaml etc/topotune/topotuned.yaml usr/lib/systemd/system/topotuned.service; do
-  [[ $(stat -c %a "$root/$p") == 644 ]] || fail "$p has mode $(stat -c %a "$root/$p"), expected 644"
-done
-grep -qx 'ExecStart=/usr/sbin/topotuned --config /etc/topotune/topotuned.yaml' \
-  "$root/usr/lib/systemd/system/topotuned.service" || fail "topotuned.service does not start /usr/sbin/topotuned"
-grep -qx 'ExecStart=/usr/bin/topotune-agent serve --config /etc/topotune/agent.yaml' \
-  "$root/usr/lib/systemd/system/topotune-agent.service" || fail "topotune-agent.service does not start /usr/bin/topotune-agent"
-echo "ok: $(wc -l <<<"$actual") files, as expected"
+(cd "$root" && find . ! -type d -printf '%m %P\n') | check_files
+units=$root/usr/lib/systemd/system
+grep -qx 'ExecStart=/usr/sbin/topotuned --config /etc/topotune/topotuned.yaml' "$units/topotuned.service" ||
+  fail "topotuned.service does not start /usr/sbin/topotuned"
+grep -qx 'ExecStart=/usr/bin/topotune-agent serve --config /etc/topotune/agent.yaml' "$units/topotune-agent.service" ||
+  fail "topotune-agent.service does not start /usr/bin/topotune-agent"
+grep -q '^ExecStart=/usr/bin/topotune-export-rules ' "$units/topotune-export-rules.service" ||
+  fail "topotune-export-rules.service does not start /usr/bin/topotune-export-rules"
+doc=$(sed -n 's|^Documentation=file:||p' "$units/topotune-export-rules.service")
+[[ -f $root$doc ]] || fail "topotune-export-rules.service: Documentation=file:$doc is not installed"
+if local_paths=$(grep -n /usr/local "$units"/*); then
+  fail "an installed unit still names /usr/local: $local_paths"
+fi
+echo "ok: $(wc -l <<<"$expected_files") files with the expected modes; the units name /usr"
 
 case_name="--help"
-for p in usr/bin/topotune usr/bin/topotune-agent usr/bin/topotune-bench usr/sbin/topotuned; do
+for p in usr/bin/topotune usr/bin/topotune-agent usr/bin/topotune-bench usr/sbin/topotuned \
+  usr/bin/topotune-mpirun usr/bin/topotune-export-rules usr/share/topotune/slurm/topotune-task-prolog.sh; do
   run "$root/$p" --help
   ((status == 0)) || fail "$p --help exited $status"
   grep -q "$(basename "$p")" "$work/stdout" || fail "$p --help does not name the program"
@@ -99,6 +96,53 @@ else
   grep -qF "config $root/etc/topotune/agent.yaml" "$work/stderr" || fail "the agent did not load the installed agent.yaml"
   echo "ok: the installed agent registered with the installed topotuned"
 fi
+
+# The scripts find each other, the library and the CLI from where they are
+# installed (here under a DESTDIR, which the .deb's /usr only shortens): the
+# TaskProlog the library in ../../../lib, topotune-mpirun the prolog in
+# ../share/topotune/slurm, topotune-export-rules the topotune beside it.
+case_name="installed scripts"
+library=$root/usr/lib/libtopotune-mpi.so
+grep -v '^TOPOTUNE_LIBRARY=' "$root/usr/share/topotune/slurm/job.env.example" >"$work/job.env"
+run env -u LD_PRELOAD -u TOPOTUNE_SERVER TOPOTUNE_JOB_ENV="$work/job.env" \
+  "$root/usr/share/topotune/slurm/topotune-task-prolog.sh"
+((status == 0)) || fail "topotune-task-prolog.sh exited $status"
+preload=$(sed -n 's/^export LD_PRELOAD=//p' "$work/stdout")
+[[ -n $preload && $(realpath "$preload") == "$library" ]] ||
+  fail "the prolog's LD_PRELOAD is '$preload', not the installed $library"
+grep -qx 'export TOPOTUNE_SERVER=head:50051' "$work/stdout" || fail "the prolog did not pass the site file's TOPOTUNE_SERVER"
+# A real one-rank job: the rank's environment as mpirun gave it (the rank's
+# shell expands it: SC2016).
+# shellcheck disable=SC2016
+run env -u LD_PRELOAD TOPOTUNE_JOB_ENV="$work/job.env" TOPOTUNE_SERVER="127.0.0.1:$grpc" \
+  timeout 60 "$root/usr/bin/topotune-mpirun" --allow-run-as-root --oversubscribe -np 1 \
+  sh -c 'echo "LD_PRELOAD=$LD_PRELOAD"; echo "TOPOTUNE_SERVER=$TOPOTUNE_SERVER"'
+((status == 0)) || fail "topotune-mpirun exited $status"
+preload=$(sed -n 's/^LD_PRELOAD=//p' "$work/stdout")
+[[ -n $preload && $(realpath "$preload") == "$library" ]] ||
+  fail "the rank's LD_PRELOAD is '$preload', not the installed $library"
+grep -qx "TOPOTUNE_SERVER=127.0.0.1:$grpc" "$work/stdout" || fail "the rank did not get the caller's TOPOTUNE_SERVER"
+# PATH without the build tree: the export reaches the installed topotuned,
+# which has no topology, so it fails and writes nothing.
+mkdir "$work/rules"
+run env -u TOPOTUNE PATH=/usr/bin:/bin "$root/usr/bin/topotune-export-rules" "$work/rules/ompi-rules.txt" \
+  -- --server "127.0.0.1:$grpc"
+((status == 1)) || fail "topotune-export-rules exited $status, expected 1 (no topology)"
+grep -q 'has no topology yet' "$work/stderr" || fail "topotune-export-rules did not run the installed topotune export"
+[[ -z $(ls -A "$work/rules") ]] || fail "topotune-export-rules left files: $(ls -A "$work/rules")"
+echo "ok: the installed prolog, topotune-mpirun (one rank) and topotune-export-rules find the library, each other and topotune"
+
+# The monitoring files name each other relatively, so they work where installed.
+case_name="installed monitoring files"
+prom=$root/usr/share/topotune/prometheus
+run promtool check config "$prom/prometheus.yml"
+((status == 0)) || fail "promtool check config exited $status"
+run promtool test rules "$prom/topotune.rules.test.yml"
+((status == 0)) || fail "promtool test rules exited $status"
+for f in "$root"/usr/share/topotune/grafana/dashboards/*.json; do
+  python3 -m json.tool "$f" >/dev/null || fail "$f is not JSON"
+done
+echo "ok: promtool accepts the installed prometheus.yml with its rules and their tests pass; the dashboards are JSON"
 
 case_name="SIGTERM"
 kill -TERM "$daemon"
