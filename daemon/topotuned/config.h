@@ -75,7 +75,8 @@ struct Config {
   std::string log_level = "info";
 };
 
-// /var/lib/topotune/topotune.db for root, else
+// $STATE_DIRECTORY/topotune.db when systemd sets STATE_DIRECTORY (its first
+// entry), else /var/lib/topotune/topotune.db for root, else
 // $XDG_DATA_HOME (or ~/.local/share)/topotune/topotune.db.
 std::string DefaultDatabasePath();
 
