@@ -52,6 +52,14 @@ work=$(mktemp -d /tmp/topotune-testbed-test.XXXXXX)
 
 tb() { "$python" "$testbed" --prefix "$prefix" "$@"; }
 in_head() { tb exec head -- "$@"; }
+prom_pid=""  # The e2e case's Prometheus (in the head namespace).
+
+stop_prometheus() {
+  [[ -n $prom_pid ]] || return 0
+  kill "$prom_pid" 2>/dev/null || true
+  wait "$prom_pid" 2>/dev/null || true  # 143: ended by the TERM above
+  prom_pid=""
+}
 
 cleanup() {
   local status=$?
@@ -64,6 +72,7 @@ cleanup() {
       fi
     done
   fi
+  stop_prometheus
   local pids
   mapfile -t pids < <(jobs -p)
   ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null
@@ -363,9 +372,14 @@ case_e2e() {
   local bin_dir=${TOPOTUNE_BIN_DIR:?the build tree, for topotuned and topotune-agent}
   local large=262144
   [[ -f $topology ]] || fail "no topology file '$topology'"
+  local tool
+  for tool in prometheus promtool; do
+    command -v "$tool" >/dev/null || { echo "SKIP: no $tool (Debian package prometheus)" >&2; exit 77; }
+  done
   run tb up --bin-dir "$bin_dir" "$topology"
   [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
   echo "$(grep -o 'testbed up in .*' "$work/stderr")"
+  start_prometheus
   local token=$state/token nhosts
   nhosts=$(state_get 'len(d["hosts"])')
   admin() { in_head "$topotune" "$@" --token-file "$token"; }
@@ -456,6 +470,12 @@ EOF
   [[ $reports -eq 2 ]] || fail "$reports job reports at the daemon, expected 2"
   echo "job reports: both jobs' reports are in topotuned's database"
 
+  # Every shipped expression on the healthy cluster: data, or empty for the
+  # reason monitoring/expected_empty.yml states.
+  sleep 3  # a few scrapes and rule evaluations after the jobs' reports
+  promql_check --expected-empty "$here/../monitoring/expected_empty.yml" ||
+    fail "dashboard and alert expressions on the healthy cluster (table above)"
+
   # Faults: an agent and one benchmark rank killed while a sweep runs.
   run admin tune start --collective alltoall --nodes "$nhosts" --ranks-per-node 1 --sizes "$large" \
     --iterations 20 --skip-refinement
@@ -486,9 +506,73 @@ EOF
     fail "topotuned died"
   echo "faults: topotuned still answers"
 
+  # Alert conditions provoked: a GetPlan for a host the topology lacks, every
+  # agent stopped, then topotuned stopped.
+  # Twice, a few scrapes apart: a counter series is born at its first error,
+  # and rate() only sees increases after that.
+  # (--rank-hosts: --hosts would be refused before any call.)
+  local attempt
+  printf '%s\n' "${prefix}h0" "${prefix}nosuchhost" >"$work/bad-rank-hosts"
+  for attempt in 1 2; do
+    run admin plan show --rank-hosts "$work/bad-rank-hosts" --collective alltoall
+    [[ $status -ne 0 ]] || fail "plan show for an unknown host succeeded"
+    ((attempt == 2)) || sleep 3
+  done
+  local provoked=("alert TopotunePlanErrors" "alert TopotuneNoLiveAgents" "alert TopotuneAgentsMissing"
+    "topotune-service / Alerts pending or firing / A")
+  [[ $final == *failed* ]] && provoked+=("alert TopotuneTuningFailed")
+  # shellcheck disable=SC2046  # one word per PID
+  kill $(state_get '" ".join(str(p["pid"]) for p in d["processes"] if p["what"] == "topotune-agent")') 2>/dev/null || true
+  local only=() name
+  for name in "${provoked[@]}"; do only+=(--only "$name"); done
+  promql_check "${only[@]}" --wait 60 || fail "provoked alert conditions returned no data (table above)"
+  kill "$(state_get '[p for p in d["processes"] if p["what"] == "topotuned"][0]["pid"]')"
+  promql_check --only "alert TopotunedDown" --wait 30 || fail "TopotunedDown's condition after stopping topotuned"
+  stop_prometheus
+
   run tb down
   [[ $status -eq 0 ]] || fail "down failed: $(cat "$work/stderr")"
   expect_nothing_left "down"
+}
+
+# Prometheus in the head namespace, scraping topotuned every second with the
+# shipped rules: deploy/prometheus/prometheus.yml with the test's intervals,
+# target and absolute rules path. Its data lives in $work/prometheus.
+prom_port=19090
+start_prometheus() {
+  "$python" - "$root/deploy/prometheus/prometheus.yml" "$root/deploy/prometheus/topotune.rules.yml" \
+    >"$work/prometheus.yml" <<'EOF'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c["global"].update(scrape_interval="1s", evaluation_interval="1s")
+c["rule_files"] = [sys.argv[2]]
+c["scrape_configs"][0]["static_configs"] = [{"targets": ["127.0.0.1:9464"]}]
+print(yaml.safe_dump(c))
+EOF
+  promtool check config "$work/prometheus.yml" >"$work/promtool.out" 2>&1 ||
+    fail "promtool check config of the test's Prometheus config: $(cat "$work/promtool.out")"
+  # exec all the way down (testbed.py exec, ip netns exec, unshare, sh), so
+  # that $! is prometheus itself and stop_prometheus ends it.
+  (exec "$python" "$testbed" --prefix "$prefix" exec head -- prometheus --config.file="$work/prometheus.yml" \
+    --storage.tsdb.path="$work/prometheus" --web.listen-address="127.0.0.1:$prom_port" \
+    >"$work/prometheus.log" 2>&1) &
+  prom_pid=$!
+  local up=""
+  for _ in $(seq 150); do
+    kill -0 "$prom_pid" 2>/dev/null || fail "prometheus exited: $(tail -n 5 "$work/prometheus.log")"
+    up=$(in_head "$python" -c 'import sys, urllib.request, json
+r = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/query?query=up", timeout=2))
+print(" ".join(x["value"][1] for x in r["data"]["result"]))' "http://127.0.0.1:$prom_port" 2>/dev/null || true)
+    [[ -n $up ]] && break
+    sleep 0.2
+  done
+  [[ $up == 1 ]] || fail "prometheus does not scrape topotuned (up is '$up'): $(tail -n 5 "$work/prometheus.log")"
+  echo "prometheus: scraping topotuned in ${prefix}head every second (127.0.0.1:$prom_port, shipped rules)"
+}
+
+promql_check() {
+  in_head "$python" "$here/../monitoring/promql_check.py" --url "http://127.0.0.1:$prom_port" \
+    --var collective=alltoall "$@"
 }
 
 case "$case_name" in
