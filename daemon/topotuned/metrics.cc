@@ -156,6 +156,12 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   // Every result from the start, so that rate() and increase() see the first one.
   for (const char* r : {"done", "failed", "timeout"}) impl_->runs.Add({{"result", r}});
   for (const char* r : {"succeeded", "failed", "cancelled"}) impl_->sweeps.Add({{"result", r}});
+  // GetPlan's outcomes too, for the plan error rate (TopotunePlanErrors): a
+  // job's first failed plan must count, not appear as a new series at 1.
+  for (const char* code : {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED",
+                           "UNAVAILABLE", "INTERNAL"}) {
+    impl_->rpc_requests.Add({{"method", "GetPlan"}, {"code", code}});
+  }
 }
 Metrics::~Metrics() = default;
 

@@ -94,7 +94,7 @@ std::vector<std::string> EightHosts(int first) {
   return hosts;
 }
 
-// `topotune_rpc_requests_total` by method and code.
+// `topotune_rpc_requests_total` by method and code, the codes that were returned.
 std::map<std::pair<std::string, std::string>, double> RpcCounts(const std::string& metrics) {
   std::map<std::pair<std::string, std::string>, double> out;
   static const std::regex kMethod(R"(method="([^"]*)\")"), kCode(R"(code="([^"]*)\")");
@@ -103,7 +103,8 @@ std::map<std::pair<std::string, std::string>, double> RpcCounts(const std::strin
     if (!line.starts_with("topotune_rpc_requests_total{")) continue;
     std::smatch method, code;
     if (!std::regex_search(line, method, kMethod) || !std::regex_search(line, code, kCode)) continue;
-    out[{method[1], code[1]}] += std::stod(line.substr(line.rfind(' ') + 1));
+    // GetPlan's codes exist from the start at 0; only calls made count here.
+    if (const double n = std::stod(line.substr(line.rfind(' ') + 1)); n != 0) out[{method[1], code[1]}] += n;
   }
   return out;
 }
