@@ -3,7 +3,8 @@
 # Checks its name and version (project()), the Depends that dpkg-shlibdeps
 # found plus the declared ones, the file list with every mode (the same as
 # `cmake --install`, common.sh), the units written for /usr, the conffiles,
-# and that the maintainer scripts are valid sh.
+# that the maintainer scripts are valid sh, and what postrm removes on purge
+# (as root, in a private mount namespace).
 #
 # Usage: deb_test.sh BUILD_DIR SOURCE_DIR
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,3 +74,31 @@ done
 grep -q 'systemd-sysusers topotune.conf' "$work/control/postinst" || fail "postinst does not apply the sysusers file"
 grep -q 'adduser --system' "$work/control/postinst" || fail "postinst has no adduser fallback"
 echo "ok: conffiles $(tr '\n' ' ' <<<"$conffiles"); postinst, prerm, postrm are valid sh"
+
+# postrm with this machine's /var/lib and /run/systemd replaced by empty
+# tmpfs in a private mount namespace (so no systemctl call reaches the host):
+# remove keeps the state, purge removes the database directory and the rules
+# directory, and nothing else.
+case_name="postrm purge"
+if ((EUID != 0)) || ! command -v unshare >/dev/null; then
+  echo "note: not root or no unshare: postrm purge is not run"
+else
+  # The inner shell expands (SC2016).
+  # shellcheck disable=SC2016
+  run unshare --mount --propagation private sh -ec '
+    mount -t tmpfs tmpfs /var/lib
+    [ ! -d /run/systemd ] || mount -t tmpfs tmpfs /run/systemd
+    mkdir /var/lib/topotune /var/lib/topotune-rules /var/lib/other
+    touch /var/lib/topotune/topotune.db /var/lib/topotune-rules/ompi-rules.txt
+    sh "$1" remove
+    if [ -f /var/lib/topotune/topotune.db ] && [ -f /var/lib/topotune-rules/ompi-rules.txt ]; then
+      echo "remove kept the state"
+    fi
+    sh "$1" purge
+    echo "after purge: $(ls -A /var/lib)"' sh "$work/control/postrm"
+  ((status == 0)) || fail "postrm in a private mount namespace exited $status: $(cat "$work/stderr")"
+  grep -qx 'remove kept the state' "$work/stdout" ||
+    fail "postrm remove touched the state: $(cat "$work/stdout")"
+  grep -qx 'after purge: other' "$work/stdout" || fail "postrm purge left or removed the wrong directories: $(cat "$work/stdout")"
+  echo "ok: postrm remove keeps /var/lib/topotune and /var/lib/topotune-rules, purge removes both"
+fi

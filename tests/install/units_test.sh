@@ -8,7 +8,8 @@
 #    not a comment names a token, key or certificate (those are read from
 #    /etc/topotune through the YAML files or
 #    /etc/default/topotune-export-rules, never from the unit); the export
-#    writes the rules file the installed MCA snippet names;
+#    writes the rules file the installed MCA snippet names, in a 0755 state
+#    directory no other unit shares;
 #  - systemd-analyze security --offline=yes: the exposure score of each
 #    service is printed and must not be above 2.0. systemd scores a unit 0
 #    (locked down) to 10 (unprotected root); these units reach 1.1-1.4, what
@@ -49,7 +50,7 @@ case_name="directives"
 # The value of one directive (the last one wins in systemd; there is one).
 directive() { sed -n "s/^$2=//p" "$units/$1" | tail -1; }
 for unit in "${services[@]}"; do
-  for want in User=topotune Group=topotune StateDirectory=topotune ProtectSystem=strict NoNewPrivileges=yes \
+  for want in User=topotune Group=topotune ProtectSystem=strict NoNewPrivileges=yes \
     PrivateTmp=yes ProtectHome=yes PrivateDevices=yes CapabilityBoundingSet=; do
     grep -qx "$want" "$units/$unit" || fail "$unit: no line '$want'"
   done
@@ -58,7 +59,8 @@ for unit in "${services[@]}"; do
   fi
 done
 for unit in topotuned.service topotune-agent.service; do
-  for want in ConfigurationDirectory=topotune Restart=on-failure WantedBy=multi-user.target; do
+  for want in StateDirectory=topotune StateDirectoryMode=0750 ConfigurationDirectory=topotune Restart=on-failure \
+    WantedBy=multi-user.target; do
     grep -qx "$want" "$units/$unit" || fail "$unit: no line '$want'"
   done
   [[ -n $(directive "$unit" RestartSec) ]] || fail "$unit: RestartSec= is missing"
@@ -69,16 +71,36 @@ done
 directive topotune-agent.service SupplementaryGroups | grep -qw _lldpd ||
   fail "topotune-agent.service: SupplementaryGroups= lacks _lldpd (lldpd's socket)"
 # The export: a oneshot the timer starts, writing where the MCA snippet's
-# coll_tuned_dynamic_rules_filename reads, inside its StateDirectory.
+# coll_tuned_dynamic_rules_filename reads (and where the script writes by
+# default), in a state directory of its own that every job's user may enter:
+# not /var/lib/topotune, which the daemons make 0750 (systemd keeps the mode
+# of a directory that exists, so a shared one would get the mode of whichever
+# unit started first).
 [[ $(directive topotune-export-rules.service Type) == oneshot ]] || fail "topotune-export-rules.service is not Type=oneshot"
 rules=$(sed -n 's/^coll_tuned_dynamic_rules_filename *= *//p' "$root/usr/share/topotune/mpi/openmpi-mca-params.conf.snippet")
-[[ $rules == /var/lib/topotune/* ]] || fail "the MCA snippet's rules file '$rules' is not in /var/lib/topotune"
+rules_dir=/var/lib/$(directive topotune-export-rules.service StateDirectory)
+[[ $rules_dir == /var/lib/topotune-rules ]] ||
+  fail "topotune-export-rules.service: StateDirectory= makes $rules_dir, not /var/lib/topotune-rules"
+[[ $(directive topotune-export-rules.service StateDirectoryMode) == 0755 ]] ||
+  fail "topotune-export-rules.service: StateDirectoryMode= is not 0755; jobs of other users could not read the rules"
+[[ $rules == "$rules_dir/ompi-rules.txt" ]] || fail "the MCA snippet's rules file '$rules' is not in $rules_dir"
+for unit in topotuned.service topotune-agent.service; do
+  [[ /var/lib/$(directive "$unit" StateDirectory) != "$rules_dir" ]] || fail "$unit shares $rules_dir"
+done
+[[ $(grep -c '^StateDirectory=' "$units/topotune-export-rules.service") -eq 1 ]] ||
+  fail "topotune-export-rules.service names more than one StateDirectory="
 directive topotune-export-rules.service ExecStart | grep -q "^/usr/bin/topotune-export-rules $rules -- " ||
   fail "topotune-export-rules.service does not write $rules: $(directive topotune-export-rules.service ExecStart)"
+# Without FILE the installed script aims at the same file: it names it when it
+# gives up (no such directory here: 2; an unreachable topotuned: 69).
+run env -u TOPOTUNE "$root/usr/bin/topotune-export-rules" -- --server 127.0.0.1:1
+((status == 2 || status == 69)) || fail "topotune-export-rules against 127.0.0.1:1 exited $status"
+grep -qE "'$rules' does not exist|$rules left as it was" "$work/stderr" ||
+  fail "topotune-export-rules does not default to $rules: $(cat "$work/stderr")"
 [[ $(directive topotune-export-rules.timer WantedBy) == timers.target ]] || fail "the timer is not WantedBy=timers.target"
 [[ -n $(directive topotune-export-rules.timer OnUnitActiveSec) ]] || fail "the timer does not repeat (OnUnitActiveSec=)"
 echo "ok: the services run as topotune, sandboxed, with no credential; the daemons read /etc/topotune," \
-  "the timer's export writes $rules"
+  "the timer's export writes $rules in $rules_dir (0755, its own)"
 
 case_name="systemd-analyze security"
 for unit in "${services[@]}"; do
