@@ -23,7 +23,8 @@
 # Site file: $TOPOTUNE_JOB_ENV, default /etc/topotune/job.env. Lines
 # NAME=value (a value may be quoted with "..." or '...'; # starts a comment):
 #   TOPOTUNE_LIBRARY=/usr/local/lib/libtopotune-mpi.so   (default: lib/ of
-#       this script's installation prefix, ../../../lib from share/topotune/slurm)
+#       this script's installation prefix, e.g. /usr/lib/libtopotune-mpi.so
+#       for /usr/share/topotune/slurm/topotune-task-prolog.sh)
 #   TOPOTUNE_SERVER=head:50051          any TOPOTUNE_ variable of the library
 #   TOPOTUNE_DISABLE=1                  site-wide off switch
 #
@@ -46,8 +47,11 @@ fi
 [[ ${TOPOTUNE_DISABLE:-0} == 1 ]] && exit 0
 
 site_file=${TOPOTUNE_JOB_ENV:-/etc/topotune/job.env}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" 2>/dev/null && pwd)
-library=${here:+$here/../../../lib/libtopotune-mpi.so}
+# The installation prefix, three levels up from share/topotune/slurm, with
+# symbolic links (of the script too) resolved: jobs see /usr/lib/..., not
+# /usr/share/topotune/slurm/../../../lib/...
+prefix=$(cd -P "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../.." 2>/dev/null && pwd)
+library=${prefix:+${prefix%/}/lib/libtopotune-mpi.so}
 declare -A site=()
 site_names=()
 

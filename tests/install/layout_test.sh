@@ -100,16 +100,16 @@ fi
 # The scripts find each other, the library and the CLI from where they are
 # installed (here under a DESTDIR, which the .deb's /usr only shortens): the
 # TaskProlog the library in ../../../lib, topotune-mpirun the prolog in
-# ../share/topotune/slurm, topotune-export-rules the topotune beside it.
+# ../share/topotune/slurm, topotune-export-rules the topotune beside it. Jobs
+# see the library as a plain path (<prefix>/lib/..., no "..").
 case_name="installed scripts"
-library=$root/usr/lib/libtopotune-mpi.so
+library=$(realpath "$root/usr/lib/libtopotune-mpi.so")
 grep -v '^TOPOTUNE_LIBRARY=' "$root/usr/share/topotune/slurm/job.env.example" >"$work/job.env"
 run env -u LD_PRELOAD -u TOPOTUNE_SERVER TOPOTUNE_JOB_ENV="$work/job.env" \
   "$root/usr/share/topotune/slurm/topotune-task-prolog.sh"
 ((status == 0)) || fail "topotune-task-prolog.sh exited $status"
 preload=$(sed -n 's/^export LD_PRELOAD=//p' "$work/stdout")
-[[ -n $preload && $(realpath "$preload") == "$library" ]] ||
-  fail "the prolog's LD_PRELOAD is '$preload', not the installed $library"
+[[ $preload == "$library" ]] || fail "the prolog's LD_PRELOAD is '$preload', not the installed $library"
 grep -qx 'export TOPOTUNE_SERVER=head:50051' "$work/stdout" || fail "the prolog did not pass the site file's TOPOTUNE_SERVER"
 # A real one-rank job: the rank's environment as mpirun gave it (the rank's
 # shell expands it: SC2016).
@@ -119,8 +119,7 @@ run env -u LD_PRELOAD TOPOTUNE_JOB_ENV="$work/job.env" TOPOTUNE_SERVER="127.0.0.
   sh -c 'echo "LD_PRELOAD=$LD_PRELOAD"; echo "TOPOTUNE_SERVER=$TOPOTUNE_SERVER"'
 ((status == 0)) || fail "topotune-mpirun exited $status"
 preload=$(sed -n 's/^LD_PRELOAD=//p' "$work/stdout")
-[[ -n $preload && $(realpath "$preload") == "$library" ]] ||
-  fail "the rank's LD_PRELOAD is '$preload', not the installed $library"
+[[ $preload == "$library" ]] || fail "the rank's LD_PRELOAD is '$preload', not the installed $library"
 grep -qx "TOPOTUNE_SERVER=127.0.0.1:$grpc" "$work/stdout" || fail "the rank did not get the caller's TOPOTUNE_SERVER"
 # PATH without the build tree: the export reaches the installed topotuned,
 # which has no topology, so it fails and writes nothing.

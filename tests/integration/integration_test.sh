@@ -36,7 +36,9 @@
 #                its job id SLURM_JOB_ID; the job's TOPOTUNE_SERVER wins over
 #                the site's; LD_PRELOAD kept, no duplicate; the user's and
 #                the site's opt-out and a missing library print nothing and
-#                exit 0; non-MPI programs run unchanged with the library.
+#                exit 0; non-MPI programs run unchanged with the library;
+#                without TOPOTUNE_LIBRARY, lib/ of the prolog's prefix as a
+#                plain path, also through a symbolic link to the prolog.
 #   slurm        a real single-node Slurm on loopback (munged, slurmctld,
 #                slurmd with TaskProlog=PROLOG, temporary state): srun -n 2
 #                env shows the prolog's variables; srun --mpi=pmix -n 4
@@ -45,9 +47,11 @@
 #                same with the prolog switched off by the site file. Needs
 #                root and slurm-wlm (else exit 77).
 #   rules_only   topotune-export-rules fetches the rules file from a
-#                topotuned holding decisions (ompi_rules_gen seed), a second
-#                run leaves it alone, a failed export keeps it; snippet B in
-#                a parameter file makes coll/tuned run, call for call, what
+#                topotuned holding decisions (ompi_rules_gen seed), mode 0644
+#                under the unit's umask 0077 (every job's user reads it), a
+#                second run leaves it alone, a failed export keeps it;
+#                snippet B (which reads the file the unit writes) in a
+#                parameter file makes coll/tuned run, call for call, what
 #                --mca coll_tuned_dynamic_rules_filename runs (which
 #                ompi_rules_export1 checks against the tables), and not the
 #                fixed decisions.
@@ -257,6 +261,20 @@ case $case_name in
     grep -q "the library $work/none.so is missing on" "$work/stderr" || fail "missing library: no warning"
     prolog TOPOTUNE_JOB_ENV="$work/none.env"
     [[ $status -eq 0 ]] && grep -q "cannot read the site file" "$work/stderr" || fail "unreadable site file: no warning"
+    # No TOPOTUNE_LIBRARY: lib/ of the prolog's prefix, as a plain path (no
+    # "..": jobs see /usr/lib/libtopotune-mpi.so), also when slurm.conf names
+    # the prolog through a symbolic link.
+    prefix=$(cd -P "$work" && pwd)/prefix
+    mkdir -p "$prefix/share/topotune/slurm" "$prefix/lib" "$work/etc-slurm"
+    cp "$PROLOG" "$prefix/share/topotune/slurm/"
+    ln -sf "$SHIM" "$prefix/lib/libtopotune-mpi.so"
+    ln -sf "$prefix/share/topotune/slurm/topotune-task-prolog.sh" "$work/etc-slurm/prolog.sh"
+    printf 'TOPOTUNE_SERVER=%s\n' "$server" >"$work/default.env"
+    for script in "$prefix/share/topotune/slurm/topotune-task-prolog.sh" "$work/etc-slurm/prolog.sh"; do
+      run env -u LD_PRELOAD -u TOPOTUNE_SERVER TOPOTUNE_JOB_ENV="$work/default.env" "$script"
+      [[ $status -eq 0 && $(head -1 "$work/stdout") == "export LD_PRELOAD=$prefix/lib/libtopotune-mpi.so" ]] ||
+        fail "$script without TOPOTUNE_LIBRARY: status $status, printed: $(cat "$work/stdout")"
+    done
     ;;
 
   slurm)
@@ -338,10 +356,12 @@ EOF
     start_daemon "$RULES_TOPOLOGY"
     rules=$work/rules/ompi-rules.txt
     mkdir -p "$work/rules"
-    refresh() { run env TOPOTUNE="$TOPOTUNE" "$EXPORT_RULES" "$rules" -- --server "$1"; }
+    # With the umask of topotune-export-rules.service.
+    refresh() { run sh -c 'umask 0077 && exec "$@"' sh env TOPOTUNE="$TOPOTUNE" "$EXPORT_RULES" "$rules" -- --server "$1"; }
     refresh "$server"
     [[ $status -eq 0 && -s $rules ]] && grep -qx "topotune-export-rules: wrote $rules" "$work/stdout" ||
       fail "topotune-export-rules: status $status"
+    [[ $(stat -c %a "$rules") == 644 ]] || fail "the rules file is mode $(stat -c %a "$rules"), not 644: other users' jobs cannot read it"
     cp "$rules" "$work/rules.first"
     touch -d '2000-01-01' "$rules"
     refresh "$server"
@@ -353,8 +373,9 @@ EOF
     [[ $status -eq 69 ]] && cmp -s "$rules" "$work/rules.first" || fail "unreachable daemon: status $status, or the file changed"
     [[ $(find "$work/rules" -type f | wc -l) -eq 1 ]] || fail "temporary files left in $work/rules"
     # Snippet B with this file, in a parameter file.
-    sed -n '/^coll_tuned_/p' "$SNIPPET" | sed "s#/var/lib/topotune/ompi-rules.txt#$rules#" >"$work/mca-params.conf"
-    [[ $(grep -c . "$work/mca-params.conf") -eq 2 ]] || fail "snippet B: $(cat "$work/mca-params.conf")"
+    sed -n '/^coll_tuned_/p' "$SNIPPET" | sed "s#/var/lib/topotune-rules/ompi-rules.txt#$rules#" >"$work/mca-params.conf"
+    [[ $(grep -c . "$work/mca-params.conf") -eq 2 ]] && grep -qxF "coll_tuned_dynamic_rules_filename = $rules" "$work/mca-params.conf" ||
+      fail "snippet B does not read /var/lib/topotune-rules/ompi-rules.txt: $(cat "$work/mca-params.conf")"
     mapfile -t calls < <(awk '{ print $1 ":" $2 ":" $3 }' "$work/expect.txt")
     probe() {
       run "$@" "$PROBE" "${calls[@]}"
