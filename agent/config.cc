@@ -5,11 +5,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <vector>
 
+#include "tuner/read_file.h"
 #include "tuner/topology.h"
 
 namespace topotune::agent {
@@ -98,11 +97,9 @@ StatusOr<AgentConfig> ParseAgentConfig(const std::string& text, const std::strin
 }
 
 StatusOr<AgentConfig> LoadAgentConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::IoError(fmt::format("{}: cannot read the configuration file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseAgentConfig(ss.str(), path);
+  StatusOr<std::string> text = ReadWholeFile(path, "the configuration file");
+  if (!text.ok()) return text.status();
+  return ParseAgentConfig(*text, path);
 }
 
 }  // namespace topotune::agent

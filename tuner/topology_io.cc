@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/read_file.h"
+
 namespace topotune {
 namespace {
 
@@ -510,19 +512,9 @@ StatusOr<Topology> ParseTopology(std::string_view text, std::string source_name)
 }
 
 StatusOr<Topology> LoadTopologyFile(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  auto io_error = [&path](int err) {
-    return Status::IoError(fmt::format("{}: cannot read topology file: {}", path,
-                                       std::error_code(err, std::generic_category()).message()));
-  };
-  if (!f) return io_error(errno);
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
-  // fopen succeeds on a directory; the read is what fails (EISDIR).
-  if (std::ferror(f.get())) return io_error(errno);
-  return ParseTopology(text, path);
+  StatusOr<std::string> text = ReadWholeFile(path, "topology file");
+  if (!text.ok()) return text.status();
+  return ParseTopology(*text, path);
 }
 
 std::string DumpTopology(const Topology& t) {

@@ -7,11 +7,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "tuner/read_file.h"
 #include "tuner/topology.h"
 
 namespace topotune::daemon {
@@ -233,11 +233,9 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
 }
 
 StatusOr<Config> LoadConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::IoError(fmt::format("{}: cannot read the configuration file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseConfig(ss.str(), path);
+  StatusOr<std::string> text = ReadWholeFile(path, "the configuration file");
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path);
 }
 
 Status ValidateConfig(const Config& c) {
