@@ -141,7 +141,12 @@ run promtool test rules "$prom/topotune.rules.test.yml"
 for f in "$root"/usr/share/topotune/grafana/dashboards/*.json; do
   python3 -m json.tool "$f" >/dev/null || fail "$f is not JSON"
 done
-echo "ok: promtool accepts the installed prometheus.yml with its rules and their tests pass; the dashboards are JSON"
+# Grafana's file provider reads the dashboards where the package puts them.
+provider_path=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["providers"][0]["options"]["path"])' \
+  "$root/usr/share/topotune/grafana/provisioning/dashboards/topotune.yaml")
+[[ $provider_path == /usr/share/topotune/grafana/dashboards && -n $(ls "$root$provider_path"/*.json) ]] ||
+  fail "the Grafana provider reads '$provider_path', where the package installs no dashboard"
+echo "ok: promtool accepts the installed prometheus.yml with its rules and their tests pass; the dashboards are JSON where Grafana's provider reads them"
 
 case_name="SIGTERM"
 kill -TERM "$daemon"
