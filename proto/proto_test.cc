@@ -466,6 +466,7 @@ TEST(ProtoLimits, ProtoCommentsQuoteLimitsH) {
       {"kMaxTopologyYamlBytes", limits::kMaxTopologyYamlBytes},
       {"kMaxPlanSteps", limits::kMaxPlanSteps},
       {"kMaxPlanResponseBytes", limits::kMaxPlanResponseBytes},
+      {"kMaxListedAgents", limits::kMaxListedAgents},
   };
   // A name and its quoted value may sit on two comment lines.
   const std::regex continuation(R"(\n\s*//\s*)");

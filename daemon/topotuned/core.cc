@@ -210,7 +210,13 @@ void Core::Publish(std::shared_ptr<const TopologyState> state) {
     topology_ = std::move(state);
   }
   metrics_->SetTopologyVersion(version, stored_at);
-  SetDecisionMetrics(store_, config_.tuning.collectives, version, DecisionsOf(version)->all, metrics_);
+  // Read, not cached: the plan cache of decisions fills at the first plan,
+  // so tables stored before it (by another process too) are served.
+  if (auto all = store_.ListDecisions(version); all.ok()) {
+    SetDecisionMetrics(store_, config_.tuning.collectives, version, *all, metrics_);
+  } else {
+    spdlog::error("reading the decisions of topology version {}: {}", version, all.status().message());
+  }
 }
 
 StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::string_view source) {

@@ -111,6 +111,23 @@ def check_promql(root: pathlib.Path, promtool: str, problems: list[str]) -> int:
     return len(exprs)
 
 
+def check_expected_empty(root: pathlib.Path, problems: list[str]) -> None:
+    """tests/monitoring/expected_empty.yml, which the live check reads: YAML,
+    every entry naming an expression and giving a reason."""
+    path = root / "tests/monitoring/expected_empty.yml"
+    try:
+        entries = yaml.safe_load(path.read_text()) or []
+    except yaml.YAMLError as e:
+        problems.append(f"{path.name}: not YAML: {e}")
+        return
+    names = {n for n, _ in promql_exprs.all_exprs(root)}
+    for e in entries:
+        if not isinstance(e, dict) or not e.get("name") or not e.get("reason"):
+            problems.append(f"{path.name}: entry {e!r} needs a name and a reason")
+        elif e["name"] not in names:
+            problems.append(f"{path.name}: '{e['name']}' names no expression")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", type=pathlib.Path, default=pathlib.Path(__file__).resolve().parents[2])
@@ -129,6 +146,7 @@ def main() -> int:
             uids.add(d.get("uid"))
             panels += sum(1 for p in promql_exprs.panels_of(d) if p.get("type") != "row")
     check_provisioning(args.root, problems)
+    check_expected_empty(args.root, problems)
     n = check_promql(args.root, args.promtool, problems)
     for p in problems:
         print("FAIL:", p)
