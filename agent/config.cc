@@ -71,12 +71,9 @@ const std::vector<std::pair<std::string, Setter>>& Keys() {
 StatusOr<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& source) {
   AgentConfig c;
   c.source = source;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
-  }
+  StatusOr<YAML::Node> parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node& root = *parsed;
   if (!root || root.IsNull()) return c;  // Empty, or only comments.
   auto error = [&](const YAML::Node& at, const std::string& key, const std::string& why) {
     return Status::InvalidArgument(

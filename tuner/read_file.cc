@@ -25,4 +25,12 @@ StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view wh
   return text;
 }
 
+StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
+  }
+}
+
 }  // namespace topotune

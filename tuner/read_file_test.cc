@@ -45,5 +45,14 @@ TEST_F(ReadWholeFileTest, ErrorsNameThePathWhatAndWhy) {
   EXPECT_THAT(directory.status().message(), HasSubstr("Is a directory"));
 }
 
+TEST(ParseYamlTest, ASyntaxErrorNamesSourceAndLine) {
+  StatusOr<YAML::Node> good = ParseYaml("a: 1\nb: [x, y]\n", "f.yaml");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ((*good)["b"][1].as<std::string>(), "y");
+  StatusOr<YAML::Node> bad = ParseYaml("a: 1\nb: [x, y\n", "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::StartsWith("f.yaml:3: "));
+}
+
 }  // namespace
 }  // namespace topotune

@@ -154,12 +154,9 @@ std::string DefaultDatabasePath() {
 StatusOr<Config> ParseConfig(const std::string& text, const std::string& source) {
   Config c;
   c.source = source;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
-  }
+  StatusOr<YAML::Node> parsed = ParseYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node& root = *parsed;
   Reader r(source);
   DiscoveryConfig& d = c.discovery;
   TuningConfig& t = c.tuning;
