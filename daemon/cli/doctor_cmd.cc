@@ -23,6 +23,7 @@
 
 #include "daemon/cli/db_cmd.h"
 #include "daemon/discovery/snmp_source.h"
+#include "daemon/topotuned/snmp_config.h"
 #include "proto/limits.h"
 #include "tuner/topology_io.h"
 
@@ -419,22 +420,14 @@ void Doctor::CheckSnmp() {
         "set discovery.seeds (a switch's address) for SNMP discovery of the switch tree");
     return;
   }
-  discovery::SnmpCredentials creds;
-  creds.version = d.v3_user.empty() ? discovery::SnmpVersion::kV2c : discovery::SnmpVersion::kV3;
-  creds.community = d.community;
-  creds.v3_user = d.v3_user;
-  creds.v3_auth_protocol = d.v3_auth_protocol;
-  creds.v3_auth_pass = d.v3_auth;
-  creds.v3_priv_protocol = d.v3_priv_protocol;
-  creds.v3_priv_pass = d.v3_priv;
+  const discovery::SnmpCredentials creds = daemon::SnmpCredentialsOf(d);
   if (Status st = discovery::ValidateCredentials(creds); !st.ok()) {
     Add(Level::kFail, "snmp", st.message(), "fix discovery.community or discovery.v3_* in the configuration");
     return;
   }
-  discovery::SnmpTransport transport;
-  transport.port = d.port;
-  transport.timeout_s = std::min(d.timeout_s, args_.timeout_s);
-  transport.retries = std::min(d.retries, 1);
+  discovery::SnmpTransport transport = daemon::SnmpTransportOf(d);
+  transport.timeout_s = std::min(transport.timeout_s, args_.timeout_s);
+  transport.retries = std::min(transport.retries, 1);
   const std::string creds_text =
       d.v3_user.empty() ? "v2c community from discovery.community" : fmt::format("v3 user {}", d.v3_user);
   // At most 16 seeds at a time, each bounded by its timeout and retries.

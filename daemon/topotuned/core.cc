@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "daemon/discovery/discover.h"
+#include "daemon/topotuned/snmp_config.h"
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
 #include "db/hash.h"
@@ -633,19 +634,8 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   const DiscoveryConfig& dc = config_.discovery;
   discovery::CrawlOptions options;
   options.seeds = seeds;
-  if (!dc.v3_user.empty()) {
-    options.credentials.version = discovery::SnmpVersion::kV3;
-    options.credentials.v3_user = dc.v3_user;
-    options.credentials.v3_auth_pass = dc.v3_auth;
-    options.credentials.v3_priv_pass = dc.v3_priv;
-    options.credentials.v3_auth_protocol = dc.v3_auth_protocol;
-    options.credentials.v3_priv_protocol = dc.v3_priv_protocol;
-  } else {
-    options.credentials.community = dc.community;
-  }
-  options.transport.port = dc.port;
-  options.transport.timeout_s = dc.timeout_s;
-  options.transport.retries = dc.retries;
+  options.credentials = SnmpCredentialsOf(dc);
+  options.transport = SnmpTransportOf(dc);
   options.concurrency = dc.concurrency;
   options.cancel = &cancel_;
   // Host MACs: the hosts file, then what agents registered.
