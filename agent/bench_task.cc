@@ -56,6 +56,16 @@ StatusOr<bench::BenchOptions> TaskToOptions(const v1::BenchTask& task) {
   o.placement.rank_hosts.assign(task.rank_hosts().begin(), task.rank_hosts().end());
   o.verify = task.verify();
   o.native_label = task.native_label();
+  o.interleave = task.interleave();
+  if (task.has_size_budget()) o.size_budget_s = DurationSeconds(task.size_budget());
+  o.max_rounds = task.max_rounds();
+  o.margin = task.margin();
+  if (task.alpha() > 0) o.alpha = task.alpha();
+  o.aa_control = task.aa_control();
+  o.order_seed = task.order_seed();
+  if (o.interleave && o.iterations < 1)
+    return Status::InvalidArgument(
+        fmt::format("task {}: interleave needs iterations (rounds) of at least 1, not a time_budget", task.task_id()));
   return o;
 }
 
@@ -74,6 +84,8 @@ v1::BenchSample SampleToProto(const bench::Sample& s, std::vector<std::string>* 
   p.set_median_s(s.median_s);
   p.set_p95_s(s.p95_s);
   p.set_max_s(s.max_s);
+  p.set_mean_s(s.mean_s);
+  p.set_order_seed(s.order_seed);
   p.set_bytes_per_call(s.bytes_per_call);
   if (s.bytes_per_s) p.set_bytes_per_s(*s.bytes_per_s);
   if (s.bound_s) p.set_bound_s(*s.bound_s);

@@ -43,6 +43,13 @@ v1::BenchTask FullTask() {
   t.set_native_label("ompi:pairwise");
   *t.mutable_task_timeout() = TimeUtil::SecondsToDuration(600);
   *t.mutable_point_timeout() = TimeUtil::SecondsToDuration(60);
+  t.set_interleave(true);
+  *t.mutable_size_budget() = TimeUtil::MillisecondsToDuration(2500);
+  t.set_max_rounds(300);
+  t.set_margin(0.02);
+  t.set_alpha(0.01);
+  t.set_aa_control(true);
+  t.set_order_seed(77);
   return t;
 }
 
@@ -63,6 +70,22 @@ TEST(BenchTaskTest, TaskToOptionsFieldByField) {
   EXPECT_TRUE(o->placement.hosts.empty());
   EXPECT_TRUE(o->verify);
   EXPECT_EQ(o->native_label, "ompi:pairwise");
+  EXPECT_TRUE(o->interleave);
+  EXPECT_DOUBLE_EQ(o->size_budget_s, 2.5);
+  EXPECT_EQ(o->max_rounds, 300);
+  EXPECT_DOUBLE_EQ(o->margin, 0.02);
+  EXPECT_DOUBLE_EQ(o->alpha, 0.01);
+  EXPECT_TRUE(o->aa_control);
+  EXPECT_EQ(o->order_seed, 77u);
+}
+
+TEST(BenchTaskTest, TaskToOptionsInterleaveNeedsRounds) {
+  v1::BenchTask t = FullTask();
+  t.set_iterations(0);
+  *t.mutable_time_budget() = TimeUtil::SecondsToDuration(1);
+  StatusOr<bench::BenchOptions> o = TaskToOptions(t);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("interleave needs iterations"), std::string::npos) << o.status().message();
 }
 
 TEST(BenchTaskTest, TaskToOptionsTimeBudgetAndDefaults) {
@@ -114,6 +137,8 @@ bench::Sample FullSample() {
   s.verify_errors = 0;
   s.fallbacks = 2;
   s.times_s = {0.004, 0.001, 0.002};
+  s.mean_s = 0.007 / 3;
+  s.order_seed = 5;
   return s;
 }
 
@@ -147,9 +172,11 @@ TEST(BenchTaskTest, SampleToProtoFieldByField) {
   EXPECT_DOUBLE_EQ(p.times_s(0), 0.004);
   EXPECT_DOUBLE_EQ(p.times_s(1), 0.001);
   EXPECT_DOUBLE_EQ(p.times_s(2), 0.002);
+  EXPECT_DOUBLE_EQ(p.mean_s(), 0.007 / 3);
+  EXPECT_EQ(p.order_seed(), 5u);
 
   // Every field of the proto is set above; a new field fails this count.
-  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 20);
+  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 22);
 }
 
 TEST(BenchTaskTest, SampleToProtoUnsetOptionalsAndOtherCollectives) {

@@ -473,7 +473,7 @@ for topo_file in "${topo_files[@]}"; do
 done
 
 say "report"
-"$python" "$root/bench/cluster_report.py" report "$out" || failed "cluster_report.py report $out"
+"$python" "$root/bench/cluster_report.py" report --topotune "$topotune" "$out" || failed "cluster_report.py report $out"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/meta.txt"
 say "finished in $((SECONDS - start)) s with $failures failed step(s); results: $out"
 [[ $failures -eq 0 ]]

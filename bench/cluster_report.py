@@ -2,12 +2,16 @@
 """The Python half of bench/cluster.sh: the tables, the targets check and the
 plots of a cluster benchmark's results, plus the helpers the script needs.
 
-  cluster_report.py report DIR
+  cluster_report.py report [--topotune PATH] DIR
       Reads DIR/TOPOLOGY/*.jsonl (topotune-bench JSON Lines), the library's
       statistics DIR/TOPOLOGY/stats-RUN.json, the counters
       DIR/TOPOLOGY/counters.txt and the decisions DIR/TOPOLOGY/decisions.json,
       and writes DIR/tables.txt, DIR/targets.txt (both also printed) and
       DIR/TOPOLOGY.png (gnuplot; its script and data in DIR/TOPOLOGY/plot/).
+      The ratios of tuned to default and their 95 % intervals come from
+      `topotune compare --format json` (--topotune, default $BUILD/daemon/cli/
+      topotune with BUILD defaulting to build/ in the source tree, else
+      topotune on PATH).
   cluster_report.py topology --prefix P IN.yaml OUT.yaml
       Copies a topology file with every node name prefixed, as the testbed
       names its namespaces and hosts (and topotuned its nodes).
@@ -36,6 +40,16 @@ Each point is printed with its figures and PASS or MISS, and with what helps
 explain a miss: the best label at that size, the tuned call's fastest
 iteration as a fraction of the bound (the schedule's own limit, without the
 stalls), its p95, and the run's RTOs.
+
+The speedup and regret targets are judged on the ratio of mean times per
+call and its 95 % bootstrap interval (topotune compare over every timed call,
+times_s): the speedup target passes when the whole interval of
+default/tuned is at or above 1.3, the regret target when the interval of
+tuned/default ends at or below 1.05. Where the library ran native, the same
+algorithm as ompi:default, the ratio is an A/A check that must show no
+difference (its interval includes 1); a difference there is noise, never a
+speedup. Results without times_s (older runs) get "no per-call times:
+re-run bench/cluster.sh" for those targets instead of a verdict.
 """
 import argparse
 import collections
@@ -44,16 +58,21 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report as jsonl_report  # noqa: E402  bench/report.py: cell formatting
 
 DEFAULT = "ompi:default"
 TUNED = "topotune:tuned"
 KIB = 1024
+SPEEDUP_TARGET = 1.3  # default/tuned at >= 64 KiB, the whole interval
+REGRET_TARGET = 1.05  # tuned/default, the interval's upper end
+NO_TIMES = "no per-call times: re-run bench/cluster.sh"
 TABLE_WIDTH = 150  # characters; wider tables are split into blocks of labels
 
 try:
@@ -253,6 +272,10 @@ class Topology:
         self.calibration = {}  # "ring" or "pair" -> sample
         self.decisions = {}  # collective -> [(min_msize, algorithm)]
         self.switches = 0
+        self.files = collections.defaultdict(list)  # tag -> files with ompi:default or topotune:tuned samples
+        self.untimed = collections.defaultdict(set)  # tag -> sizes where one of the two lacks times_s
+        self.intervals = {}  # tag -> msize -> a `topotune compare --format json` row
+        self.compare_error = {}  # tag -> why there are no intervals
         self.load()
 
     def load(self):
@@ -283,10 +306,66 @@ class Topology:
                         die(f"{path}:{n}: not a topotune-bench line ({e})")
                     if label not in self.labels[tag]:
                         self.labels[tag].append(label)
+                    if label in (DEFAULT, TUNED):
+                        if path not in self.files[tag]:
+                            self.files[tag].append(path)
+                        if not isinstance(o.get("times_s"), list) or not o["times_s"]:
+                            self.untimed[tag].add(o["msize"])
         for tag in self.samples:
             self.ran[tag] = self.library_choices(tag)
         self.load_counters()
         self.load_decisions()
+
+    def compare(self, topotune):
+        """Fills self.intervals: per run, `topotune compare` of topotune:tuned
+        against ompi:default over their times_s, with the library's
+        statistics (so that points where it ran native are same-algorithm
+        checks). A run without times_s, or a failed compare, gets its reason
+        in self.compare_error instead."""
+        for tag, files in self.files.items():
+            labels = {label for m in self.samples[tag] for label in self.samples[tag][m]}
+            if DEFAULT not in labels or TUNED not in labels:
+                continue
+            if self.untimed[tag]:
+                self.compare_error[tag] = NO_TIMES
+                continue
+            if not topotune:
+                self.compare_error[tag] = "no topotune binary to compute intervals (build it, or pass --topotune)"
+                continue
+            cmd = [topotune, "compare", "--format", "json", "--baseline", DEFAULT, "--candidate", TUNED]
+            stats = os.path.join(self.path, f"stats-{tag}.json")
+            try:
+                with open(stats) as f:
+                    if isinstance(json.load(f).get("stats"), list):
+                        cmd += ["--stats", stats]
+            except (OSError, json.JSONDecodeError, AttributeError):
+                pass  # No statistics: no same-algorithm points (the tables say why).
+            try:
+                r = subprocess.run(cmd + files, capture_output=True, text=True)
+            except OSError as e:
+                self.compare_error[tag] = f"{topotune}: {e}"
+                continue
+            if r.returncode != 0:
+                self.compare_error[tag] = f"topotune compare failed: {r.stderr.strip() or r.returncode}"
+                continue
+            pattern = tag.partition("-")[2] or None
+            rows = {}
+            try:
+                for line in r.stdout.splitlines():
+                    row = json.loads(line)
+                    if row.get("pattern") == pattern:
+                        rows[row["msize"]] = row
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                self.compare_error[tag] = f"topotune compare printed something else than JSON rows: {e}"
+                continue
+            self.intervals[tag] = rows
+
+    def interval(self, tag, m):
+        """(row, None) with the compare row at this point, or (None, why not)."""
+        if tag in self.compare_error:
+            return None, self.compare_error[tag]
+        row = self.intervals.get(tag, {}).get(m)
+        return (row, None) if row else (None, "not compared (no samples of both sides at this size)")
 
     def ring_ceiling(self):
         """The ring calibration's fraction of the bound (None if not measured):
@@ -531,8 +610,25 @@ def ceiling_text(topo, f):
     return f"1MiB ring calibration {c:.2f}, so {f / c:.2f} of what the emulated links carried"
 
 
+def interval_text(r, lo, hi, digits=2):
+    return f"{r:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def tuned_over_default(row):
+    """tuned/default from a compare row (whose ratio is default/tuned): the
+    estimate and the interval's ends, inverted (a percentile interval
+    inverts end for end)."""
+    def inv(x):
+        return 1 / x if x > 0 else math.inf
+
+    return inv(row["ratio"]), inv(row["ratio_hi"]), inv(row["ratio_lo"])
+
+
 def targets(topos):
-    lines = ["targets (the issue's): each measured point with its figure, PASS or MISS;",
+    lines = ["targets (the issue's): each measured point with its figure, PASS or MISS ('-': not judged);",
+             "  speedup and tuned/default: ratios of the mean call with their 95 % bootstrap intervals",
+             "  (topotune compare over every timed call); where the library ran native, the algorithm of",
+             "  ompi:default, the ratio is an A/A check: noise, never a speedup;",
              "  why columns: best = the fastest label at that size and its fraction of the bound;",
              "  iterations = the tuned call's fastest and 95th-percentile iterations as fractions of the bound",
              "  (the best near the target while the median is not: stalls, e.g. TCP RTOs, not the schedule);",
@@ -540,6 +636,7 @@ def targets(topos):
     summary = []
 
     def point(topo, tag, m, what, value, ok, extra=""):
+        """One point's line and verdict: ok True (PASS), False (MISS) or None (not judged)."""
         o = topo.samples[tag][m].get(TUNED)
         cells = topo.samples[tag][m]
         best_label = min((x for x in cells if number(cells[x].get("median_s"))),
@@ -547,8 +644,9 @@ def targets(topos):
         best = f"best {best_label} {fmt_fraction(fraction(cells.get(best_label)))}" if best_label else ""
         why = (f"iterations: best {fmt_fraction(fraction(o, 'min_s'))}, p95 {fmt_fraction(fraction(o, 'p95_s'))}; {best}; "
                f"ran {topo.ran.get(tag, {}).get(m, '-')}")
-        verdict = "PASS" if ok else "MISS"
-        return (f"  {topo.name:<22} {tag:<18} {human_bytes(m):>6}  {what} {value:<6} {verdict}"
+        verdict = "-   " if ok is None else "PASS" if ok else "MISS"
+        figure = f"{what} {value}"
+        return (f"  {topo.name:<22} {tag:<18} {human_bytes(m):>6}  {figure:<36} {verdict}"
                 f"  ({why}{'; ' + extra if extra else ''})"), ok
 
     def section(title, entries):
@@ -559,13 +657,18 @@ def targets(topos):
         else:
             for text, _ in entries:
                 lines.append(text)
-            passed = sum(ok for _, ok in entries)
-            lines.append(f"  -> {passed} of {len(entries)} points PASS")
-            summary.append((title, passed == len(entries)))
+            judged = [ok for _, ok in entries if ok is not None]
+            passed = sum(judged)
+            unjudged = len(entries) - len(judged)
+            if unjudged:
+                lines.append(f"  -> {passed} of {len(judged)} judged points PASS; {unjudged} not judged")
+            else:
+                lines.append(f"  -> {passed} of {len(entries)} points PASS")
+            summary.append((title, False if passed < len(judged) else None if unjudged else True))
         lines.append("")
 
     multi = [t for t in topos if t.switches > 1]
-    t1, t2, t3, t4 = [], [], [], []
+    t1, t2, t3, t4, aa = [], [], [], [], []
     t3_missed_native = 0  # Target 3's MISSes where the library ran native.
     for topo in multi:
         for m in sorted(topo.samples.get("alltoall", {})):
@@ -576,27 +679,56 @@ def targets(topos):
             f = fraction(o)
             t1.append(point(topo, "alltoall", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85,
                             ceiling_text(topo, f)))
-            if d is not None and number(o.get("median_s")):
-                speedup = d["median_s"] / o["median_s"]
-                extra = (f"default {jsonl_report.human_seconds(d['median_s'])}, "
-                         f"tuned {jsonl_report.human_seconds(o['median_s'])}")
-                needed, c = fraction(d), topo.ring_ceiling()
-                if needed is not None and c:
-                    # 1.3x the default's fraction of the bound is what the
-                    # target asks of the tuned call.
-                    extra += (f"; 1.3x needs {1.3 * needed:.2f} of the bound, "
-                              f"{'above' if 1.3 * needed > c else 'within'} the 1MiB ring calibration {c:.2f}")
-                t2.append(point(topo, "alltoall", m, "speedup", f"{speedup:.2f}x", speedup >= 1.3, extra))
+            if d is None:
+                continue
+            row, why_not = topo.interval("alltoall", m)
+            if row is None:
+                t2.append(point(topo, "alltoall", m, "speedup", "-", None, why_not))
+                continue
+            text = interval_text(row["ratio"], row["ratio_lo"], row["ratio_hi"])
+            if row["same_algorithm"]:
+                # Both sides ran Open MPI's collective: no speedup to claim.
+                t2.append(point(topo, "alltoall", m, "ratio", text, False,
+                                "same algorithm: the library ran native, as ompi:default does; "
+                                + ("the interval excludes 1: noise" if row["differs"] else "no difference")))
+                continue
+            extra = (f"means: default {jsonl_report.human_seconds(row['baseline']['mean_s'])}, "
+                     f"tuned {jsonl_report.human_seconds(row['candidate']['mean_s'])}")
+            needed, c = row["baseline"].get("fraction_of_bound"), topo.ring_ceiling()
+            if number(needed) and c:
+                # 1.3x the default's fraction of the bound (of its mean) is
+                # what the target asks of the tuned call.
+                extra += (f"; 1.3x needs {SPEEDUP_TARGET * needed:.2f} of the bound, "
+                          f"{'above' if SPEEDUP_TARGET * needed > c else 'within'} the 1MiB ring calibration {c:.2f}")
+            t2.append(point(topo, "alltoall", m, "speedup", text, row["ratio_lo"] >= SPEEDUP_TARGET, extra))
     for topo in topos:
         for tag in topo.samples:
             for m in sorted(topo.samples[tag]):
                 cells = topo.samples[tag][m]
-                o, d = cells.get(TUNED), cells.get(DEFAULT)
-                if o is None or d is None or not number(d.get("median_s")):
+                if cells.get(TUNED) is None or cells.get(DEFAULT) is None:
                     continue
-                ratio = o["median_s"] / d["median_s"]
-                t3.append(point(topo, tag, m, "tuned/default", f"{ratio:.3f}", ratio <= 1.05))
-                t3_missed_native += ratio > 1.05 and topo.ran.get(tag, {}).get(m) == "native"
+                row, why_not = topo.interval(tag, m)
+                if row is None:
+                    t3.append(point(topo, tag, m, "tuned/default", "-", None, why_not))
+                    if topo.ran.get(tag, {}).get(m) == "native":
+                        aa.append(point(topo, tag, m, "default/tuned", "-", None, why_not))
+                    continue
+                r, lo, hi = tuned_over_default(row)
+                ok = hi <= REGRET_TARGET
+                notes = ["same algorithm (A/A)"] if row["same_algorithm"] else []
+                if not ok and r <= REGRET_TARGET:
+                    notes.append(f"the estimate is within 5 % but the interval is too wide to show it "
+                                 f"({row['candidate']['calls']} calls per side: more --iterations narrow it)")
+                t3.append(point(topo, tag, m, "tuned/default", interval_text(r, lo, hi, 3), ok, "; ".join(notes)))
+                t3_missed_native += not ok and row["same_algorithm"]
+                if row["same_algorithm"]:
+                    aa.append(point(topo, tag, m, "default/tuned",
+                                    interval_text(row["ratio"], row["ratio_lo"], row["ratio_hi"], 3),
+                                    not row["differs"],
+                                    "no difference" if not row["differs"] else
+                                    "the interval excludes 1 although both sides ran Open MPI's collective: noise, "
+                                    "or the library's own cost (alltoallv: the allreduce that agrees on the block "
+                                    "size); not a speedup"))
         for m in sorted(topo.samples.get("allgather", {})):
             o = topo.samples["allgather"][m].get(TUNED)
             if m < 256 * KIB or o is None:
@@ -605,23 +737,18 @@ def targets(topos):
             t4.append(point(topo, "allgather", m, "fraction", fmt_fraction(f), f is not None and f >= 0.85,
                             ceiling_text(topo, f)))
     section("1. tuned alltoall >= 0.85 of the bound at >= 64 KiB, every multi-switch topology", t1)
-    section("2. tuned alltoall >= 1.3x faster than ompi:default at >= 64 KiB, every multi-switch topology", t2)
-    section("3. the tuned choice at most 5 % slower than ompi:default (tuned/default <= 1.05), every size", t3)
-    # Where the library ran native, tuned and default are the same algorithm
-    # measured twice, next to each other: their ratio is the noise.
-    aa = sorted(topo.samples[tag][m][TUNED]["median_s"] / topo.samples[tag][m][DEFAULT]["median_s"]
-                for topo in topos for tag in topo.samples for m in topo.samples[tag]
-                if topo.ran.get(tag, {}).get(m) == "native" and TUNED in topo.samples[tag][m]
-                and number(topo.samples[tag][m].get(DEFAULT, {}).get("median_s")))
-    if aa:
-        lines[-1:-1] = [f"  A/A check: at {len(aa)} of these points the library ran native, the algorithm of "
-                        f"ompi:default: tuned/default there ranged {aa[0]:.3f} to {aa[-1]:.3f} (median "
-                        f"{aa[len(aa) // 2]:.3f}), the noise of a median of this run's iterations"]
-        misses = sum(not ok for _, ok in t3)
+    section("2. tuned alltoall >= 1.3x faster than ompi:default at >= 64 KiB (the whole 95 % interval of "
+            "default/tuned >= 1.3), every multi-switch topology", t2)
+    section("3. the tuned choice at most 5 % slower than ompi:default (the 95 % interval of tuned/default "
+            "ends <= 1.05), every size", t3)
+    misses = sum(ok is False for _, ok in t3)
+    if misses:
         lines[-1:-1] = [f"  of the {misses} MISSes, {t3_missed_native} are at points where the library ran native "
                         f"(the same algorithm: noise, and for alltoallv the library's extra allreduce that agrees on "
                         f"the block size), {misses - t3_missed_native} where it ran another algorithm"]
     section("4. tuned allgather >= 0.85 of its bound at >= 256 KiB", t4)
+    section("5. A/A: where the library ran native (the algorithm of ompi:default), default/tuned shows no "
+            "difference (its 95 % interval includes 1)", aa)
 
     ref = next((t for t in topos if t.name == "two-switch-4x4"), None)
     lines.append("reference point: Open MPI's default at 64 KiB on the 4+4 tree measured 125 ms against an 84 ms bound")
@@ -636,7 +763,7 @@ def targets(topos):
     lines.append("")
     lines.append("summary:")
     for title, ok in summary:
-        lines.append(f"  {'-' if ok is None else 'PASS' if ok else 'MISS'}  {title[3:]}")
+        lines.append(f"  {'-' if ok is None else 'PASS' if ok else 'MISS'}  {re.sub(r'^[0-9]+[.] ', '', title)}")
     return lines
 
 
@@ -720,10 +847,21 @@ def plot(topo, directory, terminal):
     return png
 
 
+def find_topotune():
+    """The build's topotune as cluster.sh finds its binaries ($BUILD, default
+    build/ in the source tree), else topotune on PATH; None when neither."""
+    build = os.environ.get("BUILD") or os.path.join(ROOT, "build")
+    path = os.path.join(os.path.abspath(build), "daemon", "cli", "topotune")
+    return path if os.access(path, os.X_OK) else shutil.which("topotune")
+
+
 def cmd_report(args):
     topos = load_results(args.directory)
     if not topos:
         die(f"{args.directory}: no TOPOLOGY/*.jsonl results")
+    topotune = args.topotune or find_topotune()
+    for topo in topos:
+        topo.compare(topotune)
     tables = []
     for topo in topos:
         tables += [f"==== {topo.name}: {topo.switches} switch{'es' if topo.switches != 1 else ''}, "
@@ -759,6 +897,8 @@ def main():
     r = sub.add_parser("report", help="tables, targets and plots of a results directory")
     r.add_argument("directory")
     r.add_argument("--no-plots", action="store_true", help="tables and targets only")
+    r.add_argument("--topotune", help="the topotune CLI, for `topotune compare` (default: $BUILD/daemon/cli/topotune, "
+                   "BUILD defaulting to build/ in the source tree, else topotune on PATH)")
     r.set_defaults(func=cmd_report)
     t = sub.add_parser("topology", help="a topology file with every name prefixed")
     t.add_argument("--prefix", required=True)

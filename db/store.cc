@@ -58,16 +58,48 @@ std::string TableToJson(std::span<const DecisionRange> table) {
   return out.dump();
 }
 
+json IntervalToJson(const RatioInterval& r) { return json::array({r.estimate, r.lo, r.hi}); }
+
+// Rows written before intervals existed lack them: [1, 1, 1].
+RatioInterval IntervalFromJson(const json& parent, const char* key) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return {};
+  return {it->at(0).get<double>(), it->at(1).get<double>(), it->at(2).get<double>()};
+}
+
 std::string ChoicesToJson(std::span<const SizeChoice> choices) {
   json out = json::array();
   for (const SizeChoice& c : choices) {
+    json candidates = json::array();
+    for (const CandidateStats& k : c.candidates) {
+      candidates.push_back({{"algorithm", k.algorithm},
+                            {"calls", k.calls},
+                            {"mean", k.mean},
+                            {"median", k.median},
+                            {"p95", k.p95},
+                            {"ratio", IntervalToJson(k.ratio)},
+                            {"p_faster", k.p_faster}});
+    }
     out.push_back({{"msize", c.msize},
                    {"chosen", c.chosen},
                    {"fastest", c.fastest},
+                   {"chosen_mean", c.chosen_mean},
                    {"chosen_median", c.chosen_median},
+                   {"chosen_p95", c.chosen_p95},
+                   {"fastest_mean", c.fastest_mean},
                    {"fastest_median", c.fastest_median},
+                   {"reference", c.reference},
+                   {"reference_mean", c.reference_mean},
+                   {"reference_median", c.reference_median},
+                   {"reference_p95", c.reference_p95},
+                   {"ratio", IntervalToJson(c.ratio)},
                    {"regret", c.regret},
-                   {"significant", c.significant}});
+                   {"significant", c.significant},
+                   {"settled", c.settled},
+                   {"calls", c.calls},
+                   {"aa", c.aa_measured ? IntervalToJson(c.aa) : json(nullptr)},
+                   {"noisy", c.noisy},
+                   {"candidates", std::move(candidates)}});
   }
   return out.dump();
 }
@@ -95,6 +127,27 @@ std::vector<SizeChoice> ChoicesFromJson(const std::string& text) {
     s.fastest_median = c.at("fastest_median").get<double>();
     s.regret = c.at("regret").get<double>();
     s.significant = c.at("significant").get<bool>();
+    // Written since decisions rest on means and intervals; absent in older rows.
+    s.chosen_mean = c.value("chosen_mean", 0.0);
+    s.chosen_p95 = c.value("chosen_p95", 0.0);
+    s.fastest_mean = c.value("fastest_mean", 0.0);
+    s.reference = c.value("reference", std::string());
+    s.reference_mean = c.value("reference_mean", 0.0);
+    s.reference_median = c.value("reference_median", 0.0);
+    s.reference_p95 = c.value("reference_p95", 0.0);
+    s.ratio = IntervalFromJson(c, "ratio");
+    s.settled = c.value("settled", false);
+    s.calls = c.value("calls", int64_t{0});
+    s.aa_measured = c.contains("aa") && !c.at("aa").is_null();
+    s.aa = IntervalFromJson(c, "aa");
+    s.noisy = c.value("noisy", false);
+    if (auto it = c.find("candidates"); it != c.end()) {
+      for (const json& k : *it) {
+        s.candidates.push_back({k.at("algorithm").get<std::string>(), k.at("calls").get<int64_t>(),
+                                k.at("mean").get<double>(), k.at("median").get<double>(), k.at("p95").get<double>(),
+                                IntervalFromJson(k, "ratio"), k.value("p_faster", 1.0)});
+      }
+    }
     choices.push_back(std::move(s));
   }
   return choices;
@@ -550,7 +603,7 @@ StatusOr<int64_t> Store::PutDecision(const TuningKey& key, std::span<const Decis
   }
   for (size_t i = 0; i < choices.size(); ++i) {
     const SizeChoice& c = choices[i];
-    for (double v : {c.msize, c.chosen_median, c.fastest_median, c.regret}) {
+    for (double v : {c.msize, c.chosen_median, c.fastest_median, c.regret, c.chosen_mean, c.ratio.lo, c.ratio.hi}) {
       if (!std::isfinite(v)) return impl_->Invalid("choice " + std::to_string(i) + " has a value that is not finite");
     }
   }

@@ -298,10 +298,17 @@ TEST_F(StoreTest, ABadSampleRejectsTheWholeBatch) {
 std::vector<SizeChoice> Choices(std::initializer_list<std::pair<double, const char*>> picks) {
   std::vector<SizeChoice> out;
   for (const auto& [msize, algorithm] : picks) {
-    out.push_back({msize, algorithm, algorithm, 1e-4 * msize, 1e-4 * msize, 1.0, true});
+    out.push_back(FixedChoice(msize, algorithm, 1e-4 * msize));
   }
   out.front().regret = 1.25;  // Something other than the default.
   out.front().significant = false;
+  out.front().ratio = {0.9, 0.85, 0.95};
+  out.front().calls = 42;
+  out.front().aa_measured = true;
+  out.front().aa = {1.01, 0.98, 1.04};
+  out.front().noisy = true;
+  out.front().candidates = {{"native", 21, 2e-3, 1.5e-3, 4e-3, {}, 1},
+                            {"native:aa", 21, 2.02e-3, 1.6e-3, 4e-3, {1.01, 0.98, 1.04}, 0.5}};
   return out;
 }
 
@@ -323,6 +330,16 @@ TEST_F(StoreTest, DecisionsRoundTripAndReplace) {
   ASSERT_EQ(d->choices.size(), 2u);
   EXPECT_EQ(d->choices[0].regret, 1.25);
   EXPECT_FALSE(d->choices[0].significant);
+  EXPECT_EQ(d->choices[0].ratio.lo, 0.85);
+  EXPECT_EQ(d->choices[0].ratio.hi, 0.95);
+  EXPECT_EQ(d->choices[0].calls, 42);
+  EXPECT_TRUE(d->choices[0].aa_measured);
+  EXPECT_EQ(d->choices[0].aa.hi, 1.04);
+  EXPECT_TRUE(d->choices[0].noisy);
+  ASSERT_EQ(d->choices[0].candidates.size(), 2u);
+  EXPECT_EQ(d->choices[0].candidates[1].algorithm, "native:aa");
+  EXPECT_EQ(d->choices[0].candidates[1].ratio.lo, 0.98);
+  EXPECT_FALSE(d->choices[1].aa_measured);
   EXPECT_EQ(d->choices[1].chosen_median, 1e-4 * 4096);
   ASSERT_EQ(d->crossovers.size(), 1u);
   EXPECT_EQ(d->crossovers[0].msize, 512);

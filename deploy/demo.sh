@@ -13,12 +13,13 @@
 #      the hosts through mpirun and stores decision tables, printed next;
 #   5. runs an MPI job with libtopotune-mpi.so that times, size by size, Open
 #      MPI's own MPI_Alltoall and MPI_Allgather and the same calls served by
-#      the library (topotune-bench --via-mpi), and prints them side by side
-#      with the algorithm the tuned plan ran and the fraction of the physical
-#      lower bound each reached;
+#      the library (topotune-bench --via-mpi), the two alternated call by
+#      call, and prints them side by side (topotune compare): the algorithm
+#      the tuned plan ran, the fraction of the physical lower bound each
+#      reached, and each speedup with its 95 % interval;
 #   6. tears the cluster down (unless --keep).
 #
-# It needs root (network namespaces) and takes about 5 minutes once built.
+# It needs root (network namespaces) and takes about 7 minutes once built.
 #
 # Usage: sudo deploy/demo.sh [--no-install] [--keep] [--topology FILE]
 #   --no-install      skip deploy/install-deps.sh (packages are already present)
@@ -121,7 +122,13 @@ step "MPI_Alltoall and MPI_Allgather without and with libtopotune-mpi.so, side b
 # topotune-bench times Open MPI's own collective (its native kernel calls
 # PMPI_, which the library does not intercept) and, with --via-mpi, the public
 # MPI_ function, which libtopotune-mpi.so serves from the tuned plan: both in
-# one job, size by size.
+# one job, size by size. --interleave alternates the two call by call (each
+# round times both, in a fresh random order), so drift and neighbours hit both
+# alike; --times keeps every call, for the intervals of topotune compare.
+# 20 rounds at every size: one job per collective, so one TOPOTUNE_STATS_FILE
+# says what the library ran at each size. 30 rounds up to 256 KiB would need
+# a second job for 1 MiB, where an all-to-all call on the 4+4 tree takes 1.3
+# to 2 s (bound 1.34 s); with 20 rounds the step takes about 2.5 minutes.
 server=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' \
   "$state/testbed.json")
 for coll in alltoall allgather; do
@@ -130,37 +137,16 @@ for coll in alltoall allgather; do
     -x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" -x "TOPOTUNE_SERVER=$server" \
     -x "TOPOTUNE_STATS_FILE=$work/$coll.stats.json" -x "TOPOTUNE_JOB_ID=demo-$coll" \
     "$build/bench_kernels/driver/topotune-bench" --collective "$coll" --algorithms native \
-    --label-native ompi:default --via-mpi topotune:tuned --sizes "$sizes" --iterations 9 \
-    --topology "$work/discovered.yaml" --out "$work/$coll.jsonl" 2> >(grep -v 'setpgid' >&2)
+    --label-native ompi:default --via-mpi topotune:tuned --sizes "$sizes" --interleave --iterations 20 \
+    --times --topology "$work/discovered.yaml" --out "$work/$coll.jsonl" 2> >(grep -v 'setpgid' >&2)
 done
-python3 - "$work" <<'EOF'
-import json, os, sys
-work = sys.argv[1]
-
-def ms(t):
-    return f"{t * 1e3:10.2f} ms"
-
-print(f"{'collective':<10} {'size':>8} {'bound':>13} | {'Open MPI':>13} {'of bound':>8} | "
-      f"{'topotune':>13} {'of bound':>8}  {'algorithm':<20} | speedup")
-fallbacks = 0
-for coll in ("alltoall", "allgather"):
-    samples = {(o["label"], o["msize"]): o for o in map(json.loads, open(os.path.join(work, coll + ".jsonl")))}
-    stats = json.load(open(os.path.join(work, coll + ".stats.json")))
-    fallbacks += sum(s["fallbacks"] for s in stats["stats"])
-    used = {}
-    for s in stats["stats"]:
-        used.setdefault(int(s["msize"]), set()).add(s["algorithm"])
-    for msize in sorted(m for label, m in samples if label == "ompi:default"):
-        a, b = samples[("ompi:default", msize)], samples[("topotune:tuned", msize)]
-        bound = a["bound_s"]
-        size = f"{msize // 1024} KiB" if msize < 1 << 20 else f"{msize >> 20} MiB"
-        alg = ",".join(sorted(used.get(msize, {"?"})))
-        print(f"{coll:<10} {size:>8} {ms(bound)} | {ms(a['median_s'])} {a['fraction_of_bound']:8.2f} | "
-              f"{ms(b['median_s'])} {b['fraction_of_bound']:8.2f}  {alg:<20} | {a['median_s'] / b['median_s']:6.2f}x")
-print(f"\nmedian of 9 calls, each as long as its slowest rank, the two measured in turn at each size;\n"
-      f"bound: the physical lower bound of the discovered tree; plan {stats['plan']['plan_id']} "
-      f"(topology version {stats['plan']['topology_version']}); fallbacks: {fallbacks}")
-EOF
+# Each size: mean, median and p95 of both sides, the fraction of the bound,
+# the algorithm the plan ran, and the speedup with its 95 % interval ("no
+# difference" when it includes 1; "same algorithm" where the plan ran native).
+for coll in alltoall allgather; do
+  echo
+  "$topotune" compare --stats "$work/$coll.stats.json" "$work/$coll.jsonl"
+done
 
 done=1
 step "done in $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s"

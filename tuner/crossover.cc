@@ -7,90 +7,20 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "tuner/topology.h"
 
 namespace topotune {
 namespace {
 
-// Frequencies of U over all C(m+n, m) arrangements of m and n distinct
-// values: c(m, n, u) = c(m-1, n, u-n) + c(m, n-1, u).
-std::vector<double> ExactUDistribution(int m, int n) {
-  // table[j] holds the distribution for (i, j) as i grows row by row.
-  std::vector<std::vector<double>> prev(n + 1), cur(n + 1);
-  for (int j = 0; j <= n; ++j) prev[j] = {1.0};  // i = 0: U is 0.
-  for (int i = 1; i <= m; ++i) {
-    cur[0] = {1.0};  // j = 0: U is 0.
-    for (int j = 1; j <= n; ++j) {
-      std::vector<double> d(static_cast<size_t>(i) * j + 1, 0.0);
-      // The largest value is from the first sample (adds j to U) or not.
-      for (size_t u = 0; u < prev[j].size(); ++u) d[u + j] += prev[j][u];
-      for (size_t u = 0; u < cur[j - 1].size(); ++u) d[u] += cur[j - 1][u];
-      cur[j] = std::move(d);
-    }
-    std::swap(prev, cur);
-  }
-  return prev[n];
-}
+// The sets of one size, checked.
+struct SizeSets {
+  double msize = 0;
+  std::vector<const SampleSet*> sets;
+};
 
-}  // namespace
-
-double Median(std::vector<double> v) {
-  size_t n = v.size();
-  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
-  double hi = v[n / 2];
-  if (n % 2) return hi;
-  double lo = *std::max_element(v.begin(), v.begin() + n / 2);
-  return (lo + hi) / 2;
-}
-
-MannWhitney MannWhitneyU(std::span<const double> a, std::span<const double> b) {
-  const size_t m = a.size(), n = b.size(), total = m + n;
-  std::vector<std::pair<double, int>> all;
-  all.reserve(total);
-  for (double x : a) all.emplace_back(x, 0);
-  for (double y : b) all.emplace_back(y, 1);
-  std::sort(all.begin(), all.end());
-  double rank_sum_a = 0, tie_term = 0;
-  bool ties = false;
-  for (size_t i = 0; i < total;) {
-    size_t j = i;
-    while (j < total && all[j].first == all[i].first) ++j;
-    double t = static_cast<double>(j - i);
-    double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
-    for (size_t k = i; k < j; ++k)
-      if (all[k].second == 0) rank_sum_a += avg_rank;
-    if (t > 1) {
-      ties = true;
-      tie_term += t * t * t - t;
-    }
-    i = j;
-  }
-  MannWhitney r;
-  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dN = static_cast<double>(total);
-  r.u = rank_sum_a - dm * (dm + 1) / 2;
-  if (!ties && total <= 40) {
-    std::vector<double> dist = ExactUDistribution(static_cast<int>(m), static_cast<int>(n));
-    double all_count = 0, le = 0, ge = 0;
-    auto u = static_cast<size_t>(std::llround(r.u));
-    for (size_t k = 0; k < dist.size(); ++k) {
-      all_count += dist[k];
-      if (k <= u) le += dist[k];
-      if (k >= u) ge += dist[k];
-    }
-    r.exact = true;
-    r.p_value = std::min(1.0, 2 * std::min(le, ge) / all_count);
-    return r;
-  }
-  double mu = dm * dn / 2;
-  double var = dm * dn / 12 * ((dN + 1) - tie_term / (dN * (dN - 1)));
-  if (var <= 0) return r;  // Every value equal: no evidence of a difference.
-  double z = std::max(0.0, std::abs(r.u - mu) - 0.5) / std::sqrt(var);
-  r.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
-  return r;
-}
-
-StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples, const ChoiceOptions& options) {
+StatusOr<std::vector<SizeSets>> GroupBySize(const std::vector<SampleSet>& samples) {
   std::map<double, std::vector<const SampleSet*>> by_size;
   for (const SampleSet& s : samples) {
     if (s.seconds.empty())
@@ -106,42 +36,170 @@ StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& sam
             fmt::format("{} at {} bytes appears twice; merge its samples into one set", s.algorithm, s.msize));
     at.push_back(&s);
   }
-  std::vector<SizeChoice> out;
-  for (const auto& [msize, sets] : by_size) {
-    std::vector<std::pair<double, const SampleSet*>> by_median;
-    for (const SampleSet* s : sets) by_median.emplace_back(Median(s->seconds), s);
-    std::stable_sort(by_median.begin(), by_median.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    const SampleSet* fastest = by_median.front().second;
-    // Preference order: native, the caller's list, then the rest by median.
-    std::vector<const SampleSet*> order;
-    auto add = [&](const std::string& name) {
-      for (const auto& [med, s] : by_median)
-        if (s->algorithm == name && std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
-    };
-    add("native");
-    for (const std::string& p : options.preference) add(p);
-    for (const auto& [med, s] : by_median) add(s->algorithm);
-    const SampleSet* chosen = fastest;
-    for (const SampleSet* s : order) {
-      if (s == fastest || MannWhitneyU(fastest->seconds, s->seconds).p_value >= options.alpha) {
-        chosen = s;
-        break;
-      }
+  std::vector<SizeSets> out;
+  for (auto& [msize, sets] : by_size) out.push_back({msize, std::move(sets)});
+  return out;
+}
+
+// Rank of an algorithm in the preference order: native, the caller's list,
+// then the rest (by name, as the caller's sort leaves them).
+size_t PreferenceRank(const std::string& name, const ChoiceOptions& options) {
+  if (name == "native") return 0;
+  auto it = std::find(options.preference.begin(), options.preference.end(), name);
+  return it == options.preference.end() ? options.preference.size() + 1
+                                        : static_cast<size_t>(it - options.preference.begin()) + 1;
+}
+
+// The reference of one size: native, else the most preferred measured
+// algorithm (never the A/A copy).
+const SampleSet* Reference(const SizeSets& size, const ChoiceOptions& options) {
+  const SampleSet* best = nullptr;
+  for (const SampleSet* s : size.sets) {
+    if (s->algorithm == kAaControlLabel) continue;
+    if (!best || std::pair(PreferenceRank(s->algorithm, options), s->algorithm) <
+                     std::pair(PreferenceRank(best->algorithm, options), best->algorithm))
+      best = s;
+  }
+  return best != nullptr ? best : size.sets.front();
+}
+
+// Every set of the size against the reference, by mean.
+std::vector<CandidateStats> Candidates(const SizeSets& size, const SampleSet& ref, const ChoiceOptions& options) {
+  std::vector<CandidateStats> out;
+  for (const SampleSet* s : size.sets) {
+    TimeSummary t = SummarizeTimes(s->seconds);
+    CandidateStats c{s->algorithm, static_cast<int64_t>(t.calls), t.mean, t.median, t.p95, {}, 1};
+    if (s != &ref) {
+      const uint64_t seed = ComparisonSeed(options.seed, s->algorithm, size.msize);
+      c.ratio = RatioOfMeans(s->seconds, ref.seconds, seed, 1 - options.alpha);
+      // Only worth the permutations where the interval already says faster.
+      if (c.ratio.hi < 1 - options.margin)
+        c.p_faster = PermutationPLess(s->seconds, 1 / (1 - options.margin), ref.seconds, seed + 1);
     }
-    SizeChoice c;
-    c.msize = msize;
-    c.chosen = chosen->algorithm;
-    c.fastest = fastest->algorithm;
-    c.chosen_median = Median(chosen->seconds);
-    c.fastest_median = by_median.front().first;
-    c.regret = c.chosen_median / c.fastest_median;
-    c.significant = std::all_of(sets.begin(), sets.end(), [&](const SampleSet* s) {
-      return s == chosen || MannWhitneyU(chosen->seconds, s->seconds).p_value < options.alpha;
-    });
     out.push_back(std::move(c));
   }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.mean < b.mean; });
   return out;
+}
+
+bool Wins(const CandidateStats& c, const ChoiceOptions& options) {
+  return c.ratio.hi < 1 - options.margin && c.p_faster < options.test_alpha / 2;
+}
+
+// The A/A copy differs from the reference: the interval outside the margin's
+// band, and the permutation test in that direction at test_alpha (two-sided).
+bool AaDiffers(const CandidateStats& copy, const SampleSet& copy_set, const SampleSet& ref,
+               const ChoiceOptions& options, double msize) {
+  const Difference d = Compare(copy.ratio, options.margin);
+  if (d == Difference::kNoDifference) return false;
+  const uint64_t seed = ComparisonSeed(options.seed, "aa-test", msize);
+  const double p = d == Difference::kFaster
+                       ? PermutationPLess(copy_set.seconds, 1 / (1 - options.margin), ref.seconds, seed)
+                       : PermutationPLess(ref.seconds, 1 + options.margin, copy_set.seconds, seed);
+  return p < options.test_alpha / 2;
+}
+bool CannotWin(const CandidateStats& c, const ChoiceOptions& options) { return c.ratio.lo > 1 - options.margin; }
+
+bool SettledSize(const std::vector<CandidateStats>& candidates, const std::string& ref, const ChoiceOptions& options) {
+  return std::all_of(candidates.begin(), candidates.end(), [&](const CandidateStats& c) {
+    return c.algorithm == ref || Wins(c, options) || CannotWin(c, options);
+  });
+}
+
+SizeChoice ChooseAt(const SizeSets& size, const ChoiceOptions& options) {
+  const SampleSet& ref = *Reference(size, options);
+  std::vector<CandidateStats> all = Candidates(size, ref, options);
+  SizeChoice c;
+  c.msize = size.msize;
+  c.reference = ref.algorithm;
+  const CandidateStats* reference = nullptr;
+  const CandidateStats* fastest = nullptr;
+  std::vector<const CandidateStats*> winners;
+  for (const CandidateStats& s : all) {
+    c.calls += s.calls;
+    if (s.algorithm == kAaControlLabel && s.algorithm != ref.algorithm) {
+      c.aa_measured = true;
+      c.aa = s.ratio;
+      for (const SampleSet* set : size.sets)
+        if (set->algorithm == kAaControlLabel) c.noisy = AaDiffers(s, *set, ref, options, size.msize);
+      continue;
+    }
+    if (!fastest) fastest = &s;  // `all` is by mean.
+    if (s.algorithm == ref.algorithm)
+      reference = &s;
+    else if (Wins(s, options))
+      winners.push_back(&s);
+  }
+  const CandidateStats* chosen = reference;
+  if (!winners.empty()) {
+    // winners is by mean: the first is the best; ties overlap its interval.
+    const CandidateStats* best = winners.front();
+    chosen = best;
+    for (const CandidateStats* w : winners) {
+      if (w->ratio.lo > best->ratio.hi) continue;
+      if (std::tuple(w->p95, PreferenceRank(w->algorithm, options), w->algorithm) <
+          std::tuple(chosen->p95, PreferenceRank(chosen->algorithm, options), chosen->algorithm))
+        chosen = w;
+    }
+  }
+  c.chosen = chosen->algorithm;
+  c.chosen_mean = chosen->mean;
+  c.chosen_median = chosen->median;
+  c.chosen_p95 = chosen->p95;
+  c.fastest = fastest->algorithm;
+  c.fastest_mean = fastest->mean;
+  c.fastest_median = fastest->median;
+  c.reference_mean = reference->mean;
+  c.reference_median = reference->median;
+  c.reference_p95 = reference->p95;
+  c.ratio = chosen->ratio;
+  c.regret = c.chosen_mean / c.fastest_mean;
+  c.settled = SettledSize(all, ref.algorithm, options);
+  c.significant = chosen != reference || std::all_of(all.begin(), all.end(), [&](const CandidateStats& s) {
+                    return s.algorithm == ref.algorithm || s.algorithm == kAaControlLabel || CannotWin(s, options);
+                  });
+  c.candidates = std::move(all);
+  return c;
+}
+
+}  // namespace
+
+double Median(std::vector<double> v) {
+  size_t n = v.size();
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  double hi = v[n / 2];
+  if (n % 2) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + n / 2);
+  return (lo + hi) / 2;
+}
+
+SizeChoice FixedChoice(double msize, const std::string& algorithm, double seconds) {
+  SizeChoice c;
+  c.msize = msize;
+  c.chosen = c.fastest = c.reference = algorithm;
+  c.chosen_mean = c.chosen_median = c.chosen_p95 = seconds;
+  c.fastest_mean = c.fastest_median = seconds;
+  c.reference_mean = c.reference_median = c.reference_p95 = seconds;
+  c.significant = c.settled = true;
+  return c;
+}
+
+StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples, const ChoiceOptions& options) {
+  auto sizes = GroupBySize(samples);
+  if (!sizes.ok()) return sizes.status();
+  std::vector<SizeChoice> out;
+  for (const SizeSets& size : *sizes) out.push_back(ChooseAt(size, options));
+  return out;
+}
+
+bool Settled(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options) {
+  auto sizes = GroupBySize(sets_of_one_size);
+  if (!sizes.ok()) return false;
+  for (const SizeSets& size : *sizes) {
+    const SampleSet& ref = *Reference(size, options);
+    if (!SettledSize(Candidates(size, ref, options), ref.algorithm, options)) return false;
+  }
+  return true;
 }
 
 std::vector<DecisionRange> DecisionTable(const std::vector<SizeChoice>& choices) {

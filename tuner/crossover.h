@@ -1,42 +1,61 @@
 // Crossover tuning: from benchmark samples of several algorithms of one
 // collective (one topology version, node count and ranks per node), choose an
-// algorithm per message size with a statistical test, build the decision
-// table of message-size ranges, and say which sizes to measure next to pin
-// each crossover down (bisection).
+// algorithm per message size, build the decision table of message-size
+// ranges, and say which sizes to measure next to pin each crossover down
+// (bisection).
 //
-//  - For each measured size the fastest algorithm (lowest median) is found.
-//    Then, in preference order (by default "native" first, then the order the
-//    caller gives, simplest first), the first algorithm whose times are not
-//    significantly slower than the fastest's (two-sided Mann-Whitney U test
-//    at level alpha) is chosen; when every other one is, the fastest is.
-//  - The regret of a choice is its median over the fastest median (>= 1).
+// The objective is the mean time per call, as an application pays it over
+// its calls, stalls included (a median hides exactly the tail of stalled
+// calls that contention-free schedules remove). At each measured size:
+//  - the reference is `native` (the MPI library's own collective; without
+//    native samples, the first measured algorithm of the preference order);
+//  - every other candidate gets the 95 % interval of its mean ratio to the
+//    reference (stats.h RatioOfMeans, a seeded bootstrap);
+//  - a candidate wins when its mean is lower with 95 % confidence, by more
+//    than the decision margin: its interval lies below 1 - margin, and the
+//    permutation test of the same (stats.h PermutationPLess, one-sided at
+//    test_alpha / 2) agrees. The test guards against the bootstrap's
+//    overconfidence when a rare stall fell in one sample only; its level is
+//    strict because every size tests up to ten candidates and the A/A copy
+//    in every run (Bonferroni: 50 tests at 0.001 keep the chance of any
+//    false difference in a sweep near 5 %). Where stalls dominate the mean,
+//    a valid test at 2.5 % would let an equal or slightly slower candidate
+//    win about once in 40 sizes, which is what the rule must not do;
+//  - no winner: the reference stays. Among winners, the lowest mean; a
+//    winner whose interval overlaps the best winner's counts as a tie, and
+//    ties go to the lower p95, then to the preference order;
+//  - the A/A control: the reference measured a second time under the label
+//    kAaControlLabel (`native:aa`) is never a candidate. When its interval
+//    against the reference excludes [1 - margin, 1 + margin] and the
+//    permutation test agrees at test_alpha, the two copies of one algorithm
+//    differ "with confidence": the run's noise is too high for its
+//    decisions, and the choice is marked `noisy`.
+//  - The regret of a choice is its mean over the lowest mean (>= 1).
 //  - Adjacent sizes with the same choice form one range; between two sizes
 //    with different choices the boundary is their geometric mean.
 //  - Refinement asks for the geometric mean of two adjacent sizes whose
 //    choices differ, while they are more than `max_ratio` (2) apart and at
-//    least one of the two choices is a significant win.
+//    least one of the two choices is a confident win.
+// Settled() is the stopping rule of adaptive sampling: every candidate's
+// interval (the A/A copy's included) excludes 1 - margin.
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "tuner/stats.h"
 #include "tuner/status.h"
 
 namespace topotune {
 
-struct MannWhitney {
-  double u = 0;          // U of the first sample: pairs (x, y) with x > y, ties counting 1/2.
-  double p_value = 1.0;  // Two-sided.
-  bool exact = false;    // Exact distribution (small samples without ties), else normal approximation.
-};
-
-// The two-sided Mann-Whitney U test of samples `a` and `b` (each non-empty).
-// Exact when n_a + n_b <= 40 and there are no ties; otherwise the normal
-// approximation with tie and continuity corrections.
-MannWhitney MannWhitneyU(std::span<const double> a, std::span<const double> b);
+// The label under which a tuning run measures `native` a second time, as its
+// A/A control.
+inline constexpr std::string_view kAaControlLabel = "native:aa";
 
 // The median of `v` (non-empty); the mean of the two middle values when even.
 double Median(std::vector<double> v);
@@ -49,30 +68,63 @@ struct SampleSet {
 };
 
 struct ChoiceOptions {
-  double alpha = 0.05;
-  // Preferred algorithms, most preferred first, when differences are not
-  // significant. "native" (the MPI library's own) is always first;
-  // algorithms not listed come after, fastest first.
+  double alpha = 0.05;        // 1 - the confidence level of every interval.
+  double margin = 0.01;       // Decision margin: a win must be by more than this fraction.
+  double test_alpha = 0.001;  // Level (two-sided) of the permutation tests behind a win or an A/A alarm.
+  // Preferred algorithms, most preferred first, between tied winners of
+  // equal p95 and to pick the reference when native was not measured.
+  // Algorithms not listed come after, by name.
   std::vector<std::string> preference;
+  uint64_t seed = 1;  // Of the bootstrap resamples (ComparisonSeed per algorithm and size).
+};
+
+// One measured algorithm at one size, against the reference.
+struct CandidateStats {
+  std::string algorithm;
+  int64_t calls = 0;
+  double mean = 0, median = 0, p95 = 0;
+  RatioInterval ratio;  // mean / the reference's mean, with its interval ([1, 1] for the reference).
+  // One-sided permutation p-value that the mean is below (1 - margin) x the
+  // reference's (1 for the reference).
+  double p_faster = 1;
 };
 
 struct SizeChoice {
   double msize = 0;
   std::string chosen;
-  std::string fastest;
-  double chosen_median = 0;
-  double fastest_median = 0;
-  double regret = 1;  // chosen_median / fastest_median.
-  // True if the chosen algorithm is significantly faster than every other
-  // measured one (so the choice does not rest on a preference).
+  std::string fastest;  // The lowest mean (the A/A copy aside).
+  double chosen_mean = 0, chosen_median = 0, chosen_p95 = 0;
+  double fastest_mean = 0, fastest_median = 0;
+  std::string reference;  // "native" unless it was not measured.
+  double reference_mean = 0, reference_median = 0, reference_p95 = 0;
+  RatioInterval ratio;  // chosen mean / reference mean ([1, 1] when the reference stays).
+  double regret = 1;    // chosen_mean / fastest_mean.
+  // The choice is a confident one: a winner, or the reference when every
+  // candidate is confidently no faster than 1 - margin.
   bool significant = false;
+  bool settled = false;  // Settled() of this size's samples.
+  int64_t calls = 0;     // Timed calls at this size, every algorithm (and the A/A copy).
+  bool aa_measured = false;
+  RatioInterval aa;                        // The A/A copy's mean over the reference's, when measured.
+  bool noisy = false;                      // The A/A copy differs from the reference with confidence.
+  std::vector<CandidateStats> candidates;  // Every algorithm of the size, the A/A copy included, by mean.
 };
+
+// A confident choice of `algorithm` (the reference too) whose every time is
+// `seconds`: for fixtures and tests that store decisions without samples.
+SizeChoice FixedChoice(double msize, const std::string& algorithm, double seconds);
 
 // One choice per measured size, sizes ascending. InvalidArgument when a set
 // has no samples, a time is not positive and finite, or an algorithm appears
 // twice at one size.
 StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples,
                                                const ChoiceOptions& options = {});
+
+// The stopping rule of adaptive sampling for the sets of one size: true when
+// every candidate's interval of its mean ratio to the reference lies wholly
+// below or wholly above 1 - margin. The sets must be valid (as ChooseBySize
+// wants them); a size with one algorithm is settled.
+bool Settled(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options = {});
 
 struct DecisionRange {
   double min_msize = 0;  // Inclusive, bytes.

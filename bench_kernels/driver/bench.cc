@@ -14,6 +14,8 @@
 #include <numeric>
 
 #include "tuner/bounds.h"
+#include "tuner/crossover.h"
+#include "tuner/stats.h"
 #include "tuner/topology_io.h"
 
 namespace topotune::bench {
@@ -90,19 +92,6 @@ std::vector<int64_t> LogSweep(int64_t min_bytes, int64_t max_bytes) {
   return out;
 }
 
-Stats Summarize(std::vector<double> times) {
-  Stats s;
-  if (times.empty()) return s;
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  s.min = times.front();
-  s.max = times.back();
-  s.median = n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  size_t rank95 = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(n)));
-  s.p95 = times[std::clamp<size_t>(rank95, 1, n) - 1];
-  return s;
-}
-
 std::string SampleToJson(const Sample& s, bool with_times) {
   using Json = nlohmann::ordered_json;
   auto opt = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
@@ -119,6 +108,8 @@ std::string SampleToJson(const Sample& s, bool with_times) {
   j["median_s"] = s.median_s;
   j["p95_s"] = s.p95_s;
   j["max_s"] = s.max_s;
+  j["mean_s"] = s.mean_s;
+  if (s.order_seed != 0) j["order_seed"] = s.order_seed;
   j["bytes_per_call"] = s.bytes_per_call;
   j["bytes_per_s"] = opt(s.bytes_per_s);
   j["bound_s"] = opt(s.bound_s);
@@ -370,6 +361,72 @@ struct Workload {
   }
 };
 
+// One measured line of a size: a kernel (null: the public MPI function)
+// under its label, and what its calls gave.
+struct Entry {
+  const KernelInfo* k = nullptr;
+  std::string name;   // Registry name, kViaMpiAlgorithm, or kAaControlLabel for the A/A copy.
+  std::string label;  // Of its samples.
+  std::vector<double> times;
+  long long verify_errors = 0;
+  long long fallbacks = 0;
+  std::string first_error;
+};
+
+// The order of one round: a Fisher-Yates shuffle drawn from the seed, the
+// size and the round, so every rank draws the same order without talking.
+void RoundOrder(uint64_t seed, int64_t msize, int round, std::vector<size_t>* order) {
+  std::iota(order->begin(), order->end(), size_t{0});
+  uint64_t state = Mix(seed ^ Mix(static_cast<uint64_t>(msize) ^ Mix(static_cast<uint64_t>(round))));
+  for (size_t i = order->size(); i > 1; --i) {
+    state = Mix(state);
+    std::swap((*order)[i - 1], (*order)[state % i]);
+  }
+}
+
+// Rank 0's stopping rule of interleaved rounds (bench.h).
+class RoundRule {
+ public:
+  RoundRule(const BenchOptions& o, int64_t msize)
+      : min_rounds_(std::max(1, o.iterations)),
+        max_rounds_(std::max({min_rounds_, o.max_rounds, 1})),
+        budget_s_(o.size_budget_s),
+        msize_(msize),
+        next_check_(min_rounds_) {
+    options_.alpha = o.alpha;
+    options_.margin = o.margin;
+    options_.seed = o.order_seed;
+  }
+
+  // Rounds where the rule is evaluated (and progress reported): the first,
+  // then the checkpoints.
+  bool IsCheckpoint(int round) const { return round == 0 || round == checked_at_; }
+
+  // Whether to run another round after `rounds` rounds.
+  int GoOn(int rounds, const std::vector<Entry>& entries) {
+    if (rounds < min_rounds_) return 1;
+    if (rounds >= max_rounds_ || !(budget_s_ > 0)) return 0;
+    double spent = 0;
+    for (const Entry& e : entries) spent += std::accumulate(e.times.begin(), e.times.end(), 0.0);
+    if (spent >= budget_s_) return 0;
+    if (rounds < next_check_) return 1;
+    // Checkpoints grow by half, so the bootstrap runs O(log rounds) times.
+    next_check_ = std::max(rounds + 1, rounds + rounds / 2);
+    checked_at_ = rounds;
+    std::vector<SampleSet> sets;
+    for (const Entry& e : entries) sets.push_back({e.name, static_cast<double>(msize_), e.times});
+    return Settled(sets, options_) ? 0 : 1;
+  }
+
+ private:
+  int min_rounds_, max_rounds_;
+  double budget_s_;
+  int64_t msize_;
+  int next_check_;
+  int checked_at_ = -1;
+  ChoiceOptions options_;
+};
+
 std::string MpiErrorString(int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -416,6 +473,8 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   if (options.iterations < 1 && options.time_budget_s <= 0)
     return fail(kExitUsage, "the number of iterations must be at least 1");
   if (options.warmup < 0) return fail(kExitUsage, "the number of warm-up calls must not be negative");
+  if (options.interleave && options.iterations < 1)
+    return fail(kExitUsage, "interleaved rounds need at least 1 round (iterations), not a time budget");
   for (int64_t s : sizes)
     if (s < 0) return fail(kExitUsage, fmt::format("size {} is negative", s));
 
@@ -466,7 +525,24 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   fallback_log.sink = [&](const std::string& line) {
     if (rank == 0) log(line);
   };
-  const int total_steps = static_cast<int>(sizes.size() * kernel_list.size());
+  // What each size measures: every kernel of the list (null: the public MPI
+  // function), and native a second time as the A/A control.
+  std::vector<Entry> plan;
+  for (const KernelInfo* k : kernel_list) {
+    Entry e;
+    e.k = k;
+    e.name = k != nullptr ? k->name : kViaMpiAlgorithm;
+    if (k == nullptr)
+      e.label = options.via_mpi_label;
+    else
+      e.label = k->name == "native" && !options.native_label.empty() ? options.native_label : std::string(k->name);
+    plan.push_back(e);
+    if (options.aa_control && k != nullptr && k->name == "native") {
+      e.name = e.label = std::string(kAaControlLabel);
+      plan.push_back(std::move(e));
+    }
+  }
+  const int total_steps = static_cast<int>(sizes.size() * plan.size());
   int step = 0;
   int status = kExitOk;
   int64_t call = 0;  // Numbers every call, so that each call's data differ.
@@ -496,98 +572,138 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       }
     }
 
-    for (const KernelInfo* k : kernel_list) {
-      const std::string_view kname = k != nullptr ? k->name : kViaMpiAlgorithm;
-      if (rank == 0 && options.progress)
-        options.progress(step, total_steps, fmt::format("{} {} {}", cname, kname, FormatBytes(msize)));
-      ++step;
-      if (collective == Collective::kAlltoallv && k != nullptr && k->needs_context) {
-        int rc = holder.SetAlltoallvPlanFor(w.AlltoallvShape(comm), k->name);
-        if (rc != MPI_SUCCESS) return fail(kExitFailure, "building the alltoallv plan: " + MpiErrorString(rc));
+    std::vector<Entry> entries = plan;
+    int rc = MPI_SUCCESS;
+    std::string rc_what;  // What returned rc.
+    // The alltoallv plan of a topology-aware kernel, around its calls.
+    auto set_plan = [&](const Entry& e) {
+      if (collective != Collective::kAlltoallv || e.k == nullptr || !e.k->needs_context) return true;
+      rc = holder.SetAlltoallvPlanFor(w.AlltoallvShape(comm), e.k->name);
+      if (rc != MPI_SUCCESS) rc_what = "building the alltoallv plan";
+      return rc == MPI_SUCCESS;
+    };
+    auto clear_plan = [&] {
+      if (collective == Collective::kAlltoallv) holder.ClearAlltoallvPlan();
+    };
+    // One call of `e`; a timed one adds its time (max over ranks) to e.times.
+    auto one_call = [&](Entry& e, bool timed) {
+      ++call;
+      if (options.verify) {
+        w.FillSend(call);
+        std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
       }
-      const kernels::KernelContext& ctx = holder.context();
-      long long verify_errors = 0;
-      std::string first_error;
-      int rc = MPI_SUCCESS;
-      auto one_call = [&](bool timed, double* elapsed) {
-        ++call;
-        if (options.verify) {
-          w.FillSend(call);
-          std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
-        }
-        if (timed) MPI_Barrier(comm);
-        const double t0 = MPI_Wtime();
-        rc = w.Call(k, comm, ctx, &fallback_log);
-        const double t = MPI_Wtime() - t0;
-        if (timed) MPI_Allreduce(&t, elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
-        if (options.verify && rc == MPI_SUCCESS) {
-          std::string what;
-          int64_t bad = w.CheckRecv(call, &what);
-          if (bad > 0 && first_error.empty()) first_error = fmt::format("call {}: {}", call, what);
-          verify_errors += bad;
-        }
-      };
-      for (int i = 0; i < options.warmup && rc == MPI_SUCCESS; ++i) one_call(false, nullptr);
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
-      std::vector<double> times;
-      double spent = 0;
-      while (rc == MPI_SUCCESS) {
-        if (options.time_budget_s > 0) {
-          if (!times.empty() && (spent >= options.time_budget_s || times.size() >= kMaxBudgetIterations)) break;
-        } else if (static_cast<int>(times.size()) >= options.iterations) {
-          break;
+      if (timed) MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      rc = w.Call(e.k, comm, holder.context(), &fallback_log);
+      const double t = MPI_Wtime() - t0;
+      if (timed) {
+        double elapsed = 0;
+        MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
+        e.times.push_back(elapsed);
+        e.fallbacks += TotalFallbacks(fallback_log) - fallbacks_before;
+      }
+      if (rc != MPI_SUCCESS) rc_what = std::string(e.name);
+      if (options.verify && rc == MPI_SUCCESS) {
+        std::string what;
+        int64_t bad = w.CheckRecv(call, &what);
+        if (bad > 0 && e.first_error.empty()) e.first_error = fmt::format("call {}: {}", call, what);
+        e.verify_errors += bad;
+      }
+    };
+    auto progress = [&](int done, const std::string& what) {
+      if (rank == 0 && options.progress)
+        options.progress(done, total_steps, fmt::format("{} {} {}", cname, what, FormatBytes(msize)));
+    };
+
+    if (!options.interleave) {
+      for (Entry& e : entries) {
+        progress(step++, e.name);
+        if (!set_plan(e)) break;
+        for (int i = 0; i < options.warmup && rc == MPI_SUCCESS; ++i) one_call(e, false);
+        double spent = 0;
+        while (rc == MPI_SUCCESS) {
+          if (options.time_budget_s > 0) {
+            if (!e.times.empty() && (spent >= options.time_budget_s || e.times.size() >= kMaxBudgetIterations)) break;
+          } else if (static_cast<int>(e.times.size()) >= options.iterations) {
+            break;
+          }
+          one_call(e, true);
+          spent += e.times.back();
         }
-        double t = 0;
-        one_call(true, &t);
-        times.push_back(t);
-        spent += t;
+        clear_plan();
+        if (rc != MPI_SUCCESS) break;
       }
-      if (rc != MPI_SUCCESS) {
-        log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: MPI error: {}", rank, cname, kname, msize,
-                        MpiErrorString(rc)));
-        return kExitFailure;
+    } else {
+      progress(step, "warm-up of every algorithm at");
+      for (Entry& e : entries) {
+        if (!set_plan(e)) break;
+        for (int i = 0; i < options.warmup && rc == MPI_SUCCESS; ++i) one_call(e, false);
+        clear_plan();
+        if (rc != MPI_SUCCESS) break;
       }
-      long long fallbacks = TotalFallbacks(fallback_log) - fallbacks_before, max_fallbacks = 0, all_errors = 0;
+      RoundRule rule(options, msize);
+      std::vector<size_t> order(entries.size());
+      for (int round = 0; rc == MPI_SUCCESS; ++round) {
+        if (rule.IsCheckpoint(round)) progress(step, fmt::format("round {} of every algorithm at", round + 1));
+        RoundOrder(options.order_seed, msize, round, &order);
+        for (size_t i : order) {
+          if (!set_plan(entries[i])) break;
+          one_call(entries[i], true);
+          clear_plan();
+          if (rc != MPI_SUCCESS) break;
+        }
+        if (rc != MPI_SUCCESS) break;
+        int go_on = rank == 0 ? rule.GoOn(round + 1, entries) : 0;
+        MPI_Bcast(&go_on, 1, MPI_INT, 0, comm);
+        if (!go_on) break;
+      }
+      step += static_cast<int>(entries.size());
+    }
+    if (rc != MPI_SUCCESS) {
+      log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: MPI error: {}", rank, cname, rc_what, msize,
+                      MpiErrorString(rc)));
+      return kExitFailure;
+    }
+
+    for (Entry& e : entries) {
+      long long fallbacks = e.fallbacks, max_fallbacks = 0, all_errors = 0, verify_errors = e.verify_errors;
       MPI_Allreduce(&fallbacks, &max_fallbacks, 1, MPI_LONG_LONG, MPI_MAX, comm);
       MPI_Allreduce(&verify_errors, &all_errors, 1, MPI_LONG_LONG, MPI_SUM, comm);
-      if (!first_error.empty()) {
-        log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: verification failed: {}", rank, cname, kname,
-                        msize, first_error));
+      if (!e.first_error.empty()) {
+        log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: verification failed: {}", rank, cname, e.label,
+                        msize, e.first_error));
       }
       if (all_errors > 0) status = kExitFailure;
-      if (collective == Collective::kAlltoallv) holder.ClearAlltoallvPlan();
-
-      if (rank == 0) {
-        Sample s;
-        s.collective = std::string(cname);
-        s.algorithm = std::string(kname);
-        if (k == nullptr)
-          s.label = options.via_mpi_label;
-        else
-          s.label = k->name == "native" && !options.native_label.empty() ? options.native_label : s.algorithm;
-        if (collective == Collective::kAlltoallv) s.pattern = std::string(PatternName(options.pattern));
-        s.nprocs = n;
-        s.ranks_per_node = ranks_per_node;
-        s.msize = msize;
-        s.iterations = static_cast<int>(times.size());
-        Stats st = Summarize(times);
-        s.min_s = st.min;
-        s.median_s = st.median;
-        s.p95_s = st.p95;
-        s.max_s = st.max;
-        s.bytes_per_call = w.bytes_per_call;
-        if (w.bytes_per_call == 0)
-          s.bytes_per_s = 0.0;
-        else if (st.median > 0)
-          s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.median;
-        s.bound_s = bound;
-        if (bound && st.median > 0) s.fraction_of_bound = *bound / st.median;
-        s.verified = options.verify && all_errors == 0;
-        s.verify_errors = all_errors;
-        s.fallbacks = max_fallbacks;
-        s.times_s = std::move(times);
-        if (sink) sink(s);
-      }
+      if (rank != 0) continue;
+      Sample s;
+      s.collective = std::string(cname);
+      s.algorithm = e.k != nullptr ? std::string(e.k->name) : std::string(kViaMpiAlgorithm);
+      s.label = e.label;
+      if (collective == Collective::kAlltoallv) s.pattern = std::string(PatternName(options.pattern));
+      s.nprocs = n;
+      s.ranks_per_node = ranks_per_node;
+      s.msize = msize;
+      s.iterations = static_cast<int>(e.times.size());
+      TimeSummary st = SummarizeTimes(e.times);
+      s.min_s = st.min;
+      s.median_s = st.median;
+      s.p95_s = st.p95;
+      s.max_s = st.max;
+      s.mean_s = st.mean;
+      s.order_seed = options.interleave ? options.order_seed : 0;
+      s.bytes_per_call = w.bytes_per_call;
+      if (w.bytes_per_call == 0)
+        s.bytes_per_s = 0.0;
+      else if (st.median > 0)
+        s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.median;
+      s.bound_s = bound;
+      if (bound && st.median > 0) s.fraction_of_bound = *bound / st.median;
+      s.verified = options.verify && all_errors == 0;
+      s.verify_errors = all_errors;
+      s.fallbacks = max_fallbacks;
+      s.times_s = std::move(e.times);
+      if (sink) sink(s);
     }
   }
   if (rank == 0 && options.progress) options.progress(total_steps, total_steps, "");

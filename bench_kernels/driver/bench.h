@@ -10,6 +10,18 @@
 // loop and algorithms in the inner one, so the algorithms of one size are
 // measured side by side, close in time.
 //
+// With `interleave`, the algorithms of one size are measured in rounds: each
+// round times every algorithm once, in a fresh random order (a Fisher-Yates
+// shuffle drawn from order_seed, the size and the round number, the same on
+// every rank), so that drift and noisy neighbours hit every algorithm alike.
+// After `iterations` rounds, rank 0 applies the stopping rule of
+// tuner/crossover.h (Settled: every algorithm's 95 % interval of its mean
+// ratio to native lies wholly on one side of 1 - margin) at rounds growing
+// by half each time, and more rounds run until it holds, until the size's
+// timed calls add up to size_budget_s, or until max_rounds; rank 0
+// broadcasts the verdict. With aa_control, native is timed twice per round,
+// the second copy labelled kAaControlLabel ("native:aa"): the A/A control.
+//
 // Bytes moved per call, the numerator of bytes_per_s (payload between
 // distinct ranks; a rank's copy to itself is not counted):
 //   alltoall   N x (N-1) x msize
@@ -91,6 +103,13 @@ struct BenchOptions {
   // library loaded into the job (libtopotune-mpi.so) then runs what it
   // chooses, so that what a job gets from it is timed like a kernel.
   std::string via_mpi_label;
+  bool interleave = false;   // Rounds in random order (see above); needs iterations >= 1.
+  double size_budget_s = 0;  // interleave: time budget of a size's further rounds; 0: none.
+  int max_rounds = 0;        // interleave: rounds per size at most; below iterations: iterations.
+  double margin = 0.01;      // interleave: the stopping rule's decision margin.
+  double alpha = 0.05;       // interleave: 1 - the confidence level of the stopping rule.
+  bool aa_control = false;   // Also time native a second time, labelled "native:aa".
+  uint64_t order_seed = 1;   // interleave: seed of the rounds' orders.
   // Called on rank 0 before each (algorithm, size): done so far, the total,
   // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
   std::function<void(int done, int total, const std::string& what)> progress;
@@ -112,6 +131,8 @@ struct Sample {
   int64_t msize = 0;       // Bytes per block (alltoallv: mean per pair).
   int iterations = 0;      // Timed iterations.
   double min_s = 0, median_s = 0, p95_s = 0, max_s = 0;
+  double mean_s = 0;        // What an application pays per call.
+  uint64_t order_seed = 0;  // With interleaved rounds: BenchOptions::order_seed; else 0.
   int64_t bytes_per_call = 0;
   std::optional<double> bytes_per_s;  // Unset when median_s is 0.
   std::optional<double> bound_s;      // With a topology only.
@@ -127,12 +148,6 @@ struct Sample {
 // The sample as one JSON object on one line (no newline), keys in the order
 // of Sample's fields; times_s only when `with_times`. Unset optionals are null.
 std::string SampleToJson(const Sample& s, bool with_times = false);
-
-// Min, median, p95 (nearest rank: the ceil(0.95 n)-th smallest) and max.
-struct Stats {
-  double min = 0, median = 0, p95 = 0, max = 0;
-};
-Stats Summarize(std::vector<double> times);
 
 // Checks the algorithm names of `options` against the registry. On an
 // unknown name returns InvalidArgument("unknown alltoall algorithm 'x';

@@ -52,6 +52,13 @@ constexpr const char* kFooterTop =
     "  with MAX over the ranks, so an iteration lasts as long as its slowest rank. --iterations N times N\n"
     "  calls; --time-budget S times calls until their sum reaches S seconds (at least one call). The\n"
     "  algorithms of one size run one after the other, so they are measured side by side.\n"
+    "  --interleave measures in rounds instead: each round times every algorithm once, in a fresh\n"
+    "  random order (drawn from --order-seed, the size and the round), so drift and neighbours hit\n"
+    "  every algorithm alike; --iterations is the number of rounds. With --size-budget, more rounds\n"
+    "  follow until every algorithm's 95 % interval of its mean ratio to native lies wholly below or\n"
+    "  above 1 - --margin, until the size's timed calls add up to the budget, or until --max-rounds.\n"
+    "  --aa-control times native twice per round (the second labelled native:aa): two runs of one\n"
+    "  algorithm, whose ratio must show no difference (topotune compare).\n"
     "\n"
     "OUTPUT (one line per algorithm and size; times in seconds)\n"
     "  {\"collective\":\"alltoall\",\"algorithm\":\"tree_scheduled\",\"label\":\"tree_scheduled\",\"nprocs\":8,\n"
@@ -64,6 +71,8 @@ constexpr const char* kFooterTop =
     "  ranks_per_node  largest number of ranks on one host (from the placement with --topology, else\n"
     "                from MPI's shared-memory split)\n"
     "  min_s median_s p95_s max_s  over the timed iterations; p95 is the ceil(0.95 x N)-th smallest\n"
+    "  mean_s        the mean call: what an application pays per call, stalls included\n"
+    "  order_seed    with --interleave: the seed of the rounds' orders\n"
     "  bytes_per_call  payload moved between distinct ranks by one call (a rank's copy to itself is\n"
     "                not counted): alltoall and allgather N x (N-1) x msize, alltoallv the sum of the\n"
     "                sizes of all pairs with source != destination (N = nprocs)\n"
@@ -245,6 +254,31 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
                          ->check(CLI::PositiveNumber)
                          ->option_text("SECONDS");
   budget_opt->excludes(iter_opt);
+  auto* interleave_opt = app.add_flag(
+      "--interleave", o.interleave,
+      "Measure in rounds: each round times every algorithm once, in a fresh random order; --iterations is then "
+      "the number of rounds (see TIMING)");
+  interleave_opt->excludes(budget_opt);
+  app.add_option("--size-budget", o.size_budget_s,
+                 "With --interleave: after --iterations rounds, more rounds until every algorithm's 95 % interval of "
+                 "its mean ratio to native excludes 1 - MARGIN, or until the size's calls add up to SECONDS")
+      ->check(CLI::PositiveNumber)
+      ->needs(interleave_opt)
+      ->option_text("SECONDS");
+  app.add_option("--max-rounds", o.max_rounds, "With --size-budget: rounds per size at most")
+      ->check(CLI::PositiveNumber)
+      ->needs(interleave_opt)
+      ->option_text("N (default: --iterations)");
+  app.add_option("--margin", o.margin, "With --size-budget: the decision margin of the stopping rule")
+      ->check(CLI::Range(0.0, 0.5))
+      ->needs(interleave_opt)
+      ->option_text("FRACTION (default: 0.01)");
+  app.add_option("--order-seed", o.order_seed, "With --interleave: seed of the rounds' random orders")
+      ->needs(interleave_opt)
+      ->option_text("N (default: 1)");
+  app.add_flag("--aa-control", o.aa_control,
+               "Also time native a second time per size, labelled native:aa: two runs of one algorithm, which must "
+               "show no difference");
   app.add_option("--pattern", pattern, "alltoallv sizes per pair, of mean SIZE (see SIZES); default: uniform")
       ->check(CLI::IsMember({"uniform", "skewed", "random"}))
       ->option_text("uniform|skewed|random");

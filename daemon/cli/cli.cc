@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/cli/compare_cmd.h"
 #include "daemon/cli/db_cmd.h"
 #include "daemon/cli/discover_cmd.h"
 #include "daemon/cli/doctor_cmd.h"
@@ -50,7 +51,10 @@ constexpr const char* kTopDescription =
     "It is also the admin client of the daemon topotuned (gRPC, --server HOST:PORT or $TOPOTUNE_SERVER):\n"
     "'topology show' without a file draws the server's topology, 'discover --remote' runs a discovery there,\n"
     "'tune' starts and follows tuning sweeps, 'decisions show' prints the decision tables, 'plan show' the\n"
-    "plan a job gets, and 'export' writes the tables as an Open MPI rules file.\n";
+    "plan a job gets, and 'export' writes the tables as an Open MPI rules file.\n"
+    "\n"
+    "'compare' reads benchmark samples (topotune-bench --times) and puts two sides next to each other,\n"
+    "Open MPI's own collective and the tuned plan by default, each speedup with its 95 % interval.\n";
 
 constexpr const char* kTopFooter =
     "TOPOLOGY FILES\n"
@@ -72,6 +76,7 @@ constexpr const char* kTopFooter =
     "  topotune bound --topology deploy/examples/two-switch-4x4.yaml --msize 64KiB\n"
     "  topotune schedule --topology deploy/examples/faraj-yuan-fig1.yaml --algorithm tree_scheduled\n"
     "  topotune discover --seed 198.18.0.1 --out cluster.yaml\n"
+    "  topotune compare --stats alltoall.stats.json alltoall.jsonl\n"
     "  topotune topology show --server head01:50051\n"
     "  topotune tune start --collective alltoall --nodes 2,4 --ranks-per-node 1,2 --wait\n";
 
@@ -630,6 +635,11 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddDiscoverCommand(app, &discover_args);
   help->Describe(discover_args.command, discover_args.description);
 
+  // compare: two labels of benchmark samples side by side.
+  CompareArgs compare_args;
+  AddCompareCommand(app, &compare_args);
+  help->Describe(compare_args.command, compare_args.description);
+
   // tune, decisions, plan, export: clients of topotuned.
   ServerCommands server_cmds;
   AddServerCommands(app, &server_cmds);
@@ -656,6 +666,7 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (*bound) return RunBound(bound_args, out, err);
   if (*sched) return RunSchedule(sched_args, out, err);
   if (*discover_args.command) return RunDiscover(discover_args, out, err);
+  if (*compare_args.command) return RunCompare(compare_args, out, err);
   if (auto code = RunServerCommand(server_cmds, out, err)) return *code;
   if (*doctor_args.command) return RunDoctor(doctor_args, out, err);
   if (int code = RunDbCommand(db_cmds, out, err); code >= 0) return code;

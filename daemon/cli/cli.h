@@ -10,6 +10,8 @@
 //   schedule             generate a schedule from the registry, verify it and
 //                        print it as a table or as JSON (schedule_json.h)
 //   discover             SNMP discovery of the switch tree (discover_cmd.h)
+//   compare              two labels of topotune-bench samples side by side,
+//                        each speedup with its 95 % interval (compare_cmd.h)
 // and the commands that ask the daemon topotuned over gRPC (server_cmd.h):
 //   topology show        without FILE: the server's topology, drawn the same way
 //   discover --remote    the server runs a discovery

@@ -25,6 +25,7 @@
 #include "daemon/discovery/snmp_source.h"
 #include "daemon/topotuned/snmp_config.h"
 #include "proto/limits.h"
+#include "proto/names.h"
 #include "tuner/topology_io.h"
 
 namespace topotune::cli {
@@ -572,7 +573,31 @@ void Doctor::CheckTuning() {
   }
   const std::string start = "tune it: topotune tune start --wait (see topotune tune start --help)";
   if (*current) {
-    if (failed > 0) {
+    // Choices whose run failed its A/A control (native measured twice
+    // differed with confidence): too noisy to trust.
+    v1::ListDecisionsRequest req;
+    req.set_topology_version(topology_->version());
+    req.set_page_size(1000);
+    v1::ListDecisionsResponse resp;
+    std::string list_error;
+    std::vector<std::string> noisy;
+    if (Call(
+            "ListDecisions", [&](grpc::ClientContext* c) { return conn_->admin().ListDecisions(c, req, &resp); },
+            &list_error) == kExitOk) {
+      for (const v1::Decision& d : resp.decisions())
+        for (const v1::SizeChoice& c : d.choices())
+          if (c.noisy())
+            noisy.push_back(fmt::format("{} {} ranks at {}", v1::CollectiveName(d.collective()), d.nprocs(),
+                                        FormatBytes(static_cast<double>(c.msize()))));
+    }
+    if (!noisy.empty()) {
+      Add(Level::kWarn, "tuning",
+          fmt::format("the A/A control (native measured twice) differed with confidence at {} measured size(s): {}; "
+                      "the choices there rest on a run too noisy to trust",
+                      noisy.size(), fmt::join(noisy.begin(), noisy.begin() + std::min<size_t>(noisy.size(), 5), ", ")),
+          "tune again when the cluster is quiet (no other jobs on the tuned hosts): " + start +
+              "; 'topotune decisions show' marks the noisy sizes");
+    } else if (failed > 0) {
       Add(Level::kWarn, "tuning",
           fmt::format("decision tables for topology version {}{}", topology_->version(), sweeps),
           "'topotune tune status ID' shows why a sweep failed; see topotuned's log");
@@ -731,7 +756,8 @@ void AddDoctorCommand(CLI::App& app, DoctorArgs* args) {
       "                neighbours (lldpRemTable), with the configured v2c community or v3 credentials\n"
       "  discovery     the daemon's last successful discovery against its interval, failed runs, warnings\n"
       "  agents        registered and alive agents (Admin.ListAgents), topology hosts with no live agent\n"
-      "  tuning        decision tables for the current topology version, stale or missing; failed sweeps\n"
+      "  tuning        decision tables for the current topology version, stale or missing; failed sweeps;\n"
+      "                choices whose A/A control differed (too noisy to trust)\n"
       "  plan latency  --plan-calls GetPlan calls (alltoall, every topology host, one rank each): p50 and\n"
       "                p99 against --plan-latency-threshold (the first, cold call is shown apart)\n"
       "\n"

@@ -12,6 +12,7 @@
 
 #include "daemon/cli/cli.h"
 #include "proto/names.h"
+#include "tuner/crossover.h"
 #include "tuner/topology.h"
 
 namespace topotune::cli {
@@ -127,6 +128,24 @@ std::string FormatDecisionTable(const v1::DecisionTable& table, int indent) {
   return Columns(rows, indent);
 }
 
+namespace {
+
+// "0.953 [0.912, 0.991]"
+std::string FormatInterval(const v1::RatioInterval& r) {
+  return fmt::format("{:.3f} [{:.3f}, {:.3f}]", r.estimate(), r.lo(), r.hi());
+}
+
+// Where the reference stays: the fastest other candidate and its interval.
+std::string BestOther(const v1::SizeChoice& c) {
+  if (c.chosen() != c.reference() || c.reference().empty()) return "-";
+  for (const v1::CandidateStats& k : c.candidates())  // By mean.
+    if (k.algorithm() != c.reference() && k.algorithm() != kAaControlLabel)
+      return fmt::format("{} {}", k.algorithm(), FormatInterval(k.ratio()));
+  return "-";
+}
+
+}  // namespace
+
 std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
   if (response.decisions().empty()) return "no decisions\n";
   std::string out;
@@ -140,14 +159,31 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
     out += FormatDecisionTable(d.table(), 2);
     if (d.choices().empty()) continue;
     std::vector<std::vector<std::string>> rows{
-        {"measured", "chosen", "median", "fastest", "median", "regret", "significant"}};
+        {"measured", "chosen", "mean", "median", "p95", "vs native", "best other", "calls", "A/A", "sampling"}};
+    int noisy = 0;
     for (const v1::SizeChoice& c : d.choices()) {
-      rows.push_back({FormatBytes(static_cast<double>(c.msize())), c.chosen(), FormatSeconds(c.chosen_median_s()),
-                      c.fastest(), FormatSeconds(c.fastest_median_s()), fmt::format("{:.3f}", c.regret()),
-                      c.significant() ? "yes" : "no"});
+      noisy += c.noisy();
+      rows.push_back({FormatBytes(static_cast<double>(c.msize())), c.chosen(),
+                      c.chosen_mean_s() > 0 ? FormatSeconds(c.chosen_mean_s()) : "-",
+                      FormatSeconds(c.chosen_median_s()), c.chosen_p95_s() > 0 ? FormatSeconds(c.chosen_p95_s()) : "-",
+                      c.chosen() == c.reference() || c.reference().empty() ? "-" : FormatInterval(c.ratio()),
+                      BestOther(c), c.calls() > 0 ? std::to_string(c.calls()) : "-",
+                      !c.has_aa() ? "-" : (c.noisy() ? "NOISY " : "") + FormatInterval(c.aa()),
+                      c.reference().empty() ? "-" : (c.settled() ? "settled" : "budget")});
     }
     out += Columns(rows, 2);
+    if (noisy > 0)
+      out += fmt::format(
+          "  NOISY at {}: the A/A control (native measured twice) differed with confidence, so the run was too\n"
+          "  noisy to trust these choices; tune again when the cluster is quiet\n",
+          Plural(noisy, "size", "sizes"));
   }
+  if (!out.empty())
+    out +=
+        "\nmean, median, p95: the chosen algorithm's time per call; vs native: its mean over native's with the 95 % "
+        "interval;\nbest other: where native stays, the fastest other algorithm and its interval; A/A: native "
+        "measured twice, whose\nratio must show no difference; sampling: settled (every interval excludes the "
+        "margin) or budget (time ran out)\n";
   return out;
 }
 

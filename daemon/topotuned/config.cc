@@ -201,6 +201,10 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"sizes", StrList(&t.sizes)},
       {"iterations", Number<int>(&t.iterations, 1, 100000)},
       {"alpha", Number<double>(&t.alpha, 1e-6, 0.5)},
+      {"margin", Number<double>(&t.margin, 0, 0.5)},
+      {"size_budget", Seconds(&t.size_budget_s, 0, 86400)},
+      {"max_rounds", Number<int>(&t.max_rounds, 1, 100000)},
+      {"aa_control", Bool(&t.aa_control)},
   };
   Status s = r.Map(root, "",
                    {

@@ -38,8 +38,17 @@ struct TuningConfig {
   std::vector<std::string> collectives = {"alltoall", "alltoallv", "allgather"};
   std::vector<int> ranks_per_node = {1};
   std::vector<std::string> sizes = {"1KiB", "16KiB", "256KiB", "4MiB"};  // Before bisection.
+  // Rounds per size before adaptive sampling decides whether to go on; each
+  // round times every algorithm once, in a fresh random order.
   int iterations = 20;
-  double alpha = 0.05;  // Significance level of the crossover tests.
+  double alpha = 0.05;   // 1 - the confidence level of the intervals (0.05: 95 %).
+  double margin = 0.01;  // Decision margin: a candidate must beat native's mean by more than this.
+  // Adaptive sampling: more rounds at a size until every candidate's interval
+  // excludes the margin, until the size's timed calls sum to size_budget_s
+  // (seconds), or until max_rounds.
+  double size_budget_s = 30;
+  int max_rounds = 2000;
+  bool aa_control = true;  // Time native a second time as "native:aa" (the A/A control).
   // Node counts swept when StartTuning names none: powers of two from 2 up to
   // the live hosts, and the live hosts themselves.
   std::vector<int> node_counts;

@@ -125,6 +125,12 @@ StatusOr<Topology> Canonical(const Topology& t) {
   return Topology::Create(std::move(nodes), std::move(links), t.source());
 }
 
+void IntervalToProto(const RatioInterval& r, v1::RatioInterval* out) {
+  out->set_estimate(r.estimate);
+  out->set_lo(r.lo);
+  out->set_hi(r.hi);
+}
+
 double UnixSeconds(db::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 // The decision-table metrics of `version`: tables per collective (every
@@ -134,9 +140,11 @@ void SetDecisionMetrics(db::Store& store, const std::vector<std::string>& collec
                         const std::vector<db::StoredDecision>& decisions, Metrics* metrics) {
   std::map<std::string, int> tables;
   for (const std::string& c : collectives) tables[c] = 0;
+  std::map<std::string, int> noisy;
   std::vector<TunedSpeedup> speedups;
   for (const db::StoredDecision& d : decisions) {
     ++tables[d.key.collective];
+    for (const SizeChoice& c : d.choices) noisy[d.key.collective] += c.noisy;
     auto samples = store.Samples(d.key);
     if (!samples.ok()) {
       spdlog::warn("speedup metrics of {} nprocs {}: {}", d.key.collective, d.key.nprocs, samples.status().message());
@@ -145,7 +153,7 @@ void SetDecisionMetrics(db::Store& store, const std::vector<std::string>& collec
     std::vector<TunedSpeedup> s = SpeedupsOf(d.key, d.choices, *samples);
     speedups.insert(speedups.end(), s.begin(), s.end());
   }
-  metrics->SetDecisions(version, tables, speedups);
+  metrics->SetDecisions(version, tables, speedups, noisy);
 }
 
 }  // namespace
@@ -730,6 +738,26 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
       sc->set_fastest_median_s(c.fastest_median);
       sc->set_regret(c.regret);
       sc->set_significant(c.significant);
+      sc->set_chosen_mean_s(c.chosen_mean);
+      sc->set_chosen_p95_s(c.chosen_p95);
+      sc->set_reference(c.reference);
+      sc->set_reference_mean_s(c.reference_mean);
+      sc->set_reference_median_s(c.reference_median);
+      sc->set_reference_p95_s(c.reference_p95);
+      IntervalToProto(c.ratio, sc->mutable_ratio());
+      sc->set_settled(c.settled);
+      sc->set_calls(c.calls);
+      if (c.aa_measured) IntervalToProto(c.aa, sc->mutable_aa());
+      sc->set_noisy(c.noisy);
+      for (const CandidateStats& k : c.candidates) {
+        v1::CandidateStats* kc = sc->add_candidates();
+        kc->set_algorithm(k.algorithm);
+        kc->set_calls(k.calls);
+        kc->set_mean_s(k.mean);
+        kc->set_median_s(k.median);
+        kc->set_p95_s(k.p95);
+        IntervalToProto(k.ratio, kc->mutable_ratio());
+      }
     }
     if (auto n = samples.find({d.key.collective, d.key.nprocs, d.key.ranks_per_node}); n != samples.end())
       out->set_num_samples(n->second);

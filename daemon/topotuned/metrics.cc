@@ -123,13 +123,19 @@ struct Metrics::Impl {
       BuildGauge()
           .Name("topotune_tuned_speedup")
           .Help(
-              "Median time of native over the chosen algorithm's in the tuning samples of a decision table of the "
+              "Mean time of native over the chosen algorithm's in the tuning samples of a decision table of the "
               "current topology version (1 where native is chosen), at the smallest measured size of the msize "
               "bucket")
           .Register(r);
-  std::mutex decisions_mu;                           // Guards the members below.
-  int64_t current_version = 0;                       // As SetTopologyVersion last set it.
-  std::vector<Gauge*> table_series, speedup_series;  // Removed on the next update.
+  Family<Gauge>& noisy_sizes = BuildGauge()
+                                   .Name("topotune_decision_noisy_sizes")
+                                   .Help(
+                                       "Measured sizes of the current topology version's decision tables whose A/A "
+                                       "control (native measured twice) differed with confidence, by collective")
+                                   .Register(r);
+  std::mutex decisions_mu;                                         // Guards the members below.
+  int64_t current_version = 0;                                     // As SetTopologyVersion last set it.
+  std::vector<Gauge*> table_series, speedup_series, noisy_series;  // Removed on the next update.
   Counter& samples_ingested = BuildCounter()
                                   .Name("topotune_tuning_samples_ingested_total")
                                   .Help("Benchmark samples stored")
@@ -226,10 +232,12 @@ void Metrics::SetSweepsQueued(int queued) { impl_->sweeps_queued.Set(queued); }
 void Metrics::SetSweepRunning(bool running) { impl_->sweeps_running.Set(running ? 1 : 0); }
 
 void Metrics::SetDecisions(int64_t topology_version, const std::map<std::string, int>& tables,
-                           const std::vector<TunedSpeedup>& speedups) {
+                           const std::vector<TunedSpeedup>& speedups, const std::map<std::string, int>& noisy) {
   std::lock_guard lock(impl_->decisions_mu);
   if (topology_version != impl_->current_version) return;
   for (Gauge* g : impl_->table_series) impl_->decision_tables.Remove(g);
+  for (Gauge* g : impl_->noisy_series) impl_->noisy_sizes.Remove(g);
+  impl_->noisy_series.clear();
   for (Gauge* g : impl_->speedup_series) impl_->tuned_speedup.Remove(g);
   impl_->table_series.clear();
   impl_->speedup_series.clear();
@@ -237,6 +245,10 @@ void Metrics::SetDecisions(int64_t topology_version, const std::map<std::string,
     Gauge& g = impl_->decision_tables.Add({{"collective", collective}});
     g.Set(n);
     impl_->table_series.push_back(&g);
+    auto it = noisy.find(collective);
+    Gauge& ng = impl_->noisy_sizes.Add({{"collective", collective}});
+    ng.Set(it == noisy.end() ? 0 : it->second);
+    impl_->noisy_series.push_back(&ng);
   }
   for (const TunedSpeedup& s : speedups) {
     Gauge& g = impl_->tuned_speedup.Add({{"collective", s.collective},
@@ -287,10 +299,12 @@ std::vector<TunedSpeedup> SpeedupsOf(const db::TuningKey& key, const std::vector
   std::set<std::string> buckets;
   for (const SizeChoice& c : choices) {  // Sizes ascending: the first of a bucket is its smallest.
     auto native = by_size.find({c.msize, "native"});
-    if (native == by_size.end() || native->second->seconds.empty() || !(c.chosen_median > 0)) continue;
+    // Decisions stored before means were kept have only medians.
+    const double chosen = c.chosen_mean > 0 ? c.chosen_mean : c.chosen_median;
+    if (native == by_size.end() || native->second->seconds.empty() || !(chosen > 0)) continue;
     const auto msize = static_cast<int64_t>(c.msize);
     if (!buckets.insert(MsizeLabel(msize)).second) continue;
-    double speedup = c.chosen == "native" ? 1.0 : Median(native->second->seconds) / c.chosen_median;
+    double speedup = c.chosen == "native" ? 1.0 : SummarizeTimes(native->second->seconds).mean / chosen;
     out.push_back({key.collective, msize, key.nprocs, key.ranks_per_node, speedup});
   }
   return out;

@@ -24,6 +24,7 @@
 //   topotune_tuning_samples_ingested_total            counter
 //   topotune_decision_tables{collective}              gauge, of the current topology version
 //   topotune_tuned_speedup{collective,msize,nprocs,ranks_per_node}  gauge, of the current version
+//   topotune_decision_noisy_sizes{collective}        gauge, of the current version
 //   topotune_collective_throughput_bytes_per_second{source,collective,algorithm,msize,nprocs}   gauge
 //   topotune_collective_fraction_of_bound{source,collective,algorithm,msize,nprocs}            gauge
 //   topotune_metrics_series_dropped_total              counter (updates beyond kMaxThroughputSeries)
@@ -33,13 +34,17 @@
 // samples) or "job" (ReportJob from libtopotune-mpi.so).
 //
 // topotune_tuned_speedup is what a decision table gains over the MPI
-// library's own algorithm where it was measured: the median time of "native"
-// over the median time of the chosen algorithm, from the tuning samples of
-// the table's key (1 where native is chosen). One series per decision table
+// library's own algorithm where it was measured: the mean time of "native"
+// over the mean time of the chosen algorithm (the mean is what an
+// application pays per call), from the tuning samples of the table's key (1
+// where native is chosen). One series per decision table
 // of the current topology version and power-of-two size bucket (the smallest
 // measured size of the bucket); the series of older versions are removed.
 // topotune_decision_tables has a series for every collective the
 // configuration tunes, 0 until one is tuned on the current version.
+// topotune_decision_noisy_sizes counts the measured sizes of the current
+// version's tables whose A/A control (native measured twice) differed with
+// confidence: their decisions rest on a run too noisy to trust.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -70,7 +75,7 @@ struct TunedSpeedup {
   std::string collective;
   int64_t msize = 0;  // Bytes; labelled with MsizeLabel.
   int nprocs = 0, ranks_per_node = 0;
-  double speedup = 1;  // Native median time over the chosen algorithm's.
+  double speedup = 1;  // Native mean time over the chosen algorithm's.
 };
 
 // The speedups of one decision table over native: per power-of-two bucket,
@@ -112,9 +117,9 @@ class Metrics {
   // Replaces the decision-table series with those of `topology_version`;
   // ignored unless it is the version SetTopologyVersion set last (an update
   // computed before a topology change). `tables` counts the decision tables
-  // per collective.
+  // per collective, `noisy` the measured sizes whose A/A control differed.
   void SetDecisions(int64_t topology_version, const std::map<std::string, int>& tables,
-                    const std::vector<TunedSpeedup>& speedups);
+                    const std::vector<TunedSpeedup>& speedups, const std::map<std::string, int>& noisy = {});
   void SetThroughput(std::string_view source, std::string_view collective, std::string_view algorithm, int64_t msize,
                      int nprocs, double bytes_per_s, std::optional<double> fraction_of_bound);
 

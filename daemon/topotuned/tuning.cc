@@ -390,7 +390,10 @@ void Tuner::RunSweep(const std::string& sweep_id) {
       auto sets = core_->store().Samples(key);
       std::vector<SizeChoice> choices;
       if (sets.ok() && !sets->empty()) {
-        ChoiceOptions options{tc.alpha, SimplicityOrder(run.collective)};
+        ChoiceOptions options;
+        options.alpha = tc.alpha;
+        options.margin = tc.margin;
+        options.preference = SimplicityOrder(run.collective);
         auto chosen = ChooseBySize(*sets, options);
         if (chosen.ok()) {
           choices = std::move(*chosen);
@@ -498,6 +501,16 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   task.set_topology_yaml(topology_yaml);
   *task.mutable_task_timeout() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(tc.job_timeout_s * 1000));
   *task.mutable_point_timeout() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(tc.point_timeout_s * 1000));
+  // Interleaved rounds with adaptive sampling and the A/A control; the
+  // rounds' order seed is the run id, so a run's orders can be drawn again.
+  task.set_interleave(true);
+  if (tc.size_budget_s > 0)
+    *task.mutable_size_budget() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(tc.size_budget_s * 1000));
+  task.set_max_rounds(std::max(tc.max_rounds, iterations));
+  task.set_margin(tc.margin);
+  task.set_alpha(tc.alpha);
+  task.set_aa_control(tc.aa_control);
+  task.set_order_seed(static_cast<uint64_t>(run_id));
   if (Status v = Validate(task); !v.ok()) return finish(db::RunState::kFailed, "task: " + v.message());
   {
     std::lock_guard lock(mu_);
@@ -521,7 +534,8 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   if (!config.token_file.empty()) command += " --token-file " + config.token_file;
   if (!config.tls_cert.empty()) command += " --tls-ca " + (tc.agent_tls_ca.empty() ? config.tls_cert : tc.agent_tls_ca);
   const std::string line = ExpandLauncher(tc.launcher, np, hostfile, hosts, run.ranks_per_node, command);
-  spdlog::info("{} ({} {} ranks on {}): {}", task_id, run.collective, np, fmt::join(hosts, ","), line);
+  spdlog::info("{} ({} {} ranks on {}; rounds in random order, seed {}): {}", task_id, run.collective, np,
+               fmt::join(hosts, ","), task.order_seed(), line);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

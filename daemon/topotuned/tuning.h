@@ -4,7 +4,9 @@
 //   1. picks the hosts: live agents of the current topology, spread over
 //      the leaf switches (round robin, so that a run crosses switches);
 //   2. records a bench run in the store and a BenchTask (task id
-//      "run-<id>") for it;
+//      "run-<id>") for it: interleaved rounds in random order (seeded by the
+//      run id), adaptive sampling up to tuning.size_budget per size, and
+//      native timed twice as the A/A control;
 //   3. starts the launcher (tuning.launcher with {np}, {hostfile}, {hosts},
 //      {ranks_per_node}, {command} replaced; {command} runs
 //      `topotune-agent bench --server ADDR --task ID`) in its own process
@@ -13,7 +15,9 @@
 //      after 5 s): the run ends done, failed (non-zero exit) or timeout;
 //      samples that arrived stay stored either way;
 //   5. chooses the algorithm per size from every sample of the run's key
-//      (tuner/crossover.h) and stores the decision table;
+//      (tuner/crossover.h: on the mean per call, native unless a candidate
+//      wins with 95 % confidence, the A/A control's verdict beside it) and
+//      stores the decision table;
 //   6. unless told not to, measures the sizes RefinementSizes asks for
 //      (the geometric mean of each crossover wider than 2x whose choice is
 //      significant) with the algorithms of those crossovers plus native, up

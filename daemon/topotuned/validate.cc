@@ -170,6 +170,13 @@ Status CheckTime(const Field& f, double v) {
   return Status::Ok();
 }
 
+// A fraction such as a margin or a significance level: finite, 0 to `max`.
+Status CheckFraction(const Field& f, double v, double max) {
+  if (!std::isfinite(v) || v < 0 || v > max)
+    return Invalid(f, fmt::format("{}; it must be a number from 0 to {}", v, max));
+  return Status::Ok();
+}
+
 // `lo` <= `hi` for two summary statistics of the same calls (both already
 // checked to be times; NaN compares false and passes here).
 Status CheckOrdered(const Field& lo_field, double lo, const Field& hi_field, double hi) {
@@ -423,6 +430,7 @@ Status CheckSample(const Field& f, const v1::BenchSample& s) {
       CheckTime(median_s, s.median_s()),
       CheckTime(p95_s, s.p95_s()),
       CheckTime(max_s, s.max_s()),
+      CheckTime(f.Sub("mean_s"), s.mean_s()),
       CheckOrdered(min_s, s.min_s(), median_s, s.median_s()),
       CheckOrdered(median_s, s.median_s(), p95_s, s.p95_s()),
       CheckOrdered(p95_s, s.p95_s(), max_s, s.max_s()),
@@ -544,6 +552,12 @@ Status Validate(const v1::BenchTask& task) {
       CheckString("native_label", task.native_label(), 0, TOPOTUNE_LIMIT(kMaxLabelBytes)),
       task.has_task_timeout() ? CheckDuration("task_timeout", task.task_timeout()) : Status::Ok(),
       task.has_point_timeout() ? CheckDuration("point_timeout", task.point_timeout()) : Status::Ok(),
+      task.has_size_budget() && (task.size_budget().seconds() != 0 || task.size_budget().nanos() != 0)
+          ? CheckDuration("size_budget", task.size_budget())
+          : Status::Ok(),
+      CheckRange("max_rounds", task.max_rounds(), 0, TOPOTUNE_LIMIT(kMaxIterations)),
+      CheckFraction("margin", task.margin(), 0.5),
+      CheckFraction("alpha", task.alpha(), 0.5),
   });
 }
 

@@ -634,6 +634,30 @@ TEST(ValidateBenchTask, ValidPasses) {
   EXPECT_TRUE(Passes(Validate(t)));
 }
 
+TEST(ValidateBenchTask, AdaptiveSamplingFields) {
+  v1::BenchTask t = ValidTask();
+  t.set_interleave(true);
+  t.mutable_size_budget()->set_seconds(30);
+  t.set_max_rounds(2000);
+  t.set_margin(0.01);
+  t.set_alpha(0.05);
+  t.set_aa_control(true);
+  t.set_order_seed(12);
+  EXPECT_TRUE(Passes(Validate(t)));
+  v1::BenchTask bad = t;
+  bad.set_margin(0.7);
+  EXPECT_TRUE(Fails(Validate(bad), {"margin: 0.7; it must be a number from 0 to 0.5"}));
+  bad = t;
+  bad.set_alpha(-0.1);
+  EXPECT_TRUE(Fails(Validate(bad), {"alpha: -0.1; it must be a number from 0 to 0.5"}));
+  bad = t;
+  bad.set_max_rounds(-1);
+  EXPECT_TRUE(Fails(Validate(bad), {"max_rounds: -1, less than 0"}));
+  bad = t;
+  bad.mutable_size_budget()->set_seconds(-3);
+  EXPECT_TRUE(Fails(Validate(bad), {"size_budget"}));
+}
+
 TEST(ValidateBenchTask, StringLimits) {
   using T = v1::BenchTask;
   const T v = ValidTask();

@@ -351,7 +351,8 @@ elseif(CASE STREQUAL "usage_errors")
   expect_rc(2)
 
 elseif(CASE STREQUAL "help")
-  foreach(cmd "--help" "topology;--help" "topology;show;--help" "bound;--help" "schedule;--help" "discover;--help")
+  foreach(cmd "--help" "topology;--help" "topology;show;--help" "bound;--help" "schedule;--help" "discover;--help"
+              "compare;--help")
     run_topotune(${cmd})
     expect_rc(0)
     expect_empty(stderr)

@@ -3,11 +3,16 @@
 // the sanitizer pass (label unit), which the binary tests (label cli) do not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "daemon/cli/cli.h"
+#include "daemon/cli/compare_cmd.h"
 #include "tests/cli/cli_run.h"
 #include "tuner/schedule_json.h"
 #include "tuner/schedule_registry.h"
@@ -131,6 +136,264 @@ TEST(CliRunTest, ExitCodes) {
   Result missing = RunCli({"topology", "show", "/nonexistent/topology.yaml"});
   EXPECT_EQ(missing.code, kExitFailure);
   EXPECT_NE(missing.err.find("/nonexistent/topology.yaml"), std::string::npos) << missing.err;
+}
+
+// --- topotune compare ---------------------------------------------------------
+
+// A file in the test's temporary directory, removed at the end.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text) : path_(::testing::TempDir() + "/cli_unit_test_" + name) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// `n` call times around `mean_s`, spread uniformly over +-10 %, from a fixed
+// seed (a 64-bit LCG, so every platform draws the same).
+std::vector<double> Times(double mean_s, int n, uint64_t seed) {
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(seed >> 11) / static_cast<double>(1ull << 53);
+    out.push_back(mean_s * (0.9 + 0.2 * u));
+  }
+  return out;
+}
+
+// One topotune-bench line (--times, --interleave), as SampleToJson writes it.
+std::string BenchLine(const std::string& label, int64_t msize, const std::vector<double>& times,
+                      const std::string& collective = "alltoall") {
+  nlohmann::ordered_json j;
+  j["collective"] = collective;
+  j["algorithm"] = label == "topotune:tuned" ? "mpi" : "native";
+  j["label"] = label;
+  j["nprocs"] = 8;
+  j["ranks_per_node"] = 1;
+  j["msize"] = msize;
+  j["iterations"] = times.size();
+  j["order_seed"] = 1;
+  j["bound_s"] = 16 * static_cast<double>(msize) / 12.5e6;  // 8 ranks on 4+4 at 100 Mbit/s.
+  j["times_s"] = times;
+  return j.dump() + "\n";
+}
+
+// 64 KiB: the tuned side is 30 % faster; 1 KiB: both sides from one
+// distribution (seeds whose means differ by 0.15 %).
+std::string TwoPoints() {
+  return BenchLine("ompi:default", 1024, Times(0.002, 30, 21)) +
+         BenchLine("topotune:tuned", 1024, Times(0.002, 30, 22)) +
+         BenchLine("ompi:default", 65536, Times(0.125, 30, 3)) + BenchLine("topotune:tuned", 65536, Times(0.09, 30, 4));
+}
+
+// The TOPOTUNE_STATS_FILE of a job whose plan ran native at 1 KiB and
+// `at_64k` at 64 KiB.
+std::string StatsFile(const std::string& at_64k) {
+  return R"({"rank": 0, "nprocs": 8, "init_seconds": 0.1,
+  "plan": {"status": "ok", "reason": "", "plan_id": "p-7", "topology_version": 3},
+  "forced": {},
+  "stats": [
+    {"collective": "alltoall", "algorithm": "native", "msize": 1024, "calls": 32, "total_bytes": 1, "total_seconds": 1, "fallbacks": 0},
+    {"collective": "alltoall", "algorithm": ")" +
+         at_64k + R"(", "msize": 65536, "calls": 32, "total_bytes": 1, "total_seconds": 1, "fallbacks": 0}],
+  "fallbacks": {}}
+)";
+}
+
+// The table line of one size ("alltoall    64KiB ...").
+std::string LineOf(const std::string& out, const std::string& size) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("alltoall ") && line.find(" " + size + " ") != std::string::npos) return line;
+  return "";
+}
+
+TEST(CliCompareTest, ARealDifferenceIsASpeedupWithAnIntervalAboveOne) {
+  TempFile jsonl("speedup.jsonl", TwoPoints());
+  Result r = RunCli({"compare", jsonl.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string line = LineOf(r.out, "64KiB");
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("speedup 1.3"), std::string::npos) << line;
+  EXPECT_NE(line.find(" | ?  "), std::string::npos) << "no --stats: the algorithm is unknown\n" << line;
+
+  auto samples = ParseBenchSamples(TwoPoints(), "two.jsonl");
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  auto rows = CompareSamples(*samples, nullptr, CompareOptions{});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  const CompareRow& row = (*rows)[1];
+  EXPECT_EQ(row.msize, 65536);
+  EXPECT_EQ(row.verdict, Verdict::kSpeedup);
+  EXPECT_GT(row.ratio.lo, 1.0);
+  EXPECT_LE(row.ratio.lo, row.ratio.estimate);
+  EXPECT_LE(row.ratio.estimate, row.ratio.hi);
+  EXPECT_NEAR(row.ratio.estimate, row.baseline.summary.mean / row.candidate.summary.mean, 1e-12);
+  EXPECT_EQ(row.baseline.summary.calls, 30u);
+  ASSERT_TRUE(row.candidate.fraction_of_bound.has_value());
+  EXPECT_NEAR(*row.candidate.fraction_of_bound, *row.bound_s / row.candidate.summary.mean, 1e-12);
+  // The footer says how the numbers were made.
+  EXPECT_NE(r.out.find("30 calls per side on 8 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("95 % bootstrap interval"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("alternated call by call"), std::string::npos) << r.out;
+
+  // The candidate slower: the same interval seen from the other side.
+  Result slower = RunCli({"compare", "--baseline", "topotune:tuned", "--candidate", "ompi:default", jsonl.path()});
+  ASSERT_EQ(slower.code, kExitOk) << slower.err;
+  EXPECT_NE(LineOf(slower.out, "64KiB").find("slower 0.7"), std::string::npos) << slower.out;
+  // A margin wider than the difference makes it none.
+  Result margin = RunCli({"compare", "--margin", "0.5", jsonl.path()});
+  ASSERT_EQ(margin.code, kExitOk) << margin.err;
+  EXPECT_NE(LineOf(margin.out, "64KiB").find("no difference 1.3"), std::string::npos) << margin.out;
+}
+
+TEST(CliCompareTest, OneDistributionOnBothSidesIsNoDifference) {
+  TempFile jsonl("same.jsonl", TwoPoints());
+  Result r = RunCli({"compare", jsonl.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const std::string line = LineOf(r.out, "1KiB");
+  EXPECT_NE(line.find("no difference "), std::string::npos) << r.out;
+  EXPECT_EQ(line.find("speedup"), std::string::npos) << line;
+  // Reproducible: the same seed gives the same report, another seed its own.
+  EXPECT_EQ(RunCli({"compare", jsonl.path()}).out, r.out);
+  EXPECT_EQ(RunCli({"compare", "--seed", "1", jsonl.path()}).out, r.out);
+}
+
+TEST(CliCompareTest, WhereTheLibraryRanNativeItIsTheSameAlgorithmNeverASpeedup) {
+  // At 64 KiB the library ran native: whatever the numbers say (30 % apart
+  // here), both sides ran Open MPI's collective.
+  TempFile jsonl("native.jsonl", TwoPoints());
+  TempFile stats("native.stats.json", StatsFile("native"));
+  Result r = RunCli({"compare", "--stats", stats.path(), jsonl.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* size : {"1KiB", "64KiB"}) {
+    const std::string line = LineOf(r.out, size);
+    EXPECT_NE(line.find("| native "), std::string::npos) << line;
+    EXPECT_NE(line.find("same algorithm: ratio "), std::string::npos) << line;
+  }
+  EXPECT_EQ(r.out.find("speedup 1"), std::string::npos) << r.out;
+  EXPECT_NE(LineOf(r.out, "64KiB").find("!= 1"), std::string::npos) << "the A/A check failed at 64 KiB";
+  EXPECT_NE(r.out.find("noise check, not a speedup"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan p-7, topology version 3; 0 fallbacks"), std::string::npos) << r.out;
+
+  // Where it ran a kernel, the verdict is on the interval again.
+  TempFile tuned("tuned.stats.json", StatsFile("tree_scheduled"));
+  Result t = RunCli({"compare", "--stats", tuned.path(), jsonl.path()});
+  ASSERT_EQ(t.code, kExitOk) << t.err;
+  EXPECT_NE(LineOf(t.out, "64KiB").find("| tree_scheduled  speedup 1.3"), std::string::npos) << t.out;
+  EXPECT_NE(LineOf(t.out, "1KiB").find("same algorithm"), std::string::npos) << t.out;
+
+  // --same-algorithm: every point is a noise check.
+  Result aa = RunCli({"compare", "--same-algorithm", jsonl.path()});
+  ASSERT_EQ(aa.code, kExitOk) << aa.err;
+  EXPECT_EQ(aa.out.find("speedup 1"), std::string::npos) << aa.out;
+}
+
+TEST(CliCompareTest, JsonHasEveryNumberOfEveryRow) {
+  TempFile jsonl("json.jsonl", TwoPoints());
+  TempFile stats("json.stats.json", StatsFile("tree_scheduled"));
+  Result r = RunCli({"compare", "--format", "json", "--stats", stats.path(), jsonl.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::istringstream in(r.out);
+  std::vector<nlohmann::ordered_json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::ordered_json::parse(line));
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  std::vector<std::string> keys;
+  for (const auto& item : rows[1].items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"collective", "pattern", "nprocs", "msize", "bound_s", "baseline",
+                                            "candidate", "algorithms", "same_algorithm", "ratio", "ratio_lo",
+                                            "ratio_hi", "verdict", "differs", "alternated"}));
+  std::vector<std::string> side_keys;
+  for (const auto& item : rows[1]["baseline"].items()) side_keys.push_back(item.key());
+  EXPECT_EQ(side_keys,
+            (std::vector<std::string>{"label", "calls", "mean_s", "median_s", "p95_s", "fraction_of_bound"}));
+  EXPECT_EQ(rows[1]["collective"], "alltoall");
+  EXPECT_TRUE(rows[1]["pattern"].is_null());
+  EXPECT_EQ(rows[1]["msize"], 65536);
+  EXPECT_EQ(rows[1]["baseline"]["label"], "ompi:default");
+  EXPECT_EQ(rows[1]["candidate"]["label"], "topotune:tuned");
+  EXPECT_EQ(rows[1]["candidate"]["calls"], 30);
+  EXPECT_EQ(rows[1]["algorithms"], nlohmann::ordered_json::array({"tree_scheduled"}));
+  EXPECT_EQ(rows[1]["same_algorithm"], false);
+  EXPECT_EQ(rows[1]["verdict"], "speedup");
+  EXPECT_GT(rows[1]["ratio_lo"].get<double>(), 1.0);
+  EXPECT_LE(rows[1]["ratio_lo"].get<double>(), rows[1]["ratio"].get<double>());
+  EXPECT_LE(rows[1]["ratio"].get<double>(), rows[1]["ratio_hi"].get<double>());
+  EXPECT_EQ(rows[0]["verdict"], "same algorithm");
+  EXPECT_EQ(rows[0]["same_algorithm"], true);
+  EXPECT_EQ(rows[0]["differs"], false);
+  EXPECT_EQ(rows[0]["alternated"], true);
+}
+
+TEST(CliCompareTest, AlltoallvPatternsAreTheirOwnPoints) {
+  TempFile jsonl("v.jsonl", BenchLine("ompi:default", 4096, Times(0.01, 10, 5), "alltoallv") +
+                                BenchLine("topotune:tuned", 4096, Times(0.01, 10, 6), "alltoallv"));
+  auto samples = ParseBenchSamples(BenchLine("ompi:default", 4096, Times(0.01, 10, 5), "alltoallv"), "v.jsonl");
+  ASSERT_TRUE(samples.ok());
+  EXPECT_EQ((*samples)[0].pattern, "");
+  std::string skewed = BenchLine("ompi:default", 4096, Times(0.02, 10, 7), "alltoallv");
+  skewed.insert(skewed.find(",\"nprocs\""), ",\"pattern\":\"skewed\"");
+  TempFile other("v2.jsonl", skewed);
+  // The skewed baseline has no candidate: only the uniform point is compared.
+  Result r = RunCli({"compare", "--format", "json", jsonl.path(), other.path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(CliCompareTest, BadInputIsExplained) {
+  TempFile good("good.jsonl", TwoPoints());
+  Result missing = RunCli({"compare", "/nonexistent/samples.jsonl"});
+  EXPECT_EQ(missing.code, kExitFailure);
+  EXPECT_NE(missing.err.find("/nonexistent/samples.jsonl"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.out, "");
+
+  TempFile garbage("garbage.jsonl", BenchLine("ompi:default", 1024, Times(0.002, 3, 1)) + "\n{not json\n");
+  Result bad = RunCli({"compare", garbage.path()});
+  EXPECT_EQ(bad.code, kExitFailure);
+  EXPECT_NE(bad.err.find(garbage.path() + ":3: not JSON"), std::string::npos) << bad.err;
+
+  TempFile no_label("nolabel.jsonl", "{\"collective\":\"alltoall\",\"msize\":1}\n");
+  Result nl = RunCli({"compare", no_label.path()});
+  EXPECT_EQ(nl.code, kExitFailure);
+  EXPECT_NE(nl.err.find(no_label.path() + ":1: not a topotune-bench sample: no 'label'"), std::string::npos) << nl.err;
+
+  std::string without = BenchLine("ompi:default", 1024, Times(0.002, 3, 1));
+  without.erase(without.find(",\"times_s\""), without.find(']') + 1 - without.find(",\"times_s\""));
+  TempFile no_times("notimes.jsonl", without + BenchLine("topotune:tuned", 1024, Times(0.002, 3, 2)));
+  Result nt = RunCli({"compare", no_times.path()});
+  EXPECT_EQ(nt.code, kExitFailure);
+  EXPECT_NE(nt.err.find(no_times.path() + ":1: the 'ompi:default' sample of alltoall at 1KiB has no times_s"),
+            std::string::npos)
+      << nt.err;
+  EXPECT_NE(nt.err.find("run topotune-bench with --times"), std::string::npos) << nt.err;
+
+  Result labels = RunCli({"compare", "--candidate", "tree_scheduled", good.path()});
+  EXPECT_EQ(labels.code, kExitFailure);
+  EXPECT_NE(labels.err.find("no samples labelled 'tree_scheduled'; labels found: ompi:default, topotune:tuned"),
+            std::string::npos)
+      << labels.err;
+
+  TempFile bad_stats("bad.stats.json", "{\"stats\": 3}");
+  Result bs = RunCli({"compare", "--stats", bad_stats.path(), good.path()});
+  EXPECT_EQ(bs.code, kExitFailure);
+  EXPECT_NE(bs.err.find(bad_stats.path() + ": not a TOPOTUNE_STATS_FILE"), std::string::npos) << bs.err;
+  EXPECT_EQ(RunCli({"compare", "--stats", "/nonexistent/stats.json", good.path()}).code, kExitFailure);
+
+  // Usage errors.
+  EXPECT_EQ(RunCli({"compare"}).code, kExitUsage);
+  EXPECT_EQ(RunCli({"compare", "--format", "yaml", good.path()}).code, kExitUsage);
+  EXPECT_EQ(RunCli({"compare", "--margin", "-0.1", good.path()}).code, kExitUsage);
+  Result same = RunCli({"compare", "--candidate", "ompi:default", good.path()});
+  EXPECT_EQ(same.code, kExitUsage);
+  EXPECT_NE(same.err.find("--baseline and --candidate are both 'ompi:default'"), std::string::npos) << same.err;
+  Result help = RunCli({"compare", "--help"});
+  EXPECT_EQ(help.code, kExitOk);
+  EXPECT_NE(help.out.find("EXAMPLES\n  topotune compare --stats"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -81,10 +81,33 @@ v1::Decision AlltoallDecision() {
     c->set_fastest_median_s(fastest_s);
     c->set_regret(chosen_s / fastest_s);
     c->set_significant(significant);
+    c->set_chosen_mean_s(chosen_s * 1.1);
+    c->set_chosen_p95_s(chosen_s * 2);
+    c->set_reference("native");
+    c->set_reference_mean_s(chosen == std::string("native") ? chosen_s * 1.1 : chosen_s * 1.5);
+    c->set_calls(40);
+    c->set_settled(significant);
+    if (chosen != std::string("native")) {
+      c->mutable_ratio()->set_estimate(1 / 1.5);
+      c->mutable_ratio()->set_lo(0.6);
+      c->mutable_ratio()->set_hi(0.7);
+    }
+    c->mutable_aa()->set_estimate(1.01);
+    c->mutable_aa()->set_lo(0.98);
+    c->mutable_aa()->set_hi(1.04);
+    v1::CandidateStats* k = c->add_candidates();
+    k->set_algorithm(fastest);
+    k->mutable_ratio()->set_estimate(0.96);
+    k->mutable_ratio()->set_lo(0.9);
+    k->mutable_ratio()->set_hi(1.02);
   };
   choice(1024, "native", "pairwise", 12.5e-6, 12e-6, false);
   choice(65536, "pairwise", "pairwise", 0.0021, 0.0021, true);
   choice(4 << 20, "tree_scheduled", "tree_scheduled", 0.25, 0.25, true);
+  d.mutable_choices(2)->set_noisy(true);  // Its A/A control differed.
+  d.mutable_choices(2)->mutable_aa()->set_estimate(1.2);
+  d.mutable_choices(2)->mutable_aa()->set_lo(1.1);
+  d.mutable_choices(2)->mutable_aa()->set_hi(1.3);
   d.set_num_samples(4800);
   *d.mutable_updated_at() = Time(1795257258);  // 2026-11-21T10:34:18Z
   return d;
@@ -108,14 +131,25 @@ TEST(ServerRenderTest, DecisionsAsTables) {
             "  0B - 2.829102KiB    native\n"
             "  2.829102KiB - 1MiB  pairwise\n"
             "  1MiB and up         tree_scheduled\n"
-            "  measured  chosen          median      fastest         median      regret  significant\n"
-            "  1KiB      native          12.500 us   pairwise        12.000 us   1.042   no\n"
-            "  64KiB     pairwise        2.100 ms    pairwise        2.100 ms    1.000   yes\n"
-            "  4MiB      tree_scheduled  250.000 ms  tree_scheduled  250.000 ms  1.000   yes\n"
+            "  measured  chosen          mean        median      p95         vs native             best other       "
+            "              calls  A/A                         sampling\n"
+            "  1KiB      native          13.750 us   12.500 us   25.000 us   -                     pairwise 0.960 "
+            "[0.900, 1.020]  40     1.010 [0.980, 1.040]        budget\n"
+            "  64KiB     pairwise        2.310 ms    2.100 ms    4.200 ms    0.667 [0.600, 0.700]  -                "
+            "              40     1.010 [0.980, 1.040]        settled\n"
+            "  4MiB      tree_scheduled  275.000 ms  250.000 ms  500.000 ms  0.667 [0.600, 0.700]  -                "
+            "              40     NOISY 1.200 [1.100, 1.300]  settled\n"
+            "  NOISY at 1 size: the A/A control (native measured twice) differed with confidence, so the run was too\n"
+            "  noisy to trust these choices; tune again when the cluster is quiet\n"
             "\n"
             "allgather, 4 ranks, 1 per node, topology version 7: 1 sample, updated -\n"
             "  message size  algorithm\n"
-            "  0B and up     native\n");
+            "  0B and up     native\n"
+            "\n"
+            "mean, median, p95: the chosen algorithm's time per call; vs native: its mean over native's with the 95 % "
+            "interval;\nbest other: where native stays, the fastest other algorithm and its interval; A/A: native "
+            "measured twice, whose\nratio must show no difference; sampling: settled (every interval excludes the "
+            "margin) or budget (time ran out)\n");
   EXPECT_EQ(FormatDecisions(v1::ListDecisionsResponse()), "no decisions\n");
 }
 

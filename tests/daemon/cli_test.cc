@@ -112,15 +112,7 @@ class SilentUdpPort {
 std::vector<DecisionRange> Table(std::vector<DecisionRange> ranges) { return ranges; }
 
 SizeChoice Choice(double msize, const std::string& chosen, double seconds) {
-  SizeChoice c;
-  c.msize = msize;
-  c.chosen = chosen;
-  c.fastest = chosen;
-  c.chosen_median = seconds;
-  c.fastest_median = seconds;
-  c.regret = 1;
-  c.significant = true;
-  return c;
+  return FixedChoice(msize, chosen, seconds);
 }
 
 // How CliTest starts topotuned.

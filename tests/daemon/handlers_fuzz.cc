@@ -164,7 +164,7 @@ T Must(StatusOr<T> v, const char* what) {
 void PutDecision(db::Store& store, int64_t version, const char* collective, int nprocs, int rpn,
                  const std::vector<std::pair<double, const char*>>& chosen) {
   std::vector<SizeChoice> choices;
-  for (const auto& c : chosen) choices.push_back({c.first, c.second, c.second, 1e-4, 1e-4, 1.0, true});
+  for (const auto& [msize, algorithm] : chosen) choices.push_back(FixedChoice(msize, algorithm, 1e-4));
   std::vector<DecisionRange> table = DecisionTable(choices);
   Must(store.PutDecision({version, collective, nprocs, rpn}, table, choices), "PutDecision");
 }

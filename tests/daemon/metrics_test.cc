@@ -21,12 +21,12 @@ SizeChoice Choice(double msize, const std::string& chosen, double chosen_median)
   c.msize = msize;
   c.chosen = chosen;
   c.fastest = chosen;
-  c.chosen_median = chosen_median;
-  c.fastest_median = chosen_median;
+  c.chosen_mean = c.chosen_median = chosen_median;
+  c.fastest_mean = c.fastest_median = chosen_median;
   return c;
 }
 
-TEST(MetricsTest, SpeedupIsNativeMedianOverChosenPerSizeBucket) {
+TEST(MetricsTest, SpeedupIsNativeMeanOverChosenMeanPerSizeBucket) {
   const db::TuningKey key{3, "alltoall", 8, 2};
   std::vector<SampleSet> samples = {
       Set("native", 1024, {1e-4, 2e-4, 3e-4}),

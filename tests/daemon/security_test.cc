@@ -142,8 +142,7 @@ class SecurityTest : public ::testing::Test {
     auto version = store->PutTopology(*topo, kTopology);
     ASSERT_TRUE(version.ok()) << version.status().message();
     auto put = [&](const char* collective, const char* small, const char* large) {
-      std::vector<SizeChoice> choices = {{1024, small, small, 1e-4, 1e-4, 1, true},
-                                         {16384, large, large, 1e-3, 1e-3, 1, true}};
+      std::vector<SizeChoice> choices = {FixedChoice(1024, small, 1e-4), FixedChoice(16384, large, 1e-3)};
       auto id = store->PutDecision({*version, collective, 8, 1}, DecisionTable(choices), choices);
       ASSERT_TRUE(id.ok()) << id.status().message();
     };

@@ -3,7 +3,8 @@
 #
 # Usage: bench_test.sh CASE BENCH TOPOLOGY WORK_DIR ALGORITHMS MPIRUN... NP_FLAG
 #   CASE        help | unknown_algorithm | bad_size | placement_mismatch |
-#               verify_alltoall | verify_alltoallv | verify_allgather
+#               verify_alltoall | verify_alltoallv | verify_allgather |
+#               interleave_alltoallv
 #   BENCH       the topotune-bench executable
 #   TOPOLOGY    deploy/examples/two-switch-4x4.yaml (hosts h0..h3 on s0, h4..h7 on s1)
 #   WORK_DIR    scratch directory for outputs (recreated)
@@ -121,6 +122,37 @@ assert len(load(path_nt)) == len(algorithms), "no-topology run: one line per alg
 print(f"{len(lines)} lines checked")
 EOF
       fail "the JSON Lines output does not check out"
+    ;;
+  interleave_*)
+    collective=${case_name#interleave_}
+    # Rounds in random order, the A/A copy of native, adaptive sampling
+    # bounded by --max-rounds; every call's data checked.
+    run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 1000,65537 --warmup 1 \
+      --interleave --iterations 3 --size-budget 30 --max-rounds 5 --order-seed 42 --aa-control \
+      --topology "$topology" --hosts h0,h1,h4,h5 --times --out "$work/out.jsonl"
+    expect_status 0
+    run "$bench" --time-budget 1 --interleave
+    expect_status 2
+    "$python" - "$work/out.jsonl" "$algorithms" <<'EOF' ||
+import json, sys
+path, algorithms = sys.argv[1:3]
+names = algorithms.split(",") + ["native:aa"]
+lines = [json.loads(line) for line in open(path) if line.strip()]
+for size in (1000, 65537):
+    at = [o for o in lines if o["msize"] == size]
+    assert sorted(o["label"] for o in at) == sorted(names), f"{size}: labels {[o['label'] for o in at]}"
+    rounds = {o["iterations"] for o in at}
+    # Every round times every algorithm once: one count per size, 3 to 5.
+    assert len(rounds) == 1 and 3 <= rounds.pop() <= 5, f"{size}: iterations {[o['iterations'] for o in at]}"
+    for o in at:
+        where = f"{o['label']} at {size}"
+        assert o["order_seed"] == 42, where
+        assert o["verified"] is True and o["verify_errors"] == 0, f"{where}: not verified"
+        assert abs(o["mean_s"] - sum(o["times_s"]) / len(o["times_s"])) <= 1e-12 + 1e-9 * o["mean_s"], where
+        assert o["algorithm"] == ("native" if o["label"] == "native:aa" else o["label"]), where
+print(f"{len(lines)} lines checked")
+EOF
+      fail "the interleaved JSON Lines output does not check out"
     ;;
   *)
     echo "bench_test.sh: unknown case '$case_name'" >&2

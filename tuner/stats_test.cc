@@ -1,0 +1,78 @@
+#include "tuner/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace topotune {
+namespace {
+
+TEST(SummarizeTimes, MeanMedianP95) {
+  std::vector<double> t = {4, 1, 3, 2, 10};
+  TimeSummary s = SummarizeTimes(t);
+  EXPECT_EQ(s.calls, 5u);
+  EXPECT_DOUBLE_EQ(s.mean, 4);
+  EXPECT_EQ(s.median, 3);
+  EXPECT_EQ(s.p95, 10);  // ceil(0.95 x 5) = 5th smallest.
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.max, 10);
+  EXPECT_EQ(SummarizeTimes(std::vector<double>{2, 1}).median, 1.5);
+  EXPECT_EQ(SummarizeTimes(std::vector<double>{}).calls, 0u);
+}
+
+TEST(RatioOfMeans, PointEstimateInsideADeterministicInterval) {
+  std::vector<double> a = {1.0, 1.1, 0.9, 1.05, 0.95}, b = {2.0, 2.2, 1.8, 2.1, 1.9};
+  RatioInterval r = RatioOfMeans(a, b, 7);
+  EXPECT_DOUBLE_EQ(r.estimate, 0.5);
+  EXPECT_LE(r.lo, r.estimate);
+  EXPECT_GE(r.hi, r.estimate);
+  EXPECT_LT(r.hi, 0.6);
+  EXPECT_GT(r.lo, 0.4);
+  RatioInterval again = RatioOfMeans(a, b, 7);
+  EXPECT_EQ(r.lo, again.lo);
+  EXPECT_EQ(r.hi, again.hi);
+  // One call each: no spread to resample.
+  RatioInterval one = RatioOfMeans(std::vector<double>{3}, std::vector<double>{2}, 1);
+  EXPECT_DOUBLE_EQ(one.lo, 1.5);
+  EXPECT_DOUBLE_EQ(one.hi, 1.5);
+}
+
+// The interval covers the true ratio about 95 % of the time, for the
+// bootstrap and for the normal approximation used on large samples.
+TEST(RatioOfMeans, CoverageNearTheLevel) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> noise(0.0, 0.1);
+  for (int n : {40, 12000}) {
+    int covered = 0;
+    const int trials = n > 1000 ? 100 : 400;
+    for (int t = 0; t < trials; ++t) {
+      std::vector<double> a, b;
+      for (int i = 0; i < n; ++i) {
+        a.push_back(0.9 * noise(rng));
+        b.push_back(1.0 * noise(rng));
+      }
+      RatioInterval r = RatioOfMeans(a, b, static_cast<uint64_t>(t));
+      covered += r.lo <= 0.9 && 0.9 <= r.hi;
+    }
+    EXPECT_NEAR(covered / double(trials), 0.95, n > 1000 ? 0.06 : 0.04) << "n = " << n;
+  }
+}
+
+TEST(Compare, MarginDecides) {
+  EXPECT_EQ(Compare({0.9, 0.85, 0.95}, 0.01), Difference::kFaster);
+  EXPECT_EQ(Compare({0.99, 0.985, 0.995}, 0.01), Difference::kNoDifference);
+  EXPECT_EQ(Compare({0.99, 0.985, 0.995}, 0.0), Difference::kFaster);
+  EXPECT_EQ(Compare({1.2, 1.1, 1.3}, 0.01), Difference::kSlower);
+  EXPECT_EQ(Compare({1.0, 0.9, 1.1}, 0.0), Difference::kNoDifference);
+  EXPECT_EQ(DifferenceName(Difference::kNoDifference), "no difference");
+}
+
+TEST(ComparisonSeed, DiffersByNameAndSize) {
+  EXPECT_NE(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "ring", 2048));
+  EXPECT_NE(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "bruck", 1024));
+  EXPECT_EQ(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "ring", 1024));
+}
+
+}  // namespace
+}  // namespace topotune
