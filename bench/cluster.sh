@@ -50,9 +50,9 @@
 #                          (point_timeout 120 s for 2 warm-up calls and the
 #                          timed ones of one kernel, job_timeout 900 s for
 #                          every kernel at one size), e.g. 4 at 1 MiB on the
-#                          16-host tree; never fewer than 4, below which the
-#                          tuner's Mann-Whitney test can never prefer a
-#                          kernel to native
+#                          16-host tree; never fewer than 8, below which the
+#                          tuner's permutation test cannot confirm that a
+#                          kernel beats native (tuner/crossover.h)
 #   --skip-tuning          do not tune: the plan is whatever topotuned has
 #                          (on a fresh testbed: native everywhere)
 #   --skip-ompi            do not run the forced Open MPI algorithms
@@ -145,7 +145,7 @@ done
 [[ $prefix =~ ^[a-z0-9][a-z0-9-]{0,11}$ ]] ||
   die_usage "--prefix '$prefix': 1 to 12 lower-case letters, digits or '-' (it starts every namespace and host name)"
 [[ $prefix == tt-* ]] && die_usage "--prefix '$prefix': tt- is testbed.py's default, which others use; pick another"
-((tune_iterations >= 4)) || echo "cluster.sh: warning: --tune-iterations $tune_iterations < 4: the tuner can only choose native" >&2
+((tune_iterations >= 8)) || echo "cluster.sh: warning: --tune-iterations $tune_iterations < 8: the tuner can only choose native" >&2
 
 read -r -a extra_flags <<<"$mpirun_flags"
 IFS=, read -r -a coll_list <<<"$collectives"

@@ -18,7 +18,8 @@
 //    overconfidence when a rare stall fell in one sample only; its level is
 //    strict because every size tests up to ten candidates and the A/A copy
 //    in every run (Bonferroni: 50 tests at 0.001 keep the chance of any
-//    false difference in a sweep near 5 %). Where stalls dominate the mean,
+//    false difference in a sweep near 5 %); so a win needs at least 8 calls
+//    of each side (7 against 7, wholly apart, give p = 1 / 3432). Where stalls dominate the mean,
 //    a valid test at 2.5 % would let an equal or slightly slower candidate
 //    win about once in 40 sizes, which is what the rule must not do;
 //  - no winner: the reference stays. Among winners, the lowest mean; a

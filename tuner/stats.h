@@ -43,6 +43,9 @@ namespace topotune {
 // the normal approximation instead of the bootstrap.
 inline constexpr size_t kMaxBootstrapCalls = 20000;
 inline constexpr int kDefaultResamples = 2000;
+// Permutations of PermutationPLess: its smallest p-value is 1 / (1 + this),
+// well below the 0.0005 a win needs (crossover.h).
+inline constexpr int kDefaultPermutations = 10000;
 
 struct TimeSummary {
   size_t calls = 0;
@@ -69,7 +72,7 @@ RatioInterval RatioOfMeans(std::span<const double> a, std::span<const double> b,
 // ((1 + count) / (1 + permutations)). a_scale > 0 tests a margin: with
 // a_scale = 1 / (1 - m), a small p says mean(a) < (1 - m) mean(b).
 double PermutationPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,
-                        int permutations = kDefaultResamples);
+                        int permutations = kDefaultPermutations);
 
 // What an interval of mean(a) / mean(b) says about a against b, with a
 // relative margin m >= 0 (0.02: differences under 2 % do not count):

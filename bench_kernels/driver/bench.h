@@ -17,8 +17,9 @@
 // After `iterations` rounds, rank 0 applies the stopping rule of
 // tuner/crossover.h (Settled: every algorithm's 95 % interval of its mean
 // ratio to native lies wholly on one side of 1 - margin) at rounds growing
-// by half each time, and more rounds run until it holds, until the size's
-// timed calls add up to size_budget_s, or until max_rounds; rank 0
+// by half each time, and more rounds run until it holds, until size_budget_s
+// of wall time has passed since the size's first round, or until
+// max_rounds; rank 0
 // broadcasts the verdict. With aa_control, native is timed twice per round,
 // the second copy labelled kAaControlLabel ("native:aa"): the A/A control.
 //
@@ -104,7 +105,7 @@ struct BenchOptions {
   // chooses, so that what a job gets from it is timed like a kernel.
   std::string via_mpi_label;
   bool interleave = false;   // Rounds in random order (see above); needs iterations >= 1.
-  double size_budget_s = 0;  // interleave: time budget of a size's further rounds; 0: none.
+  double size_budget_s = 0;  // interleave: wall time of a size's rounds beyond which none follow; 0: none.
   int max_rounds = 0;        // interleave: rounds per size at most; below iterations: iterations.
   double margin = 0.01;      // interleave: the stopping rule's decision margin.
   double alpha = 0.05;       // interleave: 1 - the confidence level of the stopping rule.

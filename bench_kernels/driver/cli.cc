@@ -56,7 +56,8 @@ constexpr const char* kFooterTop =
     "  random order (drawn from --order-seed, the size and the round), so drift and neighbours hit\n"
     "  every algorithm alike; --iterations is the number of rounds. With --size-budget, more rounds\n"
     "  follow until every algorithm's 95 % interval of its mean ratio to native lies wholly below or\n"
-    "  above 1 - --margin, until the size's timed calls add up to the budget, or until --max-rounds.\n"
+    "  above 1 - --margin, until the size's rounds have taken the budget (wall time), or until\n"
+    "  --max-rounds.\n"
     "  --aa-control times native twice per round (the second labelled native:aa): two runs of one\n"
     "  algorithm, whose ratio must show no difference (topotune compare).\n"
     "\n"
@@ -261,7 +262,7 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   interleave_opt->excludes(budget_opt);
   app.add_option("--size-budget", o.size_budget_s,
                  "With --interleave: after --iterations rounds, more rounds until every algorithm's 95 % interval of "
-                 "its mean ratio to native excludes 1 - MARGIN, or until the size's calls add up to SECONDS")
+                 "its mean ratio to native excludes 1 - MARGIN, or until the size's rounds have taken SECONDS")
       ->check(CLI::PositiveNumber)
       ->needs(interleave_opt)
       ->option_text("SECONDS");

@@ -15,7 +15,9 @@
 //                   collective, which is also the baseline (or
 //                   --same-algorithm says so for every point): the ratio is
 //                   a noise check and is never called a speedup;
-//   no difference   the interval reaches 1 (Compare(interval, margin));
+//   no difference   the interval reaches 1 (Compare(interval, margin)), or
+//                   the permutation test of stats.h does not confirm the
+//                   difference at the same level (a rare stall on one side);
 //   speedup         the interval lies above 1 + margin;
 //   slower          the interval lies below 1 - margin.
 //

@@ -44,7 +44,7 @@ struct TuningConfig {
   double alpha = 0.05;   // 1 - the confidence level of the intervals (0.05: 95 %).
   double margin = 0.01;  // Decision margin: a candidate must beat native's mean by more than this.
   // Adaptive sampling: more rounds at a size until every candidate's interval
-  // excludes the margin, until the size's timed calls sum to size_budget_s
+  // excludes the margin, until the size's rounds have taken size_budget_s
   // (seconds), or until max_rounds.
   double size_budget_s = 30;
   int max_rounds = 2000;
