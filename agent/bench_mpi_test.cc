@@ -102,10 +102,13 @@ TEST_F(TuningRunTest, ASweepRunsRealRanksAndStoresSamplesAndADecision) {
   EXPECT_EQ(done.runs_done(), 1);
   EXPECT_EQ(done.runs_total(), 1);
   // The daemon ran mpirun -np 4 over h0, h4, h1, h5 (both switches).
-  EXPECT_NE(daemon_.log().find("alltoall 4 ranks on h0,h4,h1,h5"), std::string::npos) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("alltoall 4 ranks on h0,h4,h1,h5; rounds in random order, seed 1"), std::string::npos)
+      << daemon_.log();
 
   // Every (algorithm, size) point measured by the ranks is stored once, with
-  // its 3 timed calls, and nothing else.
+  // its 3 timed calls (3 interleaved rounds; no adaptive rounds with
+  // size_budget 0), and nothing else; native is there twice, the second copy
+  // as the A/A control.
   const std::vector<SampleSet> sets = daemon_.StoredSamples({1, "alltoall", 4, 1});
   std::map<std::string, std::set<double>> sizes_of;
   for (const SampleSet& s : sets) {
@@ -113,7 +116,8 @@ TEST_F(TuningRunTest, ASweepRunsRealRanksAndStoresSamplesAndADecision) {
     for (double t : s.seconds) EXPECT_GT(t, 0) << s.algorithm;
     sizes_of[s.algorithm].insert(s.msize);
   }
-  for (const char* a : {"native", "linear", "pairwise", "ring", "bruck", "phased_barrier", "tree_scheduled"})
+  for (const char* a :
+       {"native", "native:aa", "linear", "pairwise", "ring", "bruck", "phased_barrier", "tree_scheduled"})
     EXPECT_EQ(sizes_of[a], (std::set<double>{1024, 65536})) << a;
   EXPECT_EQ(done.samples_ingested(), TotalTimes(sets));
   // Rank 0 sent exactly those, on one stream, none twice.

@@ -97,6 +97,9 @@ struct DaemonOptions {
   std::string agent_command = "";  // tuning.agent_command; empty: the daemon's default.
   double job_timeout_s = 120;
   double point_timeout_s = 300;
+  // tuning.size_budget: 0 (no adaptive rounds) measures exactly the sweep's
+  // iterations per size, so that tests can count samples.
+  double size_budget_s = 0;
   std::string topology_file = "";  // Copied into the daemon's directory; empty: two-switch-4x4.yaml.
   bool tls = false;                // Serve TLS with a self-signed certificate (cert_pem()).
   int port = 0;                    // The port of the first Start; 0: any free one.
@@ -348,7 +351,8 @@ class TestDaemon {
                   dir_.File("commands"), dir_.File("go"), dir_.path());
     out << "tuning:\n"
         << "  launcher: \"" << launcher << "\"\n"
-        << fmt::format("  job_timeout: {}s\n  point_timeout: {}s\n", options_.job_timeout_s, options_.point_timeout_s);
+        << fmt::format("  job_timeout: {}s\n  point_timeout: {}s\n  size_budget: {}s\n", options_.job_timeout_s,
+                       options_.point_timeout_s, options_.size_budget_s);
     if (!options_.agent_command.empty()) out << "  agent_command: " << options_.agent_command << "\n";
     return static_cast<bool>(out);
   }

@@ -19,7 +19,9 @@
 #      reached, and each speedup with its 95 % interval;
 #   6. tears the cluster down (unless --keep).
 #
-# It needs root (network namespaces) and takes about 7 minutes once built.
+# It needs root (network namespaces) and takes about 11 minutes once built
+# (tuning 6.5 minutes: tuning.size_budget is 30 s per size; the side by side
+# 4 minutes).
 #
 # Usage: sudo deploy/demo.sh [--no-install] [--keep] [--topology FILE]
 #   --no-install      skip deploy/install-deps.sh (packages are already present)
@@ -128,7 +130,7 @@ step "MPI_Alltoall and MPI_Allgather without and with libtopotune-mpi.so, side b
 # 20 rounds at every size: one job per collective, so one TOPOTUNE_STATS_FILE
 # says what the library ran at each size. 30 rounds up to 256 KiB would need
 # a second job for 1 MiB, where an all-to-all call on the 4+4 tree takes 1.3
-# to 2 s (bound 1.34 s); with 20 rounds the step takes about 2.5 minutes.
+# to 3 s (bound 1.34 s); with 20 rounds the step takes about 4 minutes.
 server=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' \
   "$state/testbed.json")
 for coll in alltoall allgather; do
