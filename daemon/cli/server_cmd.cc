@@ -782,9 +782,11 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
       dshow,
       "Prints every stored decision table that matches the filters: for each collective and layout (ranks,\n"
       "ranks per node) of a topology version, the algorithm per message-size range, then per measured size\n"
-      "the algorithm chosen and the fastest, with their median times, the regret (chosen / fastest median)\n"
-      "and whether the choice is significant (faster than every other algorithm by the Mann-Whitney test,\n"
-      "not kept by preference for the simpler algorithm).\n");
+      "the algorithm chosen with its mean, median and p95 time per call; its mean over native's with the\n"
+      "95 % interval (native stays unless another algorithm is faster with that confidence, by more than\n"
+      "tuning.margin); where native stays, the fastest other algorithm and its interval; the calls measured;\n"
+      "the A/A control (native timed twice, NOISY when the two differed); and whether sampling settled or\n"
+      "ran out of its time budget.\n");
   dshow->add_option("--collective", dec_args.collective, fmt::format("Only this collective: {}", collectives))
       ->type_name("NAME");
   dshow->add_option("--nprocs", dec_args.nprocs, "Only this number of ranks")
