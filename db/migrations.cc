@@ -152,6 +152,40 @@ CREATE TABLE sample_batches (
   PRIMARY KEY (run_id, sequence)
 ) WITHOUT ROWID;
 )sql"},
+
+    {5, "alltoallv pattern classes: runs and decisions per size pattern (uniform, skewed, sparse)", R"sql(
+-- The size pattern class a run measured and a decision is for: alltoallv
+-- only ('uniform', 'skewed', 'sparse'); '' for the other collectives.
+-- Alltoallv runs and decisions before this version measured the uniform
+-- pattern.
+ALTER TABLE bench_runs ADD COLUMN pattern TEXT NOT NULL DEFAULT '';
+UPDATE bench_runs SET pattern = 'uniform' WHERE collective = 'alltoallv';
+DROP INDEX bench_runs_by_key;
+CREATE INDEX bench_runs_by_key ON bench_runs(topology_version, collective, nprocs, ranks_per_node, pattern);
+
+-- decisions gets the pattern in its key: a new table (a UNIQUE constraint
+-- cannot change in place), its rows and ids copied, so crossovers still
+-- point at them.
+CREATE TABLE decisions_v5 (
+  id INTEGER PRIMARY KEY,
+  topology_version INTEGER NOT NULL REFERENCES topologies(version),
+  collective TEXT NOT NULL,
+  nprocs INTEGER NOT NULL CHECK (nprocs > 0),
+  ranks_per_node INTEGER NOT NULL CHECK (ranks_per_node > 0),
+  pattern TEXT NOT NULL DEFAULT '',  -- as bench_runs.pattern
+  table_json TEXT NOT NULL,        -- [{"min_msize","max_msize" (null: infinity),"algorithm"}]
+  choices_json TEXT NOT NULL,      -- per measured size: the choice, its statistics and the candidates'
+  created_at INTEGER NOT NULL,
+  UNIQUE (topology_version, collective, nprocs, ranks_per_node, pattern)
+);
+INSERT INTO decisions_v5 (id, topology_version, collective, nprocs, ranks_per_node, pattern, table_json,
+                          choices_json, created_at)
+  SELECT id, topology_version, collective, nprocs, ranks_per_node,
+         CASE collective WHEN 'alltoallv' THEN 'uniform' ELSE '' END, table_json, choices_json, created_at
+  FROM decisions;
+DROP TABLE decisions;
+ALTER TABLE decisions_v5 RENAME TO decisions;
+)sql"},
 };
 
 // Guards against a gap or a wrong number when a migration is appended.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -104,7 +105,6 @@ TEST(MigrationsTest, KeepsDataOfOlderVersions) {
   std::string path = dir.File("t.db");
   Topology fig1 = topotune::testing::FarajYuanFigure1();
   int64_t version = 0;
-  int64_t run = 0;
   {
     Store v1 = Must(Store::Open(path, AtVersion(1)));
     version = Must(v1.PutTopology(fig1, "fig1.yaml"));
@@ -114,11 +114,36 @@ TEST(MigrationsTest, KeepsDataOfOlderVersions) {
     EXPECT_THAT(no_runs.status().message(), HasSubstr("no such table: bench_runs"));
   }
   {
-    Store v2 = Must(Store::Open(path, AtVersion(2)));
-    EXPECT_EQ(v2.SchemaVersion(), 2);
-    run = Must(v2.StartRun({version, "alltoall", 6, 1}));
-    std::vector<Sample> batch = {{"ring", 1024, 1e-3}, {"ring", 1024, 2e-3}};
-    ASSERT_TRUE(v2.AddSamples(run, batch).ok());
+    // Rows as version 4 wrote them (raw SQL: today's Store writes today's
+    // columns): a run and a decision with a crossover, of alltoall and of
+    // alltoallv, whose runs then measured the uniform pattern only.
+    Store v4 = Must(Store::Open(path, AtVersion(4)));
+    EXPECT_EQ(v4.SchemaVersion(), 4);
+  }
+  {
+    auto conn = Must(Connection::Open(path, /*create=*/false));
+    std::string v = std::to_string(version);
+    ASSERT_TRUE(
+        conn->Exec(std::string(
+                       "INSERT INTO bench_runs (id, topology_version, collective, nprocs, ranks_per_node, state, "
+                       "created_at) VALUES (1, " +
+                       v + ", 'alltoall', 6, 1, 'done', 0), (2, " + v +
+                       ", 'alltoallv', 6, 1, 'done', 0);"
+                       "INSERT INTO samples (run_id, algorithm, msize, seconds, recorded_at) VALUES "
+                       "(1, 'ring', 1024, 1e-3, 0), (1, 'ring', 1024, 2e-3, 0), (2, 'linear', 1024, 3e-3, 0);"
+                       "INSERT INTO decisions (id, topology_version, collective, nprocs, ranks_per_node, table_json, "
+                       "choices_json, created_at) VALUES (7, " +
+                       v +
+                       ", 'alltoall', 6, 1, "
+                       "'[{\"min_msize\":0,\"max_msize\":4096,\"algorithm\":\"native\"},"
+                       "{\"min_msize\":4096,\"max_msize\":null,\"algorithm\":\"ring\"}]', '[]', 0), (8, " +
+                       v +
+                       ", 'alltoallv', 6, 1, '[{\"min_msize\":0,\"max_msize\":null,\"algorithm\":\"linear\"}]', "
+                       "'[]', 0);"
+                       "INSERT INTO crossovers (decision_id, msize, from_algorithm, to_algorithm) VALUES "
+                       "(7, 4096, 'native', 'ring');")
+                       .c_str())
+            .ok());
   }
   Store store = Must(Store::Open(path));
   EXPECT_EQ(store.SchemaVersion(), LatestSchemaVersion());
@@ -127,6 +152,21 @@ TEST(MigrationsTest, KeepsDataOfOlderVersions) {
   std::vector<SampleSet> sets = Must(store.Samples({version, "alltoall", 6, 1}));
   ASSERT_EQ(sets.size(), 1u);
   EXPECT_EQ(sets[0].seconds, (std::vector<double>{1e-3, 2e-3}));
+  // Alltoallv runs and decisions of before version 5 are the uniform pattern's.
+  EXPECT_EQ(Must(store.Samples({version, "alltoallv", 6, 1, "uniform"})).size(), 1u);
+  EXPECT_TRUE(Must(store.Samples({version, "alltoallv", 6, 1, "skewed"})).empty());
+  std::optional<StoredDecision> a2a = Must(store.GetDecision({version, "alltoall", 6, 1}));
+  ASSERT_TRUE(a2a.has_value());
+  EXPECT_EQ(a2a->id, 7);
+  ASSERT_EQ(a2a->crossovers.size(), 1u);  // The crossovers kept their decision.
+  EXPECT_EQ(a2a->crossovers[0].to_algorithm, "ring");
+  std::optional<StoredDecision> a2av = Must(store.GetDecision({version, "alltoallv", 6, 1, "uniform"}));
+  ASSERT_TRUE(a2av.has_value());
+  EXPECT_EQ(a2av->table[0].algorithm, "linear");
+  // A decision per pattern class now.
+  std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
+  ASSERT_TRUE(store.PutDecision({version, "alltoallv", 6, 1, "skewed"}, table, {}).ok());
+  EXPECT_EQ(Must(store.ListDecisions(version)).size(), 3u);
   // And the newest tables work.
   EXPECT_TRUE(store.PutPlan({version, "p", "alltoall", "ring"}, "plan").ok());
 }

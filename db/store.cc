@@ -196,6 +196,13 @@ struct Store::Impl {
     if (key.ranks_per_node <= 0) {
       return Invalid("ranks_per_node must be positive, got " + std::to_string(key.ranks_per_node));
     }
+    const bool is_class =
+        std::find(kPatternClasses.begin(), kPatternClasses.end(), key.pattern) != kPatternClasses.end();
+    if (key.collective == "alltoallv" ? !is_class : !key.pattern.empty()) {
+      return Invalid("pattern '" + key.pattern + "': " +
+                     (key.collective == "alltoallv" ? "alltoallv takes uniform, skewed or sparse"
+                                                    : "only alltoallv has patterns, not " + key.collective));
+    }
     return Status::Ok();
   }
 
@@ -231,12 +238,12 @@ struct Store::Impl {
   }
 
   // Columns: id, topology_version, collective, nprocs, ranks_per_node,
-  // table_json, choices_json, created_at. Reads the crossovers too.
+  // table_json, choices_json, created_at, pattern. Reads the crossovers too.
   StatusOr<StoredDecision> ReadDecision(const Statement& st) {
     StoredDecision d;
     d.id = st.ColumnInt64(0);
     d.key = {st.ColumnInt64(1), st.ColumnText(2), static_cast<int>(st.ColumnInt64(3)),
-             static_cast<int>(st.ColumnInt64(4))};
+             static_cast<int>(st.ColumnInt64(4)), st.ColumnText(8)};
     try {
       d.table = TableFromJson(st.ColumnText(5));
       d.choices = ChoicesFromJson(st.ColumnText(6));
@@ -445,9 +452,10 @@ StatusOr<int64_t> Store::StartRun(const TuningKey& key, RunState initial) {
   TOPOTUNE_RETURN_IF_ERROR(impl_->CheckTopology(key.topology_version));
   const int64_t now = impl_->NowMs();
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
-      INSERT INTO bench_runs (topology_version, collective, nprocs, ranks_per_node, state, created_at, started_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?))sql"));
-  TOPOTUNE_RETURN_IF_ERROR(st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node,
+      INSERT INTO bench_runs (topology_version, collective, nprocs, ranks_per_node, pattern, state, created_at,
+                              started_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?))sql"));
+  TOPOTUNE_RETURN_IF_ERROR(st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern,
                                       RunStateName(initial), now,
                                       initial == RunState::kRunning ? std::optional<int64_t>(now) : std::nullopt)
                                .Run());
@@ -524,9 +532,9 @@ StatusOr<std::vector<SampleSet>> Store::Samples(const TuningKey& key) {
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
       SELECT s.algorithm, s.msize, s.seconds
       FROM bench_runs AS r JOIN samples AS s ON s.run_id = r.id
-      WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ?
+      WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
       ORDER BY s.msize, s.algorithm, s.id)sql"));
-  st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node);
+  st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
   std::vector<SampleSet> out;
   for (;;) {
     TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -546,7 +554,7 @@ StatusOr<std::vector<BenchRun>> Store::ListRuns(const RunFilter& filter) {
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
       SELECT r.id, r.topology_version, r.collective, r.nprocs, r.ranks_per_node, r.state,
              r.created_at, r.started_at, r.finished_at, r.message,
-             (SELECT count(*) FROM samples AS s WHERE s.run_id = r.id)
+             (SELECT count(*) FROM samples AS s WHERE s.run_id = r.id), r.pattern
       FROM bench_runs AS r
       WHERE (?1 IS NULL OR r.topology_version = ?1) AND (?2 IS NULL OR r.state = ?2)
       ORDER BY r.id)sql"));
@@ -563,7 +571,7 @@ StatusOr<std::vector<BenchRun>> Store::ListRuns(const RunFilter& filter) {
     BenchRun r;
     r.id = st.ColumnInt64(0);
     r.key = {st.ColumnInt64(1), st.ColumnText(2), static_cast<int>(st.ColumnInt64(3)),
-             static_cast<int>(st.ColumnInt64(4))};
+             static_cast<int>(st.ColumnInt64(4)), st.ColumnText(11)};
     std::optional<RunState> state = ParseRunState(st.ColumnText(5));
     if (!state) return impl_->Corrupt("bench run " + std::to_string(r.id) + " has state '" + st.ColumnText(5) + "'");
     r.state = *state;
@@ -614,14 +622,16 @@ StatusOr<int64_t> Store::PutDecision(const TuningKey& key, std::span<const Decis
   // The old crossovers go with it (ON DELETE CASCADE).
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement del, conn.Prepare(R"sql(
       DELETE FROM decisions
-      WHERE topology_version = ? AND collective = ? AND nprocs = ? AND ranks_per_node = ?)sql"));
-  TOPOTUNE_RETURN_IF_ERROR(del.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node).Run());
+      WHERE topology_version = ? AND collective = ? AND nprocs = ? AND ranks_per_node = ? AND pattern = ?)sql"));
+  TOPOTUNE_RETURN_IF_ERROR(
+      del.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern).Run());
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement insert, conn.Prepare(R"sql(
-      INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?))sql"));
+      INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, pattern, table_json, choices_json,
+                             created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?))sql"));
   TOPOTUNE_RETURN_IF_ERROR(insert
                                .BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node,
-                                        TableToJson(table), ChoicesToJson(choices), impl_->NowMs())
+                                        key.pattern, TableToJson(table), ChoicesToJson(choices), impl_->NowMs())
                                .Run());
   const int64_t id = conn.LastInsertRowid();
   TOPOTUNE_DB_ASSIGN_OR_RETURN(
@@ -642,10 +652,11 @@ StatusOr<std::optional<StoredDecision>> Store::GetDecision(const TuningKey& key)
   // One snapshot for the decision and its crossovers.
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, Transaction::Mode::kDeferred));
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(R"sql(
-      SELECT id, topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at
-      FROM decisions WHERE topology_version = ? AND collective = ? AND nprocs = ? AND ranks_per_node = ?)sql"));
-  TOPOTUNE_DB_ASSIGN_OR_RETURN(bool found,
-                               st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node).Step());
+      SELECT id, topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at, pattern
+      FROM decisions
+      WHERE topology_version = ? AND collective = ? AND nprocs = ? AND ranks_per_node = ? AND pattern = ?)sql"));
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(
+      bool found, st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern).Step());
   if (!found) return std::optional<StoredDecision>();
   TOPOTUNE_DB_ASSIGN_OR_RETURN(StoredDecision d, impl_->ReadDecision(st));
   return std::optional<StoredDecision>(std::move(d));
@@ -656,9 +667,10 @@ StatusOr<std::vector<StoredDecision>> Store::ListDecisions(int64_t topology_vers
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, Transaction::Mode::kDeferred));
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(R"sql(
-      SELECT id, topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at
+      SELECT id, topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at, pattern
       FROM decisions WHERE topology_version = ?
-      ORDER BY collective, nprocs, ranks_per_node)sql"));
+      ORDER BY collective, nprocs, ranks_per_node,
+               CASE pattern WHEN 'uniform' THEN 0 WHEN 'skewed' THEN 1 WHEN 'sparse' THEN 2 ELSE 3 END)sql"));
   st.BindAll(topology_version);
   std::vector<StoredDecision> out;
   for (;;) {

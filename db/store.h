@@ -83,6 +83,9 @@ struct TuningKey {
   std::string collective;
   int nprocs = 0;
   int ranks_per_node = 0;
+  // Alltoallv: the size pattern class measured (one of kPatternClasses,
+  // tuner/crossover.h); "" for the other collectives.
+  std::string pattern = {};
 };
 
 enum class RunState { kQueued, kRunning, kDone, kFailed, kTimeout };

@@ -386,6 +386,45 @@ TEST_F(StoreTest, DecisionTablesMustCoverAllSizes) {
   EXPECT_FALSE(Must(store().GetDecision(key)).has_value());
 }
 
+// Alltoallv keeps runs, samples and decisions per size-pattern class; the
+// other collectives have none.
+TEST_F(StoreTest, AlltoallvKeysArePerPatternClass) {
+  std::vector<SizeChoice> none;
+  const std::vector<DecisionRange> linear = {{0, kInf, "linear"}}, native = {{0, kInf, "native"}};
+  EXPECT_THAT(store().StartRun({version_, "alltoallv", 7, 1}).status().message(),
+              HasSubstr("alltoallv takes uniform, skewed or sparse"));
+  EXPECT_THAT(store().PutDecision({version_, "alltoallv", 7, 1, "random"}, linear, none).status().message(),
+              HasSubstr("pattern 'random'"));
+  EXPECT_THAT(store().StartRun({version_, "alltoall", 7, 1, "skewed"}).status().message(),
+              HasSubstr("only alltoallv has patterns, not alltoall"));
+
+  int64_t uniform = Must(store().StartRun({version_, "alltoallv", 7, 1, "uniform"}));
+  int64_t skewed = Must(store().StartRun({version_, "alltoallv", 7, 1, "skewed"}));
+  ASSERT_TRUE(store().AddSamples(uniform, std::vector<Sample>{{"linear", 64, 1e-3}}).ok());
+  ASSERT_TRUE(store().AddSamples(skewed, std::vector<Sample>{{"native", 64, 2e-3}, {"native", 64, 3e-3}}).ok());
+  std::vector<SampleSet> u = Must(store().Samples({version_, "alltoallv", 7, 1, "uniform"}));
+  std::vector<SampleSet> k = Must(store().Samples({version_, "alltoallv", 7, 1, "skewed"}));
+  ASSERT_EQ(u.size(), 1u);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(u[0].algorithm, "linear");
+  EXPECT_EQ(k[0].seconds.size(), 2u);
+  EXPECT_TRUE(Must(store().Samples({version_, "alltoallv", 7, 1, "sparse"})).empty());
+  std::vector<BenchRun> runs = Must(store().ListRuns());
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].key.pattern, "skewed");
+
+  ASSERT_TRUE(store().PutDecision({version_, "alltoallv", 7, 1, "sparse"}, native, none).ok());
+  ASSERT_TRUE(store().PutDecision({version_, "alltoallv", 7, 1, "uniform"}, linear, none).ok());
+  ASSERT_TRUE(store().PutDecision({version_, "alltoall", 7, 1}, native, none).ok());
+  std::vector<StoredDecision> all = Must(store().ListDecisions(version_));
+  ASSERT_EQ(all.size(), 3u);  // By collective, then the classes in kPatternClasses order.
+  EXPECT_EQ(all[0].key.pattern, "");
+  EXPECT_EQ(all[1].key.pattern, "uniform");
+  EXPECT_EQ(all[1].table[0].algorithm, "linear");
+  EXPECT_EQ(all[2].key.pattern, "sparse");
+  EXPECT_FALSE(Must(store().GetDecision({version_, "alltoallv", 7, 1, "skewed"})).has_value());
+}
+
 // ---------------------------------------------------------------------------
 // Plan cache
 

@@ -37,7 +37,7 @@ inline std::optional<Collective> ParseCollectiveName(std::string_view name) {
   return std::nullopt;
 }
 
-// "uniform", "skewed", "random" (UNSPECIFIED reads as uniform); "" for an
+// "uniform", "skewed", "random", "sparse" (UNSPECIFIED reads as uniform); "" for an
 // unknown value.
 inline std::string_view PatternName(AlltoallvPattern p) {
   switch (p) {
@@ -48,6 +48,8 @@ inline std::string_view PatternName(AlltoallvPattern p) {
       return "skewed";
     case ALLTOALLV_PATTERN_RANDOM:
       return "random";
+    case ALLTOALLV_PATTERN_SPARSE:
+      return "sparse";
     default:
       return "";
   }
@@ -57,6 +59,7 @@ inline std::optional<AlltoallvPattern> ParsePatternName(std::string_view name) {
   if (name == "uniform") return ALLTOALLV_PATTERN_UNIFORM;
   if (name == "skewed") return ALLTOALLV_PATTERN_SKEWED;
   if (name == "random") return ALLTOALLV_PATTERN_RANDOM;
+  if (name == "sparse") return ALLTOALLV_PATTERN_SPARSE;
   return std::nullopt;
 }
 

@@ -43,6 +43,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -53,6 +54,12 @@
 #include "tuner/status.h"
 
 namespace topotune {
+
+// The alltoallv size-pattern classes decisions are kept for, in the order
+// the tuner measures them and the CLI lists them: a decision key names one
+// (db::TuningKey::pattern), and the library gives each call the class of its
+// counts (bench_kernels/alltoallv/pattern_class.h).
+inline constexpr std::array<std::string_view, 3> kPatternClasses = {"uniform", "skewed", "sparse"};
 
 // The label under which a tuning run measures `native` a second time, as its
 // A/A control.

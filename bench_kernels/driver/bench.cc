@@ -31,12 +31,14 @@ std::string_view PatternName(Pattern p) {
       return "skewed";
     case Pattern::kRandom:
       return "random";
+    case Pattern::kSparse:
+      return "sparse";
   }
   return "unknown";
 }
 
 bool ParsePattern(std::string_view name, Pattern* out) {
-  for (Pattern p : {Pattern::kUniform, Pattern::kSkewed, Pattern::kRandom}) {
+  for (Pattern p : {Pattern::kUniform, Pattern::kSkewed, Pattern::kRandom, Pattern::kSparse}) {
     if (PatternName(p) == name) {
       *out = p;
       return true;
@@ -68,12 +70,21 @@ std::vector<int64_t> AlltoallvSizes(Pattern pattern, int n, int64_t mean, uint64
       sizes[i] = static_cast<int64_t>(Mix(base + i) % static_cast<uint64_t>(2 * mean + 1));
     return sizes;
   }
-  // Skewed: heavy pairs weigh 8, light ones 1; scale so the mean is `mean`.
+  // Skewed: heavy pairs weigh 8, light ones 1. Sparse: one pair in four
+  // weighs 1, the others 0 (the first off-diagonal pair 1 when none does).
+  // Scaled so that the mean is `mean`.
   std::vector<int> weight(cells);
   double total = 0;
   for (size_t i = 0; i < cells; ++i) {
-    weight[i] = Mix(base + i) % 8 == 0 ? 8 : 1;
+    if (pattern == Pattern::kSparse)
+      weight[i] = Mix(base + i) % 4 == 0 ? 1 : 0;
+    else
+      weight[i] = Mix(base + i) % 8 == 0 ? 8 : 1;
     total += weight[i];
+  }
+  if (total == 0) {
+    weight[cells > 1 ? 1 : 0] = 1;
+    total = 1;
   }
   for (size_t i = 0; i < cells; ++i) {
     sizes[i] = std::llround(static_cast<double>(mean) * weight[i] * static_cast<double>(cells) / total);

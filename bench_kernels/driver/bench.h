@@ -69,8 +69,12 @@ inline constexpr int kExitUsage = 2;    // Unknown algorithm or host, placement/
 //   uniform  SIZE everywhere;
 //   skewed   one pair in eight (chosen by the seed) is heavy and carries 8
 //            times as much as a light pair, scaled so that the mean is SIZE;
-//   random   independent sizes drawn uniformly from [0, 2 x SIZE].
-enum class Pattern { kUniform, kSkewed, kRandom };
+//   random   independent sizes drawn uniformly from [0, 2 x SIZE];
+//   sparse   one pair in four (chosen by the seed, at least one pair) sends,
+//            the others send nothing, scaled so that the mean is SIZE.
+// uniform, skewed and sparse are the classes the tuner measures and the
+// library tells apart (bench_kernels/alltoallv/pattern_class.h).
+enum class Pattern { kUniform, kSkewed, kRandom, kSparse };
 std::string_view PatternName(Pattern p);
 bool ParsePattern(std::string_view name, Pattern* out);
 // sizes[src * n + dst] in bytes; diagonal entries included (a rank's copy to

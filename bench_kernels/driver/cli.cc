@@ -46,6 +46,7 @@ constexpr const char* kFooterTop =
     "    skewed   one pair in eight, chosen by the seed, carries 8 times as much as the others, scaled\n"
     "             so that the mean stays SIZE\n"
     "    random   every pair's size drawn uniformly from [0, 2 x SIZE]\n"
+    "    sparse   one pair in four, chosen by the seed, sends; the others send nothing (mean SIZE)\n"
     "\n"
     "TIMING\n"
     "  Each timed iteration is MPI_Barrier, then MPI_Wtime around one call; the elapsed time is reduced\n"
@@ -281,9 +282,9 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
                "Also time native a second time per size, labelled native:aa: two runs of one algorithm, which must "
                "show no difference");
   app.add_option("--pattern", pattern, "alltoallv sizes per pair, of mean SIZE (see SIZES); default: uniform")
-      ->check(CLI::IsMember({"uniform", "skewed", "random"}))
-      ->option_text("uniform|skewed|random");
-  app.add_option("--seed", o.seed, "Seed of the skewed and random patterns")->option_text("N (default: 1)");
+      ->check(CLI::IsMember({"uniform", "skewed", "random", "sparse"}))
+      ->option_text("uniform|skewed|random|sparse");
+  app.add_option("--seed", o.seed, "Seed of the skewed, random and sparse patterns")->option_text("N (default: 1)");
   auto* topo_opt =
       app.add_option("--topology", o.topology_file, "Topology file: enables topology-aware kernels and bound_s")
           ->option_text("FILE");

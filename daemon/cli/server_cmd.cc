@@ -266,6 +266,7 @@ int RunTuneStart(const TuneStartArgs& args, std::ostream& out, std::ostream& err
   for (int64_t m : *msizes) request.add_msizes(m);
   request.set_iterations(args.iterations);
   request.set_skip_refinement(args.skip_refinement);
+  for (const std::string& p : args.patterns) request.add_alltoallv_patterns(*v1::ParsePatternName(p));
   v1::StartTuningResponse response;
   code = conn->Call(
       "StartTuning", [&](grpc::ClientContext* c) { return conn->admin().StartTuning(c, request, &response); }, err);
@@ -741,6 +742,14 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
       ->check(CLI::Range(1, limits::kMaxIterations));
   start->add_flag("--skip-refinement", start_args.skip_refinement,
                   "Measure only --sizes; do not bisect the crossovers between them");
+  start
+      ->add_option("--patterns", start_args.patterns,
+                   "Alltoallv size-pattern classes to tune, one run each: uniform (every pair the same), skewed "
+                   "(a few pairs carry most bytes), sparse (most pairs send nothing); the library runs each call "
+                   "with its class's table (default: the server's tuning.alltoallv_patterns, all three)")
+      ->delimiter(',')
+      ->option_text("CLASS,...")
+      ->check(CLI::IsMember({"uniform", "skewed", "sparse"}));
   start->add_flag("--wait", start_args.wait, "Follow the sweep to its end, like 'tune status ID --watch'");
   start->add_flag("--json", start_args.json, "Print the answer (with --wait: the final status) as JSON");
   AddServerOptions(start, &start_args.server, kDefaultReadTimeoutS);

@@ -177,6 +177,7 @@ struct TuneStartArgs {
   std::vector<std::string> sizes;
   int iterations = 0;  // 0: the server's default.
   bool skip_refinement = false;
+  std::vector<std::string> patterns;  // Alltoallv pattern classes; empty: the server's.
   bool wait = false;
   bool json = false;
 };

@@ -144,6 +144,22 @@ std::string BestOther(const v1::SizeChoice& c) {
   return "-";
 }
 
+// Where a plan's table comes from, for FormatPlan.
+std::string SourceText(v1::DecisionSource source, int tuned_nprocs, int tuned_ranks_per_node) {
+  switch (source) {
+    case v1::DECISION_SOURCE_TUNED:
+      return fmt::format("tuned on this layout ({})", Layout(tuned_nprocs, tuned_ranks_per_node));
+    case v1::DECISION_SOURCE_NEAREST:
+      return fmt::format("nearest, tuned on {}", Layout(tuned_nprocs, tuned_ranks_per_node));
+    case v1::DECISION_SOURCE_DEFAULT:
+      return "default, nothing measured";
+    case v1::DECISION_SOURCE_FORCED:
+      return "forced by the job";
+    default:
+      return "source unspecified";
+  }
+}
+
 }  // namespace
 
 std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
@@ -153,7 +169,10 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
   for (const v1::Decision& d : response.decisions()) {
     if (!first) out += "\n";
     first = false;
-    out += fmt::format("{}, {}, topology version {}: {}, updated {}\n", CollectiveLabel(d.collective()),
+    out += fmt::format("{}{}, {}, topology version {}: {}, updated {}\n", CollectiveLabel(d.collective()),
+                       d.pattern() == v1::ALLTOALLV_PATTERN_UNSPECIFIED
+                           ? std::string()
+                           : fmt::format(" ({} pattern)", v1::PatternName(d.pattern())),
                        Layout(d.nprocs(), d.ranks_per_node()), d.topology_version(),
                        Plural(d.num_samples(), "sample", "samples"), FormatTimestamp(d.updated_at()));
     out += FormatDecisionTable(d.table(), 2);
@@ -195,26 +214,15 @@ std::string FormatPlan(const v1::GetPlanResponse& response) {
                   Plural(response.nprocs(), "rank", "ranks"), response.ranks_per_node(), response.topology_version());
   for (const v1::CollectivePlan& p : response.plans()) {
     out += "\n";
-    std::string source;
-    switch (p.source()) {
-      case v1::DECISION_SOURCE_TUNED:
-        source = fmt::format("tuned on this layout ({})", Layout(p.tuned_nprocs(), p.tuned_ranks_per_node()));
-        break;
-      case v1::DECISION_SOURCE_NEAREST:
-        source = fmt::format("nearest, tuned on {}", Layout(p.tuned_nprocs(), p.tuned_ranks_per_node()));
-        break;
-      case v1::DECISION_SOURCE_DEFAULT:
-        source = "default, nothing measured";
-        break;
-      case v1::DECISION_SOURCE_FORCED:
-        source = "forced by the job";
-        break;
-      default:
-        source = "source unspecified";
-        break;
-    }
-    out += fmt::format("{}: {}\n", CollectiveLabel(p.collective()), source);
+    const std::string source = SourceText(p.source(), p.tuned_nprocs(), p.tuned_ranks_per_node());
+    out += fmt::format("{}{}: {}\n", CollectiveLabel(p.collective()),
+                       p.pattern_tables().empty() ? "" : " (uniform pattern)", source);
     out += FormatDecisionTable(p.table(), 2);
+    for (const v1::PatternTable& t : p.pattern_tables()) {
+      out += fmt::format("{} ({} pattern): {}\n", CollectiveLabel(p.collective()), v1::PatternName(t.pattern()),
+                         SourceText(t.source(), t.tuned_nprocs(), t.tuned_ranks_per_node()));
+      out += FormatDecisionTable(t.table(), 2);
+    }
     for (const v1::CompiledSchedule& s : p.schedules()) {
       if (!s.omitted_reason().empty() || s.programs().empty()) {
         out += fmt::format("  schedule {}: {}, {}, bottleneck load {}, {}; programs omitted: {}\n", s.algorithm(),

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "tuner/crossover.h"
 #include "tuner/read_file.h"
 #include "tuner/topology.h"
 
@@ -198,6 +199,7 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"job_timeout", Seconds(&t.job_timeout_s, 1, 7 * 86400)},
       {"collectives", StrList(&t.collectives)},
       {"ranks_per_node", int_list(&t.ranks_per_node, 1, 1024)},
+      {"alltoallv_patterns", StrList(&t.alltoallv_patterns)},
       {"sizes", StrList(&t.sizes)},
       {"iterations", Number<int>(&t.iterations, 1, 100000)},
       {"alpha", Number<double>(&t.alpha, 1e-6, 0.5)},
@@ -247,6 +249,11 @@ Status ValidateConfig(const Config& c) {
     if (colon == std::string::npos || colon + 1 == addr->size())
       return bad(fmt::format("listen address '{}' needs HOST:PORT (e.g. 127.0.0.1:50051)", *addr));
   }
+  if (c.tuning.alltoallv_patterns.empty())
+    return bad("tuning.alltoallv_patterns is empty: list at least one of uniform, skewed, sparse");
+  for (const std::string& p : c.tuning.alltoallv_patterns)
+    if (std::find(kPatternClasses.begin(), kPatternClasses.end(), p) == kPatternClasses.end())
+      return bad(fmt::format("tuning.alltoallv_patterns: '{}' is not one of uniform, skewed, sparse", p));
   if (c.tuning.launcher.find("{command}") == std::string::npos)
     return bad("tuning.launcher must contain {command}, where the benchmark command goes");
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};

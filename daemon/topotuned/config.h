@@ -37,6 +37,9 @@ struct TuningConfig {
   double job_timeout_s = 1800;  // A benchmark job running longer is killed.
   std::vector<std::string> collectives = {"alltoall", "alltoallv", "allgather"};
   std::vector<int> ranks_per_node = {1};
+  // The alltoallv size-pattern classes tuned, one run each; the library
+  // gives each call the class of its counts and runs that class's table.
+  std::vector<std::string> alltoallv_patterns = {"uniform", "skewed", "sparse"};
   std::vector<std::string> sizes = {"1KiB", "16KiB", "256KiB", "4MiB"};  // Before bisection.
   // Rounds per size before adaptive sampling decides whether to go on; each
   // round times every algorithm once, in a fresh random order.

@@ -85,6 +85,12 @@ TEST(Config, ErrorsNameTheFileLineAndKey) {
   EXPECT_NE(tls.status().message().find("give both or neither"), std::string::npos);
   auto launcher = ParseConfig("tuning:\n  launcher: mpirun -np 4\n", "t.yaml");
   EXPECT_NE(launcher.status().message().find("{command}"), std::string::npos);
+  auto random = ParseConfig("tuning:\n  alltoallv_patterns: [uniform, random]\n", "t.yaml");
+  EXPECT_NE(random.status().message().find("'random' is not one of uniform, skewed, sparse"), std::string::npos)
+      << random.status().message();
+  EXPECT_FALSE(ParseConfig("tuning:\n  alltoallv_patterns: []\n", "t.yaml").ok());
+  EXPECT_EQ(ParseConfig("tuning:\n  alltoallv_patterns: skewed\n", "t.yaml")->tuning.alltoallv_patterns,
+            std::vector<std::string>{"skewed"});
   auto yaml = ParseConfig("listen: [\n", "t.yaml");
   EXPECT_FALSE(yaml.ok());
   EXPECT_FALSE(LoadConfig("/nonexistent/topotuned.yaml").ok());

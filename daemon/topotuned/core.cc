@@ -519,15 +519,25 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
     std::string name(v1::CollectiveName(collective));
     v1::CollectivePlan* plan = resp->add_plans();
     plan->set_collective(collective);
-    // The job's own layout, else the nearest tuned one, else native.
-    const db::StoredDecision* best = nullptr;
-    double best_distance = 0;
-    for (const db::StoredDecision& d : decisions->all) {
-      if (d.key.collective != name) continue;
-      double distance = std::abs(std::log2(static_cast<double>(nprocs) / d.key.nprocs)) +
-                        std::abs(std::log2(static_cast<double>(rpn) / d.key.ranks_per_node));
-      if (!best || distance < best_distance) best = &d, best_distance = distance;
-    }
+    // The job's own layout, else the nearest tuned one, else native; for
+    // alltoallv, per size-pattern class (the uniform one is `table`).
+    auto nearest = [&](std::string_view pattern) {
+      const db::StoredDecision* best = nullptr;
+      double best_distance = 0;
+      for (const db::StoredDecision& d : decisions->all) {
+        if (d.key.collective != name || d.key.pattern != pattern) continue;
+        double distance = std::abs(std::log2(static_cast<double>(nprocs) / d.key.nprocs)) +
+                          std::abs(std::log2(static_cast<double>(rpn) / d.key.ranks_per_node));
+        if (!best || distance < best_distance) best = &d, best_distance = distance;
+      }
+      return best;
+    };
+    auto source_of = [&](const db::StoredDecision& d) {
+      return d.key.nprocs == nprocs && d.key.ranks_per_node == rpn ? v1::DECISION_SOURCE_TUNED
+                                                                   : v1::DECISION_SOURCE_NEAREST;
+    };
+    const bool classes = name == "alltoallv";
+    const db::StoredDecision* best = nearest(classes ? kPatternClasses[0] : "");
     std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
     auto forced = std::find_if(req.force().begin(), req.force().end(),
                                [c](const v1::ForcedAlgorithm& f) { return f.collective() == c; });
@@ -536,12 +546,25 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       plan->set_source(v1::DECISION_SOURCE_FORCED);
     } else if (best) {
       table = best->table;
-      bool exact = best->key.nprocs == nprocs && best->key.ranks_per_node == rpn;
-      plan->set_source(exact ? v1::DECISION_SOURCE_TUNED : v1::DECISION_SOURCE_NEAREST);
+      plan->set_source(source_of(*best));
       plan->set_tuned_nprocs(best->key.nprocs);
       plan->set_tuned_ranks_per_node(best->key.ranks_per_node);
     } else {
       plan->set_source(v1::DECISION_SOURCE_DEFAULT);
+    }
+    if (classes && forced == req.force().end()) {
+      for (size_t k = 1; k < kPatternClasses.size(); ++k) {
+        const db::StoredDecision* d = nearest(kPatternClasses[k]);
+        if (!d) continue;
+        v1::PatternTable* pt = plan->add_pattern_tables();
+        pt->set_pattern(*v1::ParsePatternName(kPatternClasses[k]));
+        pt->set_source(source_of(*d));
+        pt->set_tuned_nprocs(d->key.nprocs);
+        pt->set_tuned_ranks_per_node(d->key.ranks_per_node);
+        TableToProto(d->table, pt->mutable_table());
+        identity += fmt::format(" {}", kPatternClasses[k]);
+        for (const DecisionRange& r : d->table) identity += fmt::format(" {}:{}", WholeBytes(r.min_msize), r.algorithm);
+      }
     }
     TableToProto(table, plan->mutable_table());
     identity += fmt::format(" {}", name);
@@ -716,11 +739,11 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
   size_t end = std::min(match.size(), offset + page);
   // Samples per layout: the runs' counts, one query for the page (loading
   // the samples themselves only to count them would read every time stored).
-  std::map<std::tuple<std::string, int, int>, int64_t> samples;
+  std::map<std::tuple<std::string, int, int, std::string>, int64_t> samples;
   if (offset < end)
     if (auto runs = store_.ListRuns({.topology_version = version}); runs.ok())
       for (const db::BenchRun& r : *runs)
-        samples[{r.key.collective, r.key.nprocs, r.key.ranks_per_node}] += r.num_samples;
+        samples[{r.key.collective, r.key.nprocs, r.key.ranks_per_node, r.key.pattern}] += r.num_samples;
   for (size_t i = offset; i < end; ++i) {
     const db::StoredDecision& d = *match[i];
     v1::Decision* out = resp->add_decisions();
@@ -728,6 +751,8 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
     out->set_collective(v1::ParseCollectiveName(d.key.collective).value_or(v1::COLLECTIVE_UNSPECIFIED));
     out->set_nprocs(d.key.nprocs);
     out->set_ranks_per_node(d.key.ranks_per_node);
+    if (!d.key.pattern.empty())
+      out->set_pattern(v1::ParsePatternName(d.key.pattern).value_or(v1::ALLTOALLV_PATTERN_UNSPECIFIED));
     TableToProto(d.table, out->mutable_table());
     for (const SizeChoice& c : d.choices) {
       v1::SizeChoice* sc = out->add_choices();
@@ -759,7 +784,8 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
         IntervalToProto(k.ratio, kc->mutable_ratio());
       }
     }
-    if (auto n = samples.find({d.key.collective, d.key.nprocs, d.key.ranks_per_node}); n != samples.end())
+    if (auto n = samples.find({d.key.collective, d.key.nprocs, d.key.ranks_per_node, d.key.pattern});
+        n != samples.end())
       out->set_num_samples(n->second);
     *out->mutable_updated_at() = ToTimestamp(d.created_at);
   }
@@ -786,12 +812,23 @@ grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRule
   for (const std::string& coll : collectives) {
     // One table per communicator size: the requested ranks per node, or the largest tuned.
     std::map<int, const db::StoredDecision*> by_size;
+    bool other_classes = false;
     for (const db::StoredDecision& d : decisions->all) {
       if (d.key.collective != coll) continue;
       if (req.ranks_per_node() != 0 && d.key.ranks_per_node != req.ranks_per_node()) continue;
+      // A rules file cannot tell alltoallv size patterns apart: the uniform class's table.
+      if (!d.key.pattern.empty() && d.key.pattern != kPatternClasses[0]) {
+        other_classes = true;
+        continue;
+      }
       const db::StoredDecision*& slot = by_size[d.key.nprocs];
       if (!slot || d.key.ranks_per_node > slot->key.ranks_per_node) slot = &d;
     }
+    if (other_classes)
+      notes.push_back(
+          fmt::format("{}: the uniform pattern's tables; Open MPI's rules cannot tell skewed or sparse calls apart, "
+                      "libtopotune-mpi can",
+                      coll));
     for (const auto& [nprocs, d] : by_size) {
       if (nprocs < 2) {
         notes.push_back(fmt::format("{} on 1 rank left out: Open MPI runs no algorithm there", coll));

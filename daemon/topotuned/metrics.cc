@@ -125,7 +125,7 @@ struct Metrics::Impl {
           .Help(
               "Mean time of native over the chosen algorithm's in the tuning samples of a decision table of the "
               "current topology version (1 where native is chosen), at the smallest measured size of the msize "
-              "bucket")
+              "bucket; alltoallv per size-pattern class (pattern label)")
           .Register(r);
   Family<Gauge>& noisy_sizes = BuildGauge()
                                    .Name("topotune_decision_noisy_sizes")
@@ -251,10 +251,12 @@ void Metrics::SetDecisions(int64_t topology_version, const std::map<std::string,
     impl_->noisy_series.push_back(&ng);
   }
   for (const TunedSpeedup& s : speedups) {
-    Gauge& g = impl_->tuned_speedup.Add({{"collective", s.collective},
-                                         {"msize", MsizeLabel(s.msize)},
-                                         {"nprocs", std::to_string(s.nprocs)},
-                                         {"ranks_per_node", std::to_string(s.ranks_per_node)}});
+    prometheus::Labels labels = {{"collective", s.collective},
+                                 {"msize", MsizeLabel(s.msize)},
+                                 {"nprocs", std::to_string(s.nprocs)},
+                                 {"ranks_per_node", std::to_string(s.ranks_per_node)}};
+    if (!s.pattern.empty()) labels["pattern"] = s.pattern;
+    Gauge& g = impl_->tuned_speedup.Add(labels);
     g.Set(s.speedup);
     impl_->speedup_series.push_back(&g);
   }
@@ -305,7 +307,7 @@ std::vector<TunedSpeedup> SpeedupsOf(const db::TuningKey& key, const std::vector
     const auto msize = static_cast<int64_t>(c.msize);
     if (!buckets.insert(MsizeLabel(msize)).second) continue;
     double speedup = c.chosen == "native" ? 1.0 : SummarizeTimes(native->second->seconds).mean / chosen;
-    out.push_back({key.collective, msize, key.nprocs, key.ranks_per_node, speedup});
+    out.push_back({key.collective, msize, key.nprocs, key.ranks_per_node, speedup, key.pattern});
   }
   return out;
 }

@@ -75,7 +75,8 @@ struct TunedSpeedup {
   std::string collective;
   int64_t msize = 0;  // Bytes; labelled with MsizeLabel.
   int nprocs = 0, ranks_per_node = 0;
-  double speedup = 1;  // Native mean time over the chosen algorithm's.
+  double speedup = 1;   // Native mean time over the chosen algorithm's.
+  std::string pattern = {};  // Alltoallv: the size-pattern class; "" otherwise (no label).
 };
 
 // The speedups of one decision table over native: per power-of-two bucket,

@@ -155,9 +155,18 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
             fmt::format("the sweep needs {} hosts but {} of topology version {} have a live agent{}{}; start "
                         "`topotune-agent serve` on more hosts",
                         most, live.size(), topo->stored.version, live.empty() ? "" : ": ", fmt::join(live, ", "))};
+  std::vector<std::string> patterns;
+  for (int p : req.alltoallv_patterns()) patterns.emplace_back(v1::PatternName(static_cast<v1::AlltoallvPattern>(p)));
+  if (patterns.empty()) patterns = tc.alltoallv_patterns;
   for (const std::string& c : collectives)
     for (int n : nodes)
-      for (int r : rpns) sweep.runs.push_back({c, n, r});
+      for (int r : rpns) {
+        if (c != "alltoallv") {
+          sweep.runs.push_back({c, n, r, ""});
+          continue;
+        }
+        for (const std::string& p : patterns) sweep.runs.push_back({c, n, r, p});
+      }
   sweep.runs_total = static_cast<int>(sweep.runs.size());
   sweep.created_ms = NowMs();
   {
@@ -168,8 +177,9 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
     resp->set_runs_total(sweep.runs_total);
     queue_.push_back(sweep.id);
     core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
-    spdlog::info("{} queued: {} runs ({} x node counts {} x ranks per node {})", sweep.id, sweep.runs_total,
-                 fmt::join(collectives, ","), fmt::join(nodes, ","), fmt::join(rpns, ","));
+    spdlog::info("{} queued: {} runs ({} x node counts {} x ranks per node {}; alltoallv patterns {})", sweep.id,
+                 sweep.runs_total, fmt::join(collectives, ","), fmt::join(nodes, ","), fmt::join(rpns, ","),
+                 fmt::join(patterns, ","));
     sweeps_.emplace(sweep.id, std::move(sweep));
   }
   cv_.notify_all();
@@ -368,13 +378,15 @@ void Tuner::RunSweep(const std::string& sweep_id) {
         }
       if (!any) break;
     }
-    std::string what = fmt::format("{} {}x{}", run.collective, run.nodes, run.ranks_per_node);
+    std::string what = fmt::format("{}{} {}x{}", run.collective, run.pattern.empty() ? "" : " " + run.pattern,
+                                   run.nodes, run.ranks_per_node);
     if (static_cast<int>(hosts.size()) < run.nodes) {
       failures.push_back(fmt::format("{}: only {} live hosts", what, hosts.size()));
       Progress(sweep_id, failures.back(), 1, 0);
       continue;
     }
-    db::TuningKey key{topo->stored.version, run.collective, run.nodes * run.ranks_per_node, run.ranks_per_node};
+    db::TuningKey key{topo->stored.version, run.collective, run.nodes * run.ranks_per_node, run.ranks_per_node,
+                      run.pattern};
     std::vector<int64_t> sizes = first_sizes;
     std::vector<std::string> algorithms;  // Empty: every kernel.
     for (int round = 0;; ++round) {
@@ -462,7 +474,7 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   const Config& config = core_->config();
   const TuningConfig& tc = config.tuning;
   const int np = run.nodes * run.ranks_per_node;
-  db::TuningKey key{topology_version, run.collective, np, run.ranks_per_node};
+  db::TuningKey key{topology_version, run.collective, np, run.ranks_per_node, run.pattern};
   auto started = core_->store().StartRun(key, db::RunState::kRunning);
   if (!started.ok()) return {static_cast<int>(db::RunState::kFailed), started.status().message()};
   const int64_t run_id = *started;
@@ -491,7 +503,8 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   for (int64_t s : msizes) task.add_msizes(s);
   task.set_warmup(2);
   task.set_iterations(iterations);
-  if (run.collective == "alltoallv") task.set_pattern(v1::ALLTOALLV_PATTERN_UNIFORM);
+  if (run.collective == "alltoallv")
+    task.set_pattern(v1::ParsePatternName(run.pattern).value_or(v1::ALLTOALLV_PATTERN_UNIFORM));
   task.set_seed(1);
   task.set_nprocs(np);
   task.set_ranks_per_node(run.ranks_per_node);

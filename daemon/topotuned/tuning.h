@@ -97,6 +97,7 @@ class Tuner {
   struct Run {
     std::string collective;
     int nodes = 0, ranks_per_node = 0;
+    std::string pattern;  // Alltoallv: the size-pattern class measured; "" otherwise.
   };
   struct Sweep {
     std::string id;

@@ -268,6 +268,16 @@ Status CheckPattern(const Field& f, int pattern, int collective) {
   return Status::Ok();
 }
 
+// A pattern class to tune: UNIFORM, SKEWED or SPARSE (RANDOM is a benchmark
+// pattern, not a class decisions are kept for).
+Status CheckPatternClass(const Field& f, int pattern) {
+  Status s = CheckEnum(f, pattern, kPattern, Unspecified::kRejected);
+  if (!s.ok()) return s;
+  if (pattern == v1::ALLTOALLV_PATTERN_RANDOM)
+    return Invalid(f, "ALLTOALLV_PATTERN_RANDOM is not a pattern class; use UNIFORM, SKEWED or SPARSE");
+  return Status::Ok();
+}
+
 // A MAC address as the API writes it: "00:1b:21:bb:e6:f0".
 Status CheckMac(const Field& f, std::string_view v) {
   constexpr std::string_view kForm = "six hex pairs joined by ':', as in \"00:1b:21:bb:e6:f0\"";
@@ -619,6 +629,8 @@ Status Validate(const v1::StartTuningRequest& req) {
       CheckLargestLayout(req.node_counts(), req.ranks_per_node()),
       CheckMsizes("msizes", req.msizes(), /*ascending=*/false),
       CheckRange("iterations", req.iterations(), 0, TOPOTUNE_LIMIT(kMaxIterations)),
+      CheckCount("alltoallv_patterns", req.alltoallv_patterns_size(), 0, 3),
+      Each(Field("alltoallv_patterns"), req.alltoallv_patterns(), CheckPatternClass),
   });
 }
 

@@ -550,8 +550,8 @@ TEST(ValidateReportSamples, SampleEnums) {
   s->set_collective(static_cast<v1::Collective>(42));
   EXPECT_TRUE(Fails(Validate(r), {"sample.collective: 42 is not a value of Collective"}));
   s->set_collective(v1::COLLECTIVE_ALLTOALL);
-  s->set_pattern(static_cast<v1::AlltoallvPattern>(4));
-  EXPECT_TRUE(Fails(Validate(r), {"sample.pattern: 4 is not a value of AlltoallvPattern"}));
+  s->set_pattern(static_cast<v1::AlltoallvPattern>(5));
+  EXPECT_TRUE(Fails(Validate(r), {"sample.pattern: 5 is not a value of AlltoallvPattern"}));
   s->set_pattern(v1::ALLTOALLV_PATTERN_UNIFORM);
   EXPECT_TRUE(Fails(Validate(r), {"sample.pattern: ALLTOALLV_PATTERN_UNIFORM is set for COLLECTIVE_ALLTOALL"}));
 }
@@ -953,6 +953,20 @@ TEST(ValidateStartTuning, Numbers) {
   EXPECT_TRUE(Fails(Validate(r), {"collectives[1]: 77 is not a value of Collective"}));
   r.set_collectives(1, v1::COLLECTIVE_ALLTOALL);  // Twice is allowed here.
   EXPECT_TRUE(Passes(Validate(r)));
+}
+
+TEST(ValidateStartTuning, AlltoallvPatternsArePatternClasses) {
+  v1::StartTuningRequest r = ValidTuning();
+  r.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_SKEWED);
+  r.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_SPARSE);
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_RANDOM);
+  EXPECT_TRUE(Fails(Validate(r), {"alltoallv_patterns[2]: ALLTOALLV_PATTERN_RANDOM is not a pattern class"}));
+  r.set_alltoallv_patterns(2, v1::ALLTOALLV_PATTERN_UNSPECIFIED);
+  EXPECT_TRUE(Fails(Validate(r), {"alltoallv_patterns[2]: ALLTOALLV_PATTERN_UNSPECIFIED is not allowed here"}));
+  r.set_alltoallv_patterns(2, v1::ALLTOALLV_PATTERN_UNIFORM);
+  r.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_UNIFORM);
+  EXPECT_TRUE(Fails(Validate(r), {"alltoallv_patterns: 4 entries, more than 3"}));
 }
 
 TEST(ValidateStartTuning, LargestLayoutIsAtMostKMaxRanks) {

@@ -407,6 +407,92 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_EQ(topo.num_hosts(), 8);
 }
 
+// Alltoallv is tuned per size-pattern class, one run each, and a plan
+// carries every class's table: the uniform one as the plan's table, the
+// others as pattern_tables, each from its own samples.
+TEST_F(ApiTest, AlltoallvIsTunedAndServedPerPatternClass) {
+  // Each job waits for its own go file (go1, go2, ...): the runs of a sweep
+  // follow each other, and the test feeds each one before it ends.
+  std::ofstream(config_) << "tuning:\n  launcher: \"echo '{command} np={np} hosts={hosts}' >> " << dir_.File("commands")
+                         << "; n=$(wc -l < " << dir_.File("commands") << "); while [ -d " << dir_.path()
+                         << " ] && [ ! -e " << dir_.path() << "/go$n ]; do sleep 0.05; done\"\n"
+                         << "  job_timeout: 60s\n  size_budget: 0s\nagent_timeout: 60s\n";
+  daemon_.Kill(SIGTERM);
+  StartDaemon();
+  RegisterHosts({"h0", "h1", "h4", "h5"});
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALLV);
+  req.add_node_counts(2);
+  req.add_ranks_per_node(1);
+  req.add_msizes(65536);
+  req.set_skip_refinement(true);
+  req.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_UNIFORM);
+  req.add_alltoallv_patterns(v1::ALLTOALLV_PATTERN_SKEWED);
+  v1::StartTuningResponse started;
+  auto ctx = Context();
+  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  EXPECT_EQ(started.runs_total(), 2);
+  // Uniform: linear is 2.5x faster than native; skewed: native is.
+  const std::vector<std::pair<v1::AlltoallvPattern, std::pair<double, double>>> runs = {
+      {v1::ALLTOALLV_PATTERN_UNIFORM, {5e-3, 2e-3}}, {v1::ALLTOALLV_PATTERN_SKEWED, {2e-3, 5e-3}}};
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const std::string task = WaitForTask(dir_, k);
+    ASSERT_FALSE(task.empty()) << "run " << k << " was not launched";
+    v1::FetchBenchTaskRequest fetch;
+    fetch.set_task_id(task);
+    v1::FetchBenchTaskResponse fetched;
+    auto fctx = Context();
+    ASSERT_TRUE(agents_->FetchBenchTask(fctx.get(), fetch, &fetched).ok());
+    EXPECT_EQ(fetched.task().pattern(), runs[k].first);
+    std::vector<v1::ReportSamplesRequest> msgs;
+    for (const auto& [seq, algorithm, median] :
+         {std::tuple{0, "native", runs[k].second.first}, std::tuple{1, "native:aa", runs[k].second.first},
+          std::tuple{2, "linear", runs[k].second.second}}) {
+      msgs.push_back(SampleMessage(task, seq, algorithm, 65536, median, 40));
+      msgs.back().mutable_sample()->set_collective(v1::COLLECTIVE_ALLTOALLV);
+      msgs.back().mutable_sample()->set_pattern(runs[k].first);
+    }
+    v1::ReportSamplesResponse reported;
+    ASSERT_TRUE(testing::StreamSamples(*agents_, msgs, &reported).ok());
+    std::ofstream(dir_.File("go" + std::to_string(k + 1))) << "";
+  }
+  v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
+  ASSERT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED) << done.message();
+
+  v1::ListDecisionsRequest list;
+  list.set_collective(v1::COLLECTIVE_ALLTOALLV);
+  v1::ListDecisionsResponse decisions;
+  auto lctx = Context();
+  ASSERT_TRUE(admin_->ListDecisions(lctx.get(), list, &decisions).ok());
+  ASSERT_EQ(decisions.decisions_size(), 2);
+  EXPECT_EQ(decisions.decisions(0).pattern(), v1::ALLTOALLV_PATTERN_UNIFORM);
+  EXPECT_EQ(decisions.decisions(0).table().ranges(0).algorithm(), "linear");
+  EXPECT_EQ(decisions.decisions(1).pattern(), v1::ALLTOALLV_PATTERN_SKEWED);
+  EXPECT_EQ(decisions.decisions(1).table().ranges(0).algorithm(), "native");
+  EXPECT_EQ(decisions.decisions(1).num_samples(), 120);  // Its own run's samples only.
+
+  v1::GetPlanRequest plan_req;
+  for (const char* h : {"h0", "h4"}) plan_req.add_rank_hosts(h);
+  plan_req.add_collectives(v1::COLLECTIVE_ALLTOALLV);
+  v1::GetPlanResponse plan;
+  auto pctx = Context();
+  ASSERT_TRUE(plans_->GetPlan(pctx.get(), plan_req, &plan).ok());
+  const v1::CollectivePlan& a2av = plan.plans(0);
+  EXPECT_EQ(a2av.source(), v1::DECISION_SOURCE_TUNED);
+  EXPECT_EQ(a2av.table().ranges(0).algorithm(), "linear");
+  ASSERT_EQ(a2av.pattern_tables_size(), 1);  // Sparse was not tuned: the library runs native there.
+  EXPECT_EQ(a2av.pattern_tables(0).pattern(), v1::ALLTOALLV_PATTERN_SKEWED);
+  EXPECT_EQ(a2av.pattern_tables(0).source(), v1::DECISION_SOURCE_TUNED);
+  EXPECT_EQ(a2av.pattern_tables(0).table().ranges(0).algorithm(), "native");
+  // A forced alltoallv applies to every class: no class tables.
+  v1::ForcedAlgorithm* f = plan_req.add_force();
+  f->set_collective(v1::COLLECTIVE_ALLTOALLV);
+  f->set_algorithm("greedy_phased");
+  auto fctx = Context();
+  ASSERT_TRUE(plans_->GetPlan(fctx.get(), plan_req, &plan).ok());
+  EXPECT_EQ(plan.plans(0).pattern_tables_size(), 0);
+}
+
 TEST_F(ApiTest, KillNineMidIngestLosesNothingCommitted) {
   RegisterHosts({"h0", "h4"});
   v1::StartTuningRequest req;

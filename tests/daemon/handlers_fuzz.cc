@@ -161,12 +161,14 @@ T Must(StatusOr<T> v, const char* what) {
 }
 
 // A decision table from per-size choices, as the tuner stores them.
+// Alltoallv's are the uniform pattern class's unless `pattern` names another.
 void PutDecision(db::Store& store, int64_t version, const char* collective, int nprocs, int rpn,
-                 const std::vector<std::pair<double, const char*>>& chosen) {
+                 const std::vector<std::pair<double, const char*>>& chosen, std::string pattern = "") {
   std::vector<SizeChoice> choices;
   for (const auto& [msize, algorithm] : chosen) choices.push_back(FixedChoice(msize, algorithm, 1e-4));
   std::vector<DecisionRange> table = DecisionTable(choices);
-  Must(store.PutDecision({version, collective, nprocs, rpn}, table, choices), "PutDecision");
+  if (pattern.empty() && std::string_view(collective) == "alltoallv") pattern = "uniform";
+  Must(store.PutDecision({version, collective, nprocs, rpn, pattern}, table, choices), "PutDecision");
 }
 
 struct Fixture {
@@ -211,6 +213,8 @@ struct Fixture {
     PutDecision(s, version, "allgather", 8, 1, {{1024, "ring"}, {65536, "switch_ordered_ring"}});
     PutDecision(s, version, "allgather", 4, 1, {{1024, "recursive_doubling"}, {65536, "link_scheduled"}});
     PutDecision(s, version, "alltoallv", 8, 1, {{1024, "native"}, {65536, "greedy_phased"}});
+    PutDecision(s, version, "alltoallv", 8, 1, {{1024, "linear"}, {65536, "native"}}, "skewed");
+    PutDecision(s, version, "alltoallv", 4, 1, {{1024, "native"}, {65536, "a2a_phased_l3"}}, "sparse");
     PutDecision(s, old_version, "alltoall", 4, 1, {{1024, "bruck"}, {65536, "tree_scheduled"}});
     core->DecisionsChanged(version);
     core->DecisionsChanged(old_version);

@@ -53,8 +53,15 @@ TEST(MetricsTest, SpeedupIsNativeMeanOverChosenMeanPerSizeBucket) {
 TEST(MetricsTest, DecisionSeriesFollowTheCurrentTopologyVersion) {
   Metrics m;
   m.SetTopologyVersion(1, 1000);
-  m.SetDecisions(1, {{"alltoall", 1}, {"allgather", 0}}, {{"alltoall", 65536, 8, 1, 2.5}});
+  m.SetDecisions(1, {{"alltoall", 1}, {"allgather", 0}, {"alltoallv", 2}},
+                 {{"alltoall", 65536, 8, 1, 2.5},
+                  {"alltoallv", 65536, 8, 1, 1.5, "skewed"},
+                  {"alltoallv", 65536, 8, 1, 1.25, "uniform"}});
   std::string text = m.Serialize();
+  // Alltoallv's series are per pattern class.
+  EXPECT_THAT(text, HasSubstr("topotune_tuned_speedup{collective=\"alltoallv\",msize=\"64KiB\",nprocs=\"8\","
+                              "pattern=\"skewed\",ranks_per_node=\"1\"} 1.5\n"));
+  EXPECT_THAT(text, HasSubstr("pattern=\"uniform\",ranks_per_node=\"1\"} 1.25\n"));
   EXPECT_THAT(text, HasSubstr("topotune_decision_tables{collective=\"alltoall\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("topotune_decision_tables{collective=\"allgather\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("topotune_tuned_speedup{collective=\"alltoall\",msize=\"64KiB\",nprocs=\"8\","

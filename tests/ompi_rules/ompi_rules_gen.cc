@@ -148,7 +148,8 @@ int Seed(const std::string& database, const std::string& topology_path, const st
   if (!version.ok()) return fail(version.status());
   const std::vector<OmpiRuleSet> sets = TestSets();
   for (const OmpiRuleSet& s : sets) {
-    auto put = store->PutDecision({*version, s.collective, s.comm_size, s.comm_size}, s.table, {});
+    auto put = store->PutDecision(
+        {*version, s.collective, s.comm_size, s.comm_size, s.collective == "alltoallv" ? "uniform" : ""}, s.table, {});
     if (!put.ok()) return fail(put.status());
   }
   if (!WriteExpectations(sets, expect_path)) return 2;
