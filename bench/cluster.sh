@@ -14,8 +14,9 @@
 #   ompi:NAME       every Open MPI coll/tuned algorithm, forced
 #
 # The first three come from ONE mpirun per collective and pattern, so they
-# are measured side by side (per size, tuned first, then the kernels in
-# registry order, native first). A forced Open MPI algorithm needs MCA
+# are measured side by side: interleaved rounds (topotune-bench --interleave),
+# each round times every one of them once in a fresh random order drawn from
+# --seed, so drift and neighbours hit all alike. A forced Open MPI algorithm needs MCA
 # parameters, hence an mpirun of its own (as bench/ompi-candidates.sh does;
 # the loop is repeated here so that each run has its progress line, timeout,
 # failure and counters). Then it tears the testbed down and goes on with the
@@ -26,9 +27,10 @@
 # mean per pair); the default sweep is 1 KiB to 1 MiB in powers of 4 (6
 # sizes instead of 11 powers of 2: the time of the large sizes dominates, and
 # every factor of 4 still shows where algorithms cross). The alltoallv
-# patterns are `uniform` and `skewed` (one pair in eight, drawn with --seed,
-# carries 8 times as much). Tuning measures alltoallv with the uniform
-# pattern (topotuned's tuning jobs do), so skewed calls use that table.
+# patterns are `uniform`, `skewed` (one pair in eight, drawn with --seed,
+# carries 8 times as much) and `sparse` (one pair in four sends). Tuning
+# measures alltoallv once per pattern class (tune start --patterns), and the
+# library gives each call the class of its counts.
 #
 # Usage: sudo bench/cluster.sh [OPTIONS]
 #   --topologies NAME,...  bench/topologies/NAME.yaml, or paths to topology
@@ -36,10 +38,13 @@
 #                          three-switch-chain, three-switch-star,
 #                          four-switch-2-6-3-5)
 #   --collectives LIST     alltoall,alltoallv,allgather (default: all three)
-#   --patterns LIST        alltoallv patterns: uniform,skewed (default both)
+#   --patterns LIST        alltoallv patterns: uniform,skewed,sparse (default
+#                          all three; random is measured but not a tuned class)
 #   --seed N               seed of the skewed pattern (default 7)
 #   --sizes LIST           bytes per block (default 1KiB,4KiB,16KiB,64KiB,256KiB,1MiB)
-#   --iterations N         timed calls per algorithm and size (default 5)
+#   --iterations N         interleaved rounds per size, i.e. timed calls per
+#                          algorithm and size (default 20: enough calls for a
+#                          95 % interval of a ratio of means)
 #   --warmup N             untimed calls before them (default 2: with 1, the
 #                          first algorithm of a job ran up to 1.5x slower than
 #                          the same algorithm right after it, on TCP
@@ -101,8 +106,8 @@ source "$root/bench/script_lib.sh"
 
 args="$*"
 all_topologies=one-switch-8,two-switch-4x4,three-switch-chain,three-switch-star,four-switch-2-6-3-5
-topologies=$all_topologies collectives=alltoall,alltoallv,allgather patterns=uniform,skewed seed=7
-sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=5 warmup=2 tune_iterations=10
+topologies=$all_topologies collectives=alltoall,alltoallv,allgather patterns=uniform,skewed,sparse seed=7
+sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=20 warmup=2 tune_iterations=10
 skip_tuning=0 skip_ompi=0 verify=0 run_timeout=3600 prefix=tb$$- out='' estimate_only=0 mpirun_flags=
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -156,7 +161,7 @@ for c in "${coll_list[@]}"; do
   case $c in alltoall | alltoallv | allgather) ;; *) die_usage "--collectives: unknown collective '$c' (alltoall, alltoallv, allgather)" ;; esac
 done
 for p in "${pattern_list[@]}"; do
-  case $p in uniform | skewed | random) ;; *) die_usage "--patterns: unknown pattern '$p' (uniform, skewed, random)" ;; esac
+  case $p in uniform | skewed | sparse | random) ;; *) die_usage "--patterns: unknown pattern '$p' (uniform, skewed, sparse, random)" ;; esac
 done
 [[ ${#size_list[@]} -gt 0 && ${#topo_list[@]} -gt 0 && ${#coll_list[@]} -gt 0 ]] || die_usage "empty list"
 # The runs of one topology: "alltoall", "alltoallv uniform", ...
@@ -417,6 +422,10 @@ for topo_file in "${topo_files[@]}"; do
     say "$name: tuning skipped"
   else
     tune_colls=$(printf '%s\n' "${coll_list[@]}" | paste -sd, -)
+    # The tuned alltoallv classes: the patterns measured here, but random.
+    classes=$(printf '%s\n' "${pattern_list[@]}" | grep -v -x random | paste -sd, -)
+    tune_patterns=()
+    [[ -n $classes ]] && tune_patterns=(--patterns "$classes")
     max_kernels=$(for c in "${coll_list[@]}"; do echo "${n_kernels[$c]}"; done | sort -n | tail -1)
     declare -A tune_n=()
     while read -r size n; do tune_n[$size]=$n; done < <("$python" "$root/bench/cluster_report.py" tune-iterations \
@@ -433,7 +442,7 @@ for topo_file in "${topo_files[@]}"; do
       say "$name: tuning $tune_colls at $size ($n iterations)"
       if ! job timeout --kill-after=30 "$run_timeout" "$python" "$testbed" --prefix "$prefix" exec head -- \
         "$topotune" tune start --token-file "$state/token" --collective "$tune_colls" --nodes "$np" \
-        --ranks-per-node 1 --sizes "$size" --iterations "$n" --skip-refinement --wait \
+        --ranks-per-node 1 --sizes "$size" --iterations "$n" --skip-refinement "${tune_patterns[@]}" --wait \
         >>"$dir/tune.log" 2>&1; then
         failed "$name: tuning at $size; see $dir/tune.log"
         tail -n 3 "$dir/tune.log" | sed 's/^/    /' >&2
@@ -444,7 +453,7 @@ for topo_file in "${topo_files[@]}"; do
   tb exec head -- "$topotune" decisions show --json >"$dir/decisions.json" 2>/dev/null || true
 
   common=(--topology "$dir/topology.yaml" --rank-hosts "$rank_hosts" --sizes "$sizes" --warmup "$warmup"
-    --iterations "$iterations" --times --progress never)
+    --iterations "$iterations" --interleave --order-seed "$seed" --times --progress never)
   ((verify)) && common+=(--verify)
   for spec in "${runs[@]}"; do
     collective=${spec%% *} pattern_args=() tag=$collective

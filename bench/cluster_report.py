@@ -148,7 +148,7 @@ def switch_names(topo):
 # only an estimate.
 EFFICIENCY = 0.6
 SYNC_PER_RANK = 0.0015
-PATTERN_FACTOR = {"uniform": 1.0, "skewed": 1.5, "random": 1.2}
+PATTERN_FACTOR = {"uniform": 1.0, "skewed": 1.5, "random": 1.2, "sparse": 1.0}
 JOB_START_S = 4.0  # mpirun with 8-16 ranks over the rsh agent, MPI_Init
 TESTBED_S = 25.0  # up, placement check, down
 
@@ -176,24 +176,29 @@ def bounds_at_1mib(topotune, path):
         die(f"topotune bound --topology {path} --json: {e}")
 
 
-# A tuning point (one kernel at one size: 2 warm-up calls and the timed ones)
-# of the slowest kernel (bruck, hypercube: about 2.5 x the bound on the 4+4
-# tree at 256 KiB) must end well within topotuned's tuning.point_timeout, and
-# a job (every kernel at one size) within tuning.job_timeout.
+# Tuning jobs run interleaved rounds (every kernel once per round) at one
+# size: the first `iterations` rounds, then more until the stopping rule holds
+# or tuning.size_budget (wall time) runs out. The agent's watchdog arms at
+# each checkpoint of rounds, so its "point" is the first stretch of rounds,
+# which must end well within tuning.point_timeout (kernels x rounds x a call,
+# the slow kernels, bruck and hypercube at about 2.5 x the bound, weighing in
+# at SLOW_FACTOR), and the job (warm-up, the rounds and the budget's extra
+# rounds) within tuning.job_timeout.
 SLOW_FACTOR = 3.0
 TIMEOUT_SHARE = 0.8
 MIN_TUNE_ITERATIONS = 8  # fewer: the tuner's permutation test can never confirm a kernel beats native
 
 
-def tune_iterations(max_iterations, kernels, np_, a2a_1mib, size, point_timeout, job_timeout):
-    """Timed calls per tuning point at `size`: at most max_iterations, fewer
-    where the testbed's timeouts would cut the point or the job short, never
+def tune_iterations(max_iterations, kernels, np_, a2a_1mib, size, point_timeout, job_timeout, size_budget=30.0):
+    """Rounds (timed calls per kernel) of a tuning job at `size` before
+    adaptive sampling: at most max_iterations, fewer where the testbed's
+    timeouts would cut the first stretch of rounds or the job short, never
     fewer than MIN_TUNE_ITERATIONS."""
     bound = a2a_1mib * size / (1 << 20)
-    slow = SLOW_FACTOR * bound + SYNC_PER_RANK * np_
     typical = bound / EFFICIENCY + SYNC_PER_RANK * np_
-    by_point = int(TIMEOUT_SHARE * point_timeout / slow) - 2
-    by_job = int(TIMEOUT_SHARE * job_timeout / (kernels * typical)) - 2
+    round_s = kernels * (typical + (SLOW_FACTOR - 1) * bound * 2 / max(kernels, 1))  # two slow kernels per round
+    by_point = int(TIMEOUT_SHARE * point_timeout / round_s)
+    by_job = int((TIMEOUT_SHARE * job_timeout - size_budget) / round_s) - 2
     return max(MIN_TUNE_ITERATIONS, min(max_iterations, by_point, by_job))
 
 
@@ -209,10 +214,12 @@ def cmd_tune_iterations(args):
     tuning = (conf or {}).get("tuning") or {}
     point_timeout = duration_s(tuning.get("point_timeout", "300s"), 300)
     job_timeout = duration_s(tuning.get("job_timeout", "1800s"), 1800)
+    size_budget = duration_s(tuning.get("size_budget", "30s"), 30)
     np_ = host_count(load_yaml(args.topology))
     a2a, _ = bounds_at_1mib(args.topotune, args.topology)
     for text in args.sizes.split(","):
-        n = tune_iterations(args.max, args.kernels, np_, a2a, parse_size(text), point_timeout, job_timeout)
+        n = tune_iterations(args.max, args.kernels, np_, a2a, parse_size(text), point_timeout, job_timeout,
+                            size_budget)
         print(text, n)
 
 
@@ -239,12 +246,13 @@ def cmd_estimate(args):
             per_call = sum(call_s(collective, pattern, s) for s in sizes)
             t += (kernels + 1) * (args.warmup + args.iterations) * per_call + JOB_START_S
             t += ompi * ((args.warmup + args.iterations) * per_call + JOB_START_S)
-            if args.tune_iterations > 0 and collective not in tuned:
-                tuned.add(collective)  # tuning measures alltoallv uniform only
+            if args.tune_iterations > 0 and (collective, pattern) not in tuned and pattern != "random":
+                tuned.add((collective, pattern))  # alltoallv: one tuning run per pattern class
                 for s in sizes:
                     n = tune_iterations(args.tune_iterations, max_kernels, np_, a2a, s, args.point_timeout,
                                         args.job_timeout)
-                    t += kernels * (2 + n) * call_s(collective, "uniform", s) + JOB_START_S
+                    # The rounds, then adaptive sampling: up to the size budget where undecided.
+                    t += kernels * (2 + n) * call_s(collective, pattern, s) + JOB_START_S + args.size_budget / 2
         parts.append(f"{os.path.basename(path)[:-5]} {t / 60:.0f} min")
         total += t
     total_text = f"{total / 3600:.1f} h" if total >= 3600 else f"{total / 60:.0f} min"
@@ -252,6 +260,15 @@ def cmd_estimate(args):
 
 
 # --- loading results ----------------------------------------------------------
+
+
+TAG_ORDER = ("alltoall", "alltoallv-uniform", "alltoallv-skewed", "alltoallv-sparse", "alltoallv-random",
+             "allgather")
+
+
+def ordered_tags(topo):
+    """The runs of a topology in TAG_ORDER, then any others by name."""
+    return [t for t in TAG_ORDER if t in topo.samples] + sorted(set(topo.samples) - set(TAG_ORDER))
 
 
 def run_tag(collective, pattern):
@@ -270,7 +287,7 @@ class Topology:
         self.tcp = {}  # run -> Counter: RetransSegs, OutSegs, TCPTimeouts, ..., drops, isl_drops
         self.cpu = {}  # run -> (busy share, softirq share) of the machine
         self.calibration = {}  # "ring" or "pair" -> sample
-        self.decisions = {}  # collective -> [(min_msize, algorithm)]
+        self.decisions = {}  # run tag (alltoallv: per pattern class) -> [(min_msize, algorithm)]
         self.switches = 0
         self.files = collections.defaultdict(list)  # tag -> files with ompi:default or topotune:tuned samples
         self.untimed = collections.defaultdict(set)  # tag -> sizes where one of the two lacks times_s
@@ -460,8 +477,10 @@ class Topology:
             return
         for dec in d.get("decisions", []):
             c = dec.get("collective", "").replace("COLLECTIVE_", "").lower()
+            pattern = dec.get("pattern", "").replace("ALLTOALLV_PATTERN_", "").lower()
             ranges = dec.get("table", {}).get("ranges", [])
-            self.decisions[c] = [(int(r.get("min_msize", 0)), r.get("algorithm", "?")) for r in ranges]
+            self.decisions[run_tag(c, pattern)] = [(int(r.get("min_msize", 0)), r.get("algorithm", "?"))
+                                                   for r in ranges]
 
     def tcp_text(self, run):
         t = self.tcp.get(run)
@@ -534,8 +553,10 @@ def human_bytes(n):
     return jsonl_report.human_bytes(n)
 
 
-def decision_text(topo, collective):
-    ranges = topo.decisions.get(collective)
+def decision_text(topo, tag):
+    if tag == "alltoallv-random":
+        return "the library gives each call the class of its counts (uniform, skewed or sparse)"
+    ranges = topo.decisions.get(tag)
     if not ranges:
         return "none (native for every size)"
     return ", ".join(f"{human_bytes(m)}+ {a}" for m, a in ranges)
@@ -547,19 +568,22 @@ def table(topo, tag):
     labels = ordered_labels(topo.labels[tag])
     collective, _, pattern = tag.partition("-")
     lines = [f"== {topo.name}: {collective}{' ' + pattern if pattern else ''}, {topo.nprocs[tag]} ranks",
-             f"   tuned plan ({collective}): {decision_text(topo, collective)}",
+             f"   tuned plan ({tag.replace('-', ' ')}): {decision_text(topo, tag)}",
              f"   {topo.tcp_text(tag)}",
-             "   cell: median (ratio to ompi:default) [fraction of bound]; * best of the row; ! fallbacks"]
+             "   cell: mean time per call (ratio to ompi:default) [fraction of bound]; * best of the row; "
+             "! fallbacks"]
     parts = {}
     for m in sizes:
         cells = rows[m]
-        values = [o["median_s"] for o in cells.values() if number(o.get("median_s"))]
+        # The mean (what applications pay); samples of before the mean was recorded have the median.
+        key = "mean_s" if all(number(o.get("mean_s")) for o in cells.values()) else "median_s"
+        values = [o[key] for o in cells.values() if number(o.get(key))]
         best = min(values) if values else None
-        ref = cells.get(DEFAULT, {}).get("median_s")
+        ref = cells.get(DEFAULT, {}).get(key)
         for label in labels:
             o = cells.get(label)
-            is_best = o is not None and best is not None and o.get("median_s") == best
-            parts[m, label] = jsonl_report.cell_parts(o, "median_s", ref, is_best, True)
+            is_best = o is not None and best is not None and o.get(key) == best
+            parts[m, label] = jsonl_report.cell_parts(o, key, ref, is_best, True)
     text = {}
     for label in labels:
         for m, t in zip(sizes, jsonl_report.join_column([parts[m, label] for m in sizes])):
@@ -780,10 +804,7 @@ def plot(topo, directory, terminal):
     against the message size, one line per label, the bound as a line."""
     plot_dir = os.path.join(topo.path, "plot")
     os.makedirs(plot_dir, exist_ok=True)
-    tags = [t for t in ("alltoall", "alltoallv-uniform", "alltoallv-skewed", "alltoallv-random", "allgather")
-            if t in topo.samples] + sorted(t for t in topo.samples if t not in
-                                          ("alltoall", "alltoallv-uniform", "alltoallv-skewed", "alltoallv-random",
-                                           "allgather"))
+    tags = ordered_tags(topo)
     if not tags:
         return None
     cols = 2 if len(tags) > 1 else 1
@@ -867,10 +888,7 @@ def cmd_report(args):
         tables += [f"==== {topo.name}: {topo.switches} switch{'es' if topo.switches != 1 else ''}, "
                    f"{max(topo.nprocs.values(), default=0)} hosts"]
         tables += [f"   {line}" for line in topo.calibration_lines()] + [""]
-        for tag in [t for t in ("alltoall", "alltoallv-uniform", "alltoallv-skewed", "alltoallv-random", "allgather")
-                    if t in topo.samples] + sorted(set(topo.samples) - {"alltoall", "alltoallv-uniform",
-                                                                       "alltoallv-skewed", "alltoallv-random",
-                                                                       "allgather"}):
+        for tag in ordered_tags(topo):
             tables += table(topo, tag) + [""]
     target_lines = targets(topos)
     tables_path = os.path.join(args.directory, "tables.txt")
@@ -915,6 +933,7 @@ def main():
                    help="one run: its kernel count and forced Open MPI algorithm count")
     e.add_argument("--point-timeout", type=float, default=120, help="topotuned's tuning.point_timeout (s)")
     e.add_argument("--job-timeout", type=float, default=900, help="topotuned's tuning.job_timeout (s)")
+    e.add_argument("--size-budget", type=float, default=30, help="topotuned's tuning.size_budget (s)")
     e.add_argument("topologies", nargs="+")
     e.set_defaults(func=cmd_estimate)
     ti = sub.add_parser("tune-iterations", help="timed calls per tuning point, per size")

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Prints topotune-bench JSON Lines as a table: one row per message size, one
-column per label (algorithm), each cell the median time and its ratio to the
+column per label (algorithm), each cell the mean time per call (what
+applications pay; the median with --metric median_s) and its ratio to the
 fastest label at that size, so that algorithms measured side by side in one
 run are compared by ratio rather than by absolute time.
 
-Usage: bench/report.py [--metric median_s|fraction_of_bound|bytes_per_s]
+Usage: bench/report.py [--metric mean_s|median_s|fraction_of_bound|bytes_per_s]
                        [--baseline LABEL] [--bound] [--rows size|label] FILE.jsonl...
 Lines of different collectives, patterns or process counts go to separate tables.
 
   --baseline LABEL  the ratio in parentheses is each value over LABEL's value at
                     the same size (e.g. native) instead of over the best of the row
-  --bound           adds [bound_s / median_s] to every cell: the fraction of the
+  --bound           adds [bound_s / mean_s] to every cell: the fraction of the
                     physical lower bound reached (1.0 is the limit; '-' without
                     --topology)
   --rows label      one row per label and one column per size (narrower when a
@@ -44,20 +45,21 @@ def number(v):
 
 
 def fraction_of_bound(o):
-    bound, median = o.get("bound_s"), o.get("median_s")
-    return bound / median if number(bound) and number(median) else None
+    """bound_s over the mean call (the median for samples without a mean)."""
+    bound, t = o.get("bound_s"), o.get("mean_s") if number(o.get("mean_s")) else o.get("median_s")
+    return bound / t if number(bound) and number(t) else None
 
 
 def cell_parts(o, metric, reference, is_best, with_bound):
     """One cell as parts that line up across a column: the value, its ratio to
     the reference in parentheses and * when it is the best of its size, then
-    [bound_s / median_s] with --bound; ! on fallbacks."""
+    [bound_s / mean_s] with --bound; ! on fallbacks."""
     if o is None:
         return ["-"]
     v = o.get(metric)
     parts = ["-"]
     if number(v):
-        parts = [human_seconds(v) if metric == "median_s" else f"{v:.3g}"]
+        parts = [human_seconds(v) if metric in ("median_s", "mean_s") else f"{v:.3g}"]
         parts.append((f"({v / reference:.2f})" if number(reference) else "(-)") + ("*" if is_best else ""))
     if with_bound:
         f = fraction_of_bound(o)
@@ -83,13 +85,13 @@ def join_column(cells):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--metric", default="median_s", choices=["median_s", "fraction_of_bound", "bytes_per_s"])
+    parser.add_argument("--metric", default="mean_s", choices=["mean_s", "median_s", "fraction_of_bound", "bytes_per_s"])
     parser.add_argument("--baseline", metavar="LABEL", help="ratios over LABEL's value at the same size (e.g. native)")
-    parser.add_argument("--bound", action="store_true", help="add [bound_s / median_s] to every cell")
+    parser.add_argument("--bound", action="store_true", help="add [bound_s / mean_s] to every cell")
     parser.add_argument("--rows", default="size", choices=["size", "label"], help="what a row is (default: size)")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
-    higher_is_better = args.metric != "median_s"
+    higher_is_better = args.metric not in ("mean_s", "median_s")
 
     tables = collections.defaultdict(lambda: collections.defaultdict(dict))
     for path in args.files:

@@ -707,10 +707,10 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       s.bytes_per_call = w.bytes_per_call;
       if (w.bytes_per_call == 0)
         s.bytes_per_s = 0.0;
-      else if (st.median > 0)
-        s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.median;
+      else if (st.mean > 0)
+        s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.mean;
       s.bound_s = bound;
-      if (bound && st.median > 0) s.fraction_of_bound = *bound / st.median;
+      if (bound && st.mean > 0) s.fraction_of_bound = *bound / st.mean;
       s.verified = options.verify && all_errors == 0;
       s.verify_errors = all_errors;
       s.fallbacks = max_fallbacks;

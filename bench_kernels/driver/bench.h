@@ -28,13 +28,13 @@
 //   alltoall   N x (N-1) x msize
 //   allgather  N x (N-1) x msize   (each block reaches N-1 other ranks)
 //   alltoallv  sum of sizes[src][dst] over src != dst
-// bytes_per_s = bytes per call / median_s.
+// bytes_per_s = bytes per call / mean_s (the mean call, as applications pay).
 //
 // With a topology, bound_s is the physical lower bound of the call on the
 // job's tree (bounds.h: AlltoallBound, AllgatherBound; for alltoallv, the
 // same link argument applied to the actual size matrix: max over links and
 // directions of the bytes crossing / link speed), and fraction_of_bound is
-// bound_s / median_s (1.0 = at the physical limit).
+// bound_s / mean_s (1.0 = at the physical limit).
 //
 // Thread-safety: RunBench is collective over its communicator and must be
 // called by every rank with equal options; it keeps no global state.
@@ -139,7 +139,7 @@ struct Sample {
   double mean_s = 0;        // What an application pays per call.
   uint64_t order_seed = 0;  // With interleaved rounds: BenchOptions::order_seed; else 0.
   int64_t bytes_per_call = 0;
-  std::optional<double> bytes_per_s;  // Unset when median_s is 0.
+  std::optional<double> bytes_per_s;  // Unset when mean_s is 0.
   std::optional<double> bound_s;      // With a topology only.
   std::optional<double> fraction_of_bound;
   bool verified = false;      // Verification ran on every call and found no mismatch.
