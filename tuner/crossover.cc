@@ -120,8 +120,10 @@ SizeChoice ChooseAt(const SizeSets& size, const ChoiceOptions& options) {
     if (s.algorithm == kAaControlLabel && s.algorithm != ref.algorithm) {
       c.aa_measured = true;
       c.aa = s.ratio;
-      for (const SampleSet* set : size.sets)
-        if (set->algorithm == kAaControlLabel) c.noisy = AaDiffers(s, *set, ref, options, size.msize);
+      // The A/A copy's samples (`s` was computed from them, so they exist).
+      auto aa = std::find_if(size.sets.begin(), size.sets.end(),
+                             [](const SampleSet* set) { return set->algorithm == kAaControlLabel; });
+      c.noisy = AaDiffers(s, **aa, ref, options, size.msize);
       continue;
     }
     if (!fastest) fastest = &s;  // `all` is by mean.

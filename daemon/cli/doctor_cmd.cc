@@ -547,17 +547,22 @@ void Doctor::CheckAgents() {
 
 void Doctor::CheckTuning() {
   if (!topology_) return;
-  auto has_decisions = [&](int64_t version, std::string* error) {
+  // The first `page_size` decision tables of `version` in *resp; whether it has any.
+  auto list_decisions = [&](int64_t version, int page_size, v1::ListDecisionsResponse* resp, std::string* error) {
     v1::ListDecisionsRequest req;
     req.set_topology_version(version);
-    req.set_page_size(1);
-    v1::ListDecisionsResponse resp;
+    req.set_page_size(page_size);
     int code = Call(
-        "ListDecisions", [&](grpc::ClientContext* c) { return conn_->admin().ListDecisions(c, req, &resp); }, error);
-    return code == kExitOk ? std::optional<bool>(resp.decisions_size() > 0) : std::nullopt;
+        "ListDecisions", [&](grpc::ClientContext* c) { return conn_->admin().ListDecisions(c, req, resp); }, error);
+    return code == kExitOk ? std::optional<bool>(resp->decisions_size() > 0) : std::nullopt;
+  };
+  auto has_decisions = [&](int64_t version, std::string* error) {
+    v1::ListDecisionsResponse resp;
+    return list_decisions(version, 1, &resp, error);
   };
   std::string error;
-  auto current = has_decisions(topology_->version(), &error);
+  v1::ListDecisionsResponse tables;  // The current version's (one page).
+  auto current = list_decisions(topology_->version(), 1000, &tables, &error);
   if (!current) {
     Add(Level::kWarn, "tuning", fmt::format("cannot list decision tables: {}", error), "see topotuned's log");
     return;
@@ -575,21 +580,15 @@ void Doctor::CheckTuning() {
   if (*current) {
     // Choices whose run failed its A/A control (native measured twice
     // differed with confidence): too noisy to trust.
-    v1::ListDecisionsRequest req;
-    req.set_topology_version(topology_->version());
-    req.set_page_size(1000);
-    v1::ListDecisionsResponse resp;
-    std::string list_error;
     std::vector<std::string> noisy;
-    if (Call(
-            "ListDecisions", [&](grpc::ClientContext* c) { return conn_->admin().ListDecisions(c, req, &resp); },
-            &list_error) == kExitOk) {
-      for (const v1::Decision& d : resp.decisions())
-        for (const v1::SizeChoice& c : d.choices())
-          if (c.noisy())
-            noisy.push_back(fmt::format("{} {} ranks at {}", v1::CollectiveName(d.collective()), d.nprocs(),
-                                        FormatBytes(static_cast<double>(c.msize()))));
-    }
+    for (const v1::Decision& d : tables.decisions())
+      for (const v1::SizeChoice& c : d.choices())
+        if (c.noisy())
+          noisy.push_back(fmt::format("{}{} {} ranks at {}", v1::CollectiveName(d.collective()),
+                                      d.pattern() == v1::ALLTOALLV_PATTERN_UNSPECIFIED
+                                          ? std::string()
+                                          : fmt::format(" ({})", v1::PatternName(d.pattern())),
+                                      d.nprocs(), FormatBytes(static_cast<double>(c.msize()))));
     if (!noisy.empty()) {
       Add(Level::kWarn, "tuning",
           fmt::format("the A/A control (native measured twice) differed with confidence at {} measured size(s): {}; "
