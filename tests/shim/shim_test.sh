@@ -261,8 +261,9 @@ print("BEGIN;")
 for coll, table in tables.items():
     rows = [{"min_msize": lo, "max_msize": hi, "algorithm": alg} for lo, hi, alg in table]
     text = json.dumps(rows).replace("'", "''")
-    print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, "
-          f"created_at) VALUES ({version}, '{coll}', 4, 2, '{text}', '[]', 0);")
+    pattern = "uniform" if coll == "alltoallv" else ""  # Alltoallv's are per size-pattern class.
+    print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, pattern, table_json, "
+          f"choices_json, created_at) VALUES ({version}, '{coll}', 4, 2, '{pattern}', '{text}', '[]', 0);")
 print("COMMIT;")
 EOF
       sql "$(cat "$work/seed.sql")" || fail "cannot seed the decisions"
