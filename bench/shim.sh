@@ -9,6 +9,16 @@
 #             alternating, --rounds times each; the medians and their
 #             difference. The same on 1 rank, where the collective itself
 #             costs almost nothing and the shim's bookkeeping shows alone.
+#   alltoallv's agreement
+#             What an MPI_Alltoallv call pays for the ranks to agree on its
+#             pattern class and mean block size (one PMPI_Allreduce of six
+#             integers), and that the call skips it when the plan runs the
+#             same algorithm for every class: an 8-byte-per-pair
+#             MPI_Alltoallv on 4 ranks, without the shim, with a plan whose
+#             classes all run native (agreement skipped), and with one whose
+#             skewed class runs another algorithm (uniform calls agree, then
+#             run native), alternating, --rounds jobs each; the medians and
+#             the differences. Each plan comes from a daemon of its own.
 #   init      MPI_Init takes at most 50 ms longer with the shim, for 16 ranks
 #             on this machine with a warm plan cache: the longest MPI_Init of
 #             any rank without the shim, with it, and with TOPOTUNE_DISABLE=1,
@@ -56,9 +66,9 @@ mkdir -p "$(dirname "$out")"
 exec > >(tee "$out") 2>&1
 
 work=$(mktemp -d /tmp/topotune-shim-bench-XXXXXX)
-daemon_pid=''
+daemon_pids=''
 cleanup() {
-  [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  for pid in $daemon_pids; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -74,12 +84,16 @@ hosts:
 links:
   - [${host%%.*}, s0, 1Gbps]
 TOPO
-"$topotuned" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" \
-  --database "$work/db.sqlite" --topology-file "$work/topology.yaml" > "$work/topotuned.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do [[ -s $work/port ]] && grep -q metrics "$work/port" && break; sleep 0.1; done
-port=$(sed -n 's/^grpc=//p' "$work/port")
-[[ -n $port ]] || { echo "shim.sh: topotuned did not start:" >&2; cat "$work/topotuned.log" >&2; exit 1; }
+# start_daemon NAME: a topotuned with database $work/NAME.sqlite; sets port.
+start_daemon() {
+  "$topotuned" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/$1.port" \
+    --database "$work/$1.sqlite" --topology-file "$work/topology.yaml" > "$work/$1.log" 2>&1 &
+  daemon_pids+=" $!"
+  for _ in $(seq 100); do [[ -s $work/$1.port ]] && grep -q metrics "$work/$1.port" && break; sleep 0.1; done
+  port=$(sed -n 's/^grpc=//p' "$work/$1.port")
+  [[ -n $port ]] || { echo "shim.sh: topotuned did not start:" >&2; cat "$work/$1.log" >&2; exit 1; }
+}
+start_daemon default
 
 mpirun=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader)
 with_shim=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
@@ -108,6 +122,35 @@ for np in 4 1; do
     "$np" "$a" "$b" "$rounds" "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')" \
     "$(tr '\n' ' ' < "$work/native")" "$(tr '\n' ' ' < "$work/shim")"
 done
+echo
+
+echo "## alltoallv's agreement on class and size; 8 bytes per pair, 4 ranks, $iterations calls, $rounds jobs each"
+# A second daemon whose alltoallv plan differs between classes: skewed calls
+# would run linear, so every call agrees on its class; uniform ones then run
+# native, as with the first daemon.
+start_daemon classes
+version=$(sqlite3 -cmd '.timeout 5000' "$work/classes.sqlite" 'SELECT max(version) FROM topologies')
+sqlite3 -cmd '.timeout 5000' "$work/classes.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
+  ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, 'skewed',
+  '[{\"min_msize\": 0, \"max_msize\": null, \"algorithm\": \"linear\"}]', '[]', 0);"
+with_classes=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
+: > "$work/native"; : > "$work/shim"; : > "$work/agree"
+for i in $(seq "$rounds"); do
+  job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/native"
+  job per_call_us -np 4 "${with_shim[@]}" "$bench" vcalls --iterations "$iterations" >> "$work/shim"
+  TOPOTUNE_STATS_FILE=$work/agree-$i.json job per_call_us -np 4 "${with_classes[@]}" -x TOPOTUNE_STATS_FILE \
+    "$bench" vcalls --iterations "$iterations" >> "$work/agree"
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); c = j["alltoallv_classes"]
+assert j["plan"]["status"] == "ok" and c["uniform"] > 0 and c["unclassified"] == 0, (j["plan"], c)
+assert {e["algorithm"] for e in j["stats"] if e["collective"] == "alltoallv"} == {"native"}, j["stats"]' \
+    "$work/agree-$i.json" || { echo "shim.sh: the agreeing job did not agree and run native" >&2; exit 1; }
+done
+a=$(median < "$work/native") b=$(median < "$work/shim") c=$(median < "$work/agree")
+us() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
+echo "without the shim:                      $(us "$a") us/call  [$(tr '\n' ' ' < "$work/native")]"
+echo "with the shim, agreement skipped:      $(us "$b") us/call  [$(tr '\n' ' ' < "$work/shim")]"
+echo "with the shim, agreeing on every call: $(us "$c") us/call  [$(tr '\n' ' ' < "$work/agree")]"
+echo "the shim without agreement adds $(us "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')") us/call; the agreement $(us "$(awk -v b="$b" -v c="$c" 'BEGIN { print c - b }')") us/call (medians)"
 echo
 
 echo "## MPI_Init, 16 ranks, warm plan cache (target: <= 50 ms added); $rounds jobs each"

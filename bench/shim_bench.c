@@ -9,6 +9,9 @@
  *       200000 calls, 2000 unmeasured first) on MPI_COMM_WORLD; prints, on
  *       rank 0, the mean time per call of the slowest rank
  *       ("per_call_us 3.21").
+ *   shim_bench vcalls [--bytes B] [--iterations N] [--warmup W]
+ *       The same with MPI_Alltoallv, B bytes to every rank (the uniform
+ *       pattern class).
  *
  * A plain MPI program in C: it knows nothing of topotune, like the jobs the
  * shim is loaded into. */
@@ -27,8 +30,9 @@ static double Now(void) {
 static void Usage(FILE* out) {
   fprintf(out,
           "usage: shim_bench init\n"
-          "       shim_bench calls [--bytes B] [--iterations N] [--warmup W]\n"
-          "Times MPI_Init (init) or blocking MPI_Alltoall calls (calls) for bench/shim.sh.\n");
+          "       shim_bench calls|vcalls [--bytes B] [--iterations N] [--warmup W]\n"
+          "Times MPI_Init (init) or blocking MPI_Alltoall (calls) or MPI_Alltoallv (vcalls) calls\n"
+          "for bench/shim.sh.\n");
 }
 
 int main(int argc, char** argv) {
@@ -36,8 +40,8 @@ int main(int argc, char** argv) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  const int init_mode = strcmp(argv[1], "init") == 0;
-  if (!init_mode && strcmp(argv[1], "calls") != 0) {
+  const int init_mode = strcmp(argv[1], "init") == 0, v_mode = strcmp(argv[1], "vcalls") == 0;
+  if (!init_mode && !v_mode && strcmp(argv[1], "calls") != 0) {
     fprintf(stderr, "shim_bench: unknown mode '%s'\n", argv[1]);
     Usage(stderr);
     return 2;
@@ -80,17 +84,27 @@ int main(int argc, char** argv) {
   }
   char* send = calloc((size_t)(bytes * size) + 1, 1);
   char* recv = calloc((size_t)(bytes * size) + 1, 1);
-  for (long i = 0; i < warmup; ++i)
-    MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double start = MPI_Wtime();
-  for (long i = 0; i < iterations; ++i)
-    MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+  int* counts = calloc((size_t)size, sizeof(int));
+  int* displs = calloc((size_t)size, sizeof(int));
+  for (int r = 0; r < size; ++r) counts[r] = (int)bytes, displs[r] = (int)(bytes * r);
+  double start = 0;
+  for (long i = 0; i < warmup + iterations; ++i) {
+    if (i == warmup) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      start = MPI_Wtime();
+    }
+    if (v_mode)
+      MPI_Alltoallv(send, counts, displs, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+    else
+      MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+  }
   double per_call = iterations > 0 ? (MPI_Wtime() - start) / (double)iterations : 0, max_per_call = 0;
   MPI_Reduce(&per_call, &max_per_call, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0) printf("per_call_us %.4f\n", max_per_call * 1e6);
   free(send);
   free(recv);
+  free(counts);
+  free(displs);
   MPI_Finalize();
   return 0;
 }

@@ -40,6 +40,22 @@ bool ToKernelCollective(v1::Collective c, kernels::Collective* out) {
   return kernels::ParseCollective(v1::CollectiveName(c), out);
 }
 
+bool ToPatternClass(v1::AlltoallvPattern p, kernels::PatternClass* out) {
+  switch (p) {
+    case v1::ALLTOALLV_PATTERN_UNIFORM:
+      *out = kernels::PatternClass::kUniform;
+      return true;
+    case v1::ALLTOALLV_PATTERN_SKEWED:
+      *out = kernels::PatternClass::kSkewed;
+      return true;
+    case v1::ALLTOALLV_PATTERN_SPARSE:
+      *out = kernels::PatternClass::kSparse;
+      return true;
+    default:
+      return false;
+  }
+}
+
 StatusOr<std::vector<TableRow>> CheckTable(kernels::Collective collective, const v1::DecisionTable& table) {
   if (table.ranges_size() == 0) return Status::InvalidArgument("the decision table is empty");
   std::vector<TableRow> rows;
@@ -213,6 +229,23 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
                                                  static_cast<int>(p.collective()), Where(collectives[i])));
     auto rows = CheckTable(kc, p.table());
     if (!rows.ok()) return Status::InvalidArgument(Where(p.collective()) + ": " + rows.status().message());
+    // Alltoallv's tables per pattern class: skewed and sparse, each once.
+    std::vector<TableRow> all_rows = *rows;
+    std::vector<bool> seen(kernels::kPatternClassCount);
+    for (const v1::PatternTable& t : p.pattern_tables()) {
+      kernels::PatternClass k;
+      if (kc != kernels::Collective::kAlltoallv || !ToPatternClass(t.pattern(), &k) ||
+          k == kernels::PatternClass::kUniform || seen[static_cast<size_t>(k)])
+        return Status::InvalidArgument(
+            fmt::format("{}: a pattern table of pattern {}, not a skewed or sparse alltoallv table listed once",
+                        Where(p.collective()), static_cast<int>(t.pattern())));
+      seen[static_cast<size_t>(k)] = true;
+      auto class_rows = CheckTable(kc, t.table());
+      if (!class_rows.ok())
+        return Status::InvalidArgument(fmt::format("{} ({} pattern): {}", Where(p.collective()),
+                                                   kernels::PatternClassName(k), class_rows.status().message()));
+      all_rows.insert(all_rows.end(), class_rows->begin(), class_rows->end());
+    }
     // Every schedule sent: its programs whole and sound, or left out with a
     // reason (the shim moves each rank's program to that rank).
     for (const v1::CompiledSchedule& schedule : p.schedules()) {
@@ -235,7 +268,7 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
         return Status::InvalidArgument(fmt::format("{}: {}", where, st.message()));
     }
     // What the table's kernels need.
-    for (const TableRow& row : *rows) {
+    for (const TableRow& row : all_rows) {
       if (NeedsRing(*row.kernel)) {
         if (!p.has_ring())
           return Status::InvalidArgument(fmt::format("{}: the table names {} but the plan has no ring order",

@@ -6,9 +6,10 @@
 // before handing out a byte:
 //
 //   * CheckPlan: the response matches the request (ranks, collectives) and
-//     each decision table is contiguous from 0 and names kernels of the
-//     registry; the compiled schedules and ring orders the table's kernels
-//     need are there and well formed.
+//     each decision table (alltoallv's per pattern class too: skewed and
+//     sparse, each at most once) is contiguous from 0 and names kernels of
+//     the registry; the compiled schedules and ring orders the table's
+//     kernels need are there and well formed.
 //   * CheckPrograms: an independent verifier of compiled per-rank programs.
 //     It runs all programs together in a model of the kernel's execution
 //     (tree_scheduled.cc: wait for notices, post send and receive together,
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_kernels/alltoallv/pattern_class.h"
 #include "bench_kernels/kernel.h"
 #include "topotune/v1/plans.pb.h"
 #include "tuner/rank_program.h"
@@ -43,6 +45,10 @@ struct TableRow {
 // The kernel registry's collective of a protocol collective; false for
 // UNSPECIFIED or an unknown value.
 bool ToKernelCollective(v1::Collective c, kernels::Collective* out);
+
+// The library's class of a protocol alltoallv pattern; false for RANDOM
+// (not a class) and UNSPECIFIED or an unknown value.
+bool ToPatternClass(v1::AlltoallvPattern p, kernels::PatternClass* out);
 
 // A table as rows: ranges in order, contiguous, the first at 0, the last
 // without end, every algorithm a kernel of `collective`.

@@ -218,5 +218,63 @@ TEST(CheckPlan, MatchesTheRequestAndNeedsWhatTheTableNames) {
   }
 }
 
+TEST(CheckPlan, AlltoallvPatternTablesAreSkewedOrSparseOnceAndWellFormed) {
+  v1::GetPlanResponse plan;
+  plan.set_nprocs(4);
+  v1::CollectivePlan* v = plan.add_plans();
+  v->set_collective(v1::COLLECTIVE_ALLTOALLV);
+  *v->mutable_table() = Table({{0, 0, "native"}});
+  auto add = [](v1::CollectivePlan* p, v1::AlltoallvPattern pattern, v1::DecisionTable table) {
+    v1::PatternTable* t = p->add_pattern_tables();
+    t->set_pattern(pattern);
+    *t->mutable_table() = std::move(table);
+  };
+  add(v, v1::ALLTOALLV_PATTERN_SKEWED, Table({{0, 65536, "native"}, {65536, 0, "a2a_phased"}}));
+  add(v, v1::ALLTOALLV_PATTERN_SPARSE, Table({{0, 0, "linear"}}));
+  const std::vector<v1::Collective> asked = {v1::COLLECTIVE_ALLTOALLV};
+  ASSERT_TRUE(CheckPlan(plan, 4, asked).ok()) << CheckPlan(plan, 4, asked).ToString();
+
+  struct Case {
+    const char* what;
+    v1::AlltoallvPattern pattern;
+    v1::DecisionTable table;
+    const char* message;
+  } cases[] = {
+      {"uniform as a pattern table", v1::ALLTOALLV_PATTERN_UNIFORM, Table({{0, 0, "native"}}), "pattern 1, not"},
+      {"random is not a class", v1::ALLTOALLV_PATTERN_RANDOM, Table({{0, 0, "native"}}), "pattern 3, not"},
+      {"skewed twice", v1::ALLTOALLV_PATTERN_SKEWED, Table({{0, 0, "native"}}), "pattern 2, not"},
+      {"unspecified", v1::ALLTOALLV_PATTERN_UNSPECIFIED, Table({{0, 0, "native"}}), "pattern 0, not"},
+  };
+  for (const Case& c : cases) {
+    v1::GetPlanResponse p = plan;
+    add(p.mutable_plans(0), c.pattern, c.table);
+    EXPECT_NE(CheckPlan(p, 4, asked).message().find(c.message), std::string::npos)
+        << c.what << ": " << CheckPlan(p, 4, asked).ToString();
+  }
+  {
+    v1::GetPlanResponse p = plan;  // A damaged class table.
+    *p.mutable_plans(0)->mutable_pattern_tables(1)->mutable_table() = Table({{0, 100, "linear"}, {200, 0, "native"}});
+    EXPECT_NE(CheckPlan(p, 4, asked).message().find("alltoallv (sparse pattern): range 1 starts at 200"),
+              std::string::npos)
+        << CheckPlan(p, 4, asked).ToString();
+  }
+  {
+    v1::GetPlanResponse p = plan;  // A kernel of another collective.
+    *p.mutable_plans(0)->mutable_pattern_tables(0)->mutable_table() = Table({{0, 0, "tree_scheduled"}});
+    EXPECT_NE(CheckPlan(p, 4, asked).message().find("'tree_scheduled', which this library does not have"),
+              std::string::npos);
+  }
+  {
+    v1::GetPlanResponse p;  // Pattern tables on another collective.
+    p.set_nprocs(4);
+    v1::CollectivePlan* a2a = p.add_plans();
+    a2a->set_collective(v1::COLLECTIVE_ALLTOALL);
+    *a2a->mutable_table() = Table({{0, 0, "native"}});
+    add(a2a, v1::ALLTOALLV_PATTERN_SKEWED, Table({{0, 0, "native"}}));
+    const std::vector<v1::Collective> a2a_only = {v1::COLLECTIVE_ALLTOALL};
+    EXPECT_NE(CheckPlan(p, 4, a2a_only).message().find("alltoall: a pattern table"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace topotune::shim

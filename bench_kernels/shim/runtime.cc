@@ -61,7 +61,35 @@ std::string DescribeTable(const std::vector<TableRow>& rows) {
   return out;
 }
 
+// Fills the tables `plan` leaves empty with native (a class without a table
+// runs native), replaces every table of a collective with a forced
+// algorithm by that algorithm, and sets any_kernel, v_agree and v_any_l3.
+void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
+  const size_t v = Index(Collective::kAlltoallv);
+  for (Collective c : kCollectives) {
+    std::vector<std::vector<TableRow>*> tables = {&plan->tables[Index(c)]};
+    if (c == Collective::kAlltoallv)
+      for (size_t p = 1; p < plan->pattern_tables.size(); ++p) tables.push_back(&plan->pattern_tables[p]);
+    for (std::vector<TableRow>* rows : tables) {
+      if (!force[Index(c)].empty()) *rows = {{0, kernels::FindKernel(c, force[Index(c)])}};
+      if (rows->empty()) *rows = {{0, Native(c)}};
+      for (const TableRow& row : *rows) {
+        plan->any_kernel = plan->any_kernel || row.kernel != Native(c);
+        if (c != Collective::kAlltoallv) continue;
+        plan->v_any_l3 = plan->v_any_l3 || IsL3(row.kernel);
+        plan->v_agree = plan->v_agree || rows->size() > 1 || row.kernel != plan->tables[v][0].kernel;
+      }
+    }
+  }
+  plan->v_agree = plan->v_agree || plan->v_any_l3;
+}
+
 }  // namespace
+
+const std::vector<TableRow>& PlanData::AlltoallvTable(kernels::PatternClass p) const {
+  return p == kernels::PatternClass::kUniform ? tables[Index(Collective::kAlltoallv)]
+                                              : pattern_tables[static_cast<size_t>(p)];
+}
 
 Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
@@ -136,6 +164,11 @@ void Runtime::Start() {
     std::string tables;
     for (Collective c : kCollectives)
       tables += fmt::format("; {}: {}", kernels::CollectiveName(c), DescribeTable(world_plan_->tables[Index(c)]));
+    for (int p = 1; p < kernels::kPatternClassCount; ++p) {
+      const auto k = static_cast<kernels::PatternClass>(p);
+      tables += fmt::format("; alltoallv {}: {}", kernels::PatternClassName(k),
+                            DescribeTable(world_plan_->AlltoallvTable(k)));
+    }
     Log(LogLevel::kInfo,
         fmt::format("{} ranks on {} hosts, plan {} (topology version {}){}; ready in {:.1f} ms", world_size_,
                     per_host.size(), world_plan_->plan_id.empty() ? "none" : world_plan_->plan_id,
@@ -241,6 +274,12 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     if (!ToKernelCollective(p.collective(), &c)) continue;
     auto rows = CheckTable(c, p.table());  // Checked by rank 0: it holds.
     if (rows.ok()) plan->tables[Index(c)] = std::move(rows).value();
+    for (const v1::PatternTable& t : p.pattern_tables()) {
+      kernels::PatternClass k;
+      auto class_rows = CheckTable(c, t.table());
+      if (ToPatternClass(t.pattern(), &k) && k != kernels::PatternClass::kUniform && class_rows.ok())
+        plan->pattern_tables[static_cast<size_t>(k)] = std::move(class_rows).value();
+    }
     if (p.has_ring()) {
       plan->ring_order.assign(p.ring().order().begin(), p.ring().order().end());
       plan->switch_of_rank.assign(p.ring().switch_of_rank().begin(), p.ring().switch_of_rank().end());
@@ -253,19 +292,14 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     auto program = ProgramFromProto(bundle.programs(static_cast<int>(k)), n);
     if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
   }
-  for (Collective c : kCollectives) {
-    auto& rows = plan->tables[Index(c)];
-    if (!config_.force[Index(c)].empty()) rows = {{0, kernels::FindKernel(c, config_.force[Index(c)])}};
-    if (rows.empty()) rows = {{0, Native(c)}};
-    for (const TableRow& row : rows) plan->any_kernel = plan->any_kernel || row.kernel != Native(c);
-  }
+  Complete(plan.get(), config_.force);
   return plan;
 }
 
 std::shared_ptr<const PlanData> Runtime::NativeOnly() {
   static const auto native = [] {
     auto plan = std::make_shared<PlanData>();
-    for (Collective c : kCollectives) plan->tables[Index(c)] = {{0, Native(c)}};
+    Complete(plan.get(), {});
     return plan;
   }();
   return native;
@@ -273,11 +307,7 @@ std::shared_ptr<const PlanData> Runtime::NativeOnly() {
 
 std::shared_ptr<const PlanData> Runtime::ForcedOnly() const {
   auto plan = std::make_shared<PlanData>();
-  for (Collective c : kCollectives) {
-    const std::string& forced = config_.force[Index(c)];
-    plan->tables[Index(c)] = {{0, forced.empty() ? Native(c) : kernels::FindKernel(c, forced)}};
-    plan->any_kernel = plan->any_kernel || !forced.empty();
-  }
+  Complete(plan.get(), config_.force);
   return plan;
 }
 
@@ -386,8 +416,7 @@ void Runtime::Forget(MPI_Comm comm) {
   // gone's private communicator is freed here, outside the lock.
 }
 
-const kernels::KernelInfo* Runtime::Choose(const PlanData& plan, Collective c, int64_t msize) const {
-  const std::vector<TableRow>& rows = plan.tables[Index(c)];
+const kernels::KernelInfo* Runtime::Choose(const std::vector<TableRow>& rows, int64_t msize) {
   for (size_t i = rows.size(); i-- > 1;)
     if (msize >= rows[i].min_msize) return rows[i].kernel;
   return rows[0].kernel;
@@ -450,7 +479,7 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
   const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
   const int64_t n = state->size;
-  return Run(*state, c, Choose(*state->plan, c, msize), a, msize, msize * n * (n - 1), call_native, run);
+  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, msize * n * (n - 1), call_native, run);
 }
 
 int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
@@ -474,34 +503,42 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   PMPI_Type_size(a.recvtype, &recv_size);
   const int* counts = in_place ? a.recvcounts : a.sendcounts;
   const int n = state->size;
-  int64_t local = 0;  // Bytes this rank sends to other ranks.
-  for (int i = 0; i < n; ++i)
-    if (i != state->rank) local += static_cast<int64_t>(counts[i]) * send_size;
-  const std::vector<TableRow>& rows = state->plan->tables[Index(Collective::kAlltoallv)];
-  const bool any_l3 = std::any_of(rows.begin(), rows.end(), [](const TableRow& r) { return IsL3(r.kernel); });
-  const kernels::KernelInfo* k = rows[0].kernel;
-  int64_t msize = n > 1 ? local / (n - 1) : 0, bytes = local * n;
-  if ((rows.size() > 1 || any_l3) && n > 1) {
-    // Agree on the mean block size and on whether the sizes changed.
+  const PlanData& plan = *state->plan;
+  const kernels::PatternFeatures mine =
+      kernels::RowFeatures(std::span<const int>(counts, static_cast<size_t>(n)), send_size, state->rank);
+  const kernels::KernelInfo* k = plan.tables[Index(Collective::kAlltoallv)][0].kernel;
+  int64_t msize = n > 1 ? mine.bytes / (n - 1) : 0, bytes = mine.bytes * n;
+  std::optional<kernels::PatternClass> pattern;
+  if (plan.v_agree && n > 1) {
+    // Agree on the class, the mean block size and whether the sizes changed.
     std::vector<int64_t> send_bytes, recv_bytes;
-    if (any_l3) {
+    if (plan.v_any_l3) {
       for (int i = 0; i < n; ++i) {
         send_bytes.push_back(static_cast<int64_t>(counts[i]) * send_size);
         recv_bytes.push_back(static_cast<int64_t>(a.recvcounts[i]) * recv_size);
       }
     }
-    int64_t agree[2] = {local, any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv)};
-    PMPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
-    msize = agree[0] / (static_cast<int64_t>(n) * (n - 1));
-    bytes = agree[0];
-    k = Choose(*state->plan, Collective::kAlltoallv, msize);
-    if (IsL3(k) && (agree[1] > 0 || state->v_kernel != k)) {
+    constexpr int kWords = kernels::PatternFeatures::kWords;
+    int64_t agree[kWords + 1];
+    mine.ToWords(agree);
+    agree[kWords] = plan.v_any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv);
+    PMPI_Allreduce(MPI_IN_PLACE, agree, kWords + 1, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
+    const kernels::PatternFeatures all = kernels::PatternFeatures::FromWords(agree);
+    bytes = all.bytes;
+    msize = bytes / (static_cast<int64_t>(n) * (n - 1));
+    pattern = kernels::Classify(all, n);
+    k = Choose(plan.AlltoallvTable(*pattern), msize);
+    if (IsL3(k) && (agree[kWords] > 0 || state->v_kernel != k)) {
       // Every rank takes this branch together: the plan of the new sizes.
       if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();
       state->v_send = std::move(send_bytes);
       state->v_recv = std::move(recv_bytes);
       state->v_kernel = k;
     }
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : v_unclassified_);
   }
   return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
 }
@@ -560,6 +597,10 @@ void Runtime::Finish() {
                           {"total_bytes", s.total_bytes()},
                           {"total_seconds", s.total_seconds()},
                           {"fallbacks", s.fallbacks()}});
+  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}};
+  for (int p = 0; p < kernels::kPatternClassCount; ++p)
+    j["alltoallv_classes"][std::string(kernels::PatternClassName(static_cast<kernels::PatternClass>(p)))] =
+        v_classes_[static_cast<size_t>(p)];
   j["fallbacks"] = nlohmann::json::object();
   for (const auto& [reason, count] : reasons_) j["fallbacks"][reason] = count;
   std::ofstream out(path);

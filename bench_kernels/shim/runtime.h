@@ -19,9 +19,14 @@
 //   * When the world's plan failed, no other communicator asks the daemon.
 // Every decision is made the same way on every rank of the communicator, so
 // ranks never disagree on which kernel runs: message sizes of alltoall and
-// allgather match across ranks by MPI's rules; alltoallv agrees on the mean
-// block size with one PMPI_Allreduce, only when its table has more than one
-// range or its kernel needs a plan of the sizes (the *_l3 kernels).
+// allgather match across ranks by MPI's rules. Alltoallv has a table per size
+// pattern class (uniform, skewed, sparse; a class the plan does not list runs
+// native): one PMPI_Allreduce of six integers sums every rank's bytes,
+// non-empty blocks and squared block sizes (alltoallv/pattern_class.h) and
+// whether its counts changed since the last call, so that all ranks agree on the
+// call's class and mean block size. That agreement is skipped when it cannot
+// change the outcome: every class's table is one range of the same kernel,
+// and that kernel needs no plan of the sizes (the *_l3 kernels do).
 //
 // Fallbacks (no plan, a kernel declining a call) are counted by reason and
 // logged once per reason: reasons about the plan by world rank 0, reasons
@@ -44,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_kernels/alltoallv/pattern_class.h"
 #include "bench_kernels/driver/context.h"
 #include "bench_kernels/kernel.h"
 #include "bench_kernels/shim/call_stats.h"
@@ -58,10 +64,20 @@ struct PlanData {
   std::string plan_id;           // "" without a daemon plan.
   int64_t topology_version = 0;  // 0 without a daemon plan.
   // Indexed by kernels::Collective; never empty (one "native" row at least).
+  // Alltoallv's is the uniform class's table.
   std::array<std::vector<TableRow>, 3> tables;
+  // Alltoallv's skewed and sparse tables (PatternClass 1 and 2; index 0 is
+  // unused, the uniform table being tables[alltoallv]); never empty.
+  std::array<std::vector<TableRow>, kernels::kPatternClassCount> pattern_tables;
+  // Alltoallv calls agree on their class and size (see the header comment),
+  // and some table names an *_l3 kernel.
+  bool v_agree = false, v_any_l3 = false;
   std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
+
+  // The alltoallv table of class `p`.
+  const std::vector<TableRow>& AlltoallvTable(kernels::PatternClass p) const;
 };
 
 class Runtime {
@@ -122,7 +138,7 @@ class Runtime {
   template <typename Args, typename NativeFn, typename RunFn>
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
           int64_t bytes, NativeFn native, RunFn run);
-  const kernels::KernelInfo* Choose(const PlanData& plan, kernels::Collective c, int64_t msize) const;
+  static const kernels::KernelInfo* Choose(const std::vector<TableRow>& rows, int64_t msize);
   void Count(kernels::Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
              bool fallback);
   // Counts a fallback reason and logs it the first time (when `log_here`).
@@ -150,6 +166,10 @@ class Runtime {
   mutable std::mutex mu_;
   std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states_;
   CallStats stats_;
+  // Alltoallv calls per pattern class; calls that skipped the agreement
+  // have no class.
+  std::array<int64_t, kernels::kPatternClassCount> v_classes_{};
+  int64_t v_unclassified_ = 0;
   std::unordered_map<std::string, int64_t> reasons_;
 };
 

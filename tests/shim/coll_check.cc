@@ -22,9 +22,10 @@
 // MPI_Allgather with MPI_IN_PLACE; per (comm, type) once, send and receive
 // types that differ in layout but match in signature (contig or vec sent,
 // MPI_INT received) for MPI_Alltoall, MPI_Allgather and MPI_Alltoallv; per
-// (comm, type) MPI_Alltoallv with four count patterns ("zeros", "small"
-// 0 to 3, "medium" 0 to 240, "large" up to 64 KiB worth; zero counts between
-// some pairs and to oneself), each also with MPI_IN_PLACE (counts symmetric,
+// (comm, type) MPI_Alltoallv with five count patterns ("zeros", "small"
+// 0 to 3, "medium" 0 to 240, "sparse" 200 between a third of the pairs and
+// nothing between the others, "large" up to 64 KiB worth; zero counts
+// between some pairs and to oneself), each also with MPI_IN_PLACE (counts symmetric,
 // as MPI requires), blocks at uneven displacements: send blocks in peer
 // order with gaps of 0 to 2 elements, receive blocks in reverse peer order
 // with one element of gap after each.
@@ -472,6 +473,9 @@ void Round(Runner* run, int rank, int n) {
         run->Alltoallv(comm, "zeros", t, t, in_place, [](int, int) { return 0; });
         run->Alltoallv(comm, "small", t, t, in_place, [&](int i, int j) { return (sym(i, j) + 2) % 4; });
         run->Alltoallv(comm, "medium", t, t, in_place, [&](int i, int j) { return (sym(i, j) * 7 % 5) * 60; });
+        // Sparse: only pairs whose ranks sum to 1 modulo 4 send (a third
+        // of the pairs on 4 ranks), symmetric as in place requires.
+        run->Alltoallv(comm, "sparse", t, t, in_place, [](int i, int j) { return (i + j) % 4 == 1 ? 200 : 0; });
         run->Alltoallv(comm, "large", t, t, in_place,
                        [&](int i, int j) { return i == j ? 0 : (sym(i, j) % 3 + 1) * big; });
       }

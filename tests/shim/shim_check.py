@@ -195,6 +195,10 @@ def table_algorithm(table, msize):
 
 
 def cmd_tuned(stats_path, summary_path, tables_path):
+    """Every call ran its table's algorithm at its size. Alltoallv's tables are
+    per size-pattern class: "alltoallv" is the uniform class's, by size;
+    "alltoallv:CLASS" names one algorithm for every size, so that its calls
+    tell which class the library gave them (stats' alltoallv_classes)."""
     stats, summary, tables = load(stats_path), load(summary_path), load(tables_path)
     check_shape(stats)
     ran_tuned = 0
@@ -208,7 +212,8 @@ def cmd_tuned(stats_path, summary_path, tables_path):
         table = tables.get(collective)
         if not table:
             continue
-        algorithms = {alg for _, _, alg in table} | {"native"}
+        by_class = {key.partition(":")[2]: t[0][2] for key, t in tables.items() if key.startswith(collective + ":")}
+        algorithms = {alg for _, _, alg in table} | {"native"} | set(by_class.values())
         # Communicators of one rank run native (not a fallback); nothing else may.
         single = summary["calls"][collective]["single"]
         plain_native = sum(e["calls"] - e["fallbacks"] for e in es if e["algorithm"] == "native")
@@ -218,16 +223,41 @@ def cmd_tuned(stats_path, summary_path, tables_path):
         for e in es:
             if e["algorithm"] == "native":
                 continue
+            if e["algorithm"] in by_class.values():
+                ran_tuned += e["calls"]
+                continue
             want = table_algorithm(table, e["msize"])
             if e["algorithm"] != want:
                 fail(f"{collective} at msize {e['msize']} ran {e['algorithm']} ({e['calls']} calls), the table "
                      f"says {want}: {summarize(es)}")
             ran_tuned += e["calls"]
         if {e["algorithm"] for e in es} < algorithms:
-            fail(f"{collective}: only {sorted({e['algorithm'] for e in es})} ran, the table has {sorted(algorithms)}")
+            fail(f"{collective}: only {sorted({e['algorithm'] for e in es})} ran, the tables have {sorted(algorithms)}")
+        if by_class:
+            check_classes(stats, es, by_class, single, total)
         print(f"{collective}: {summarize(es)}")
     if ran_tuned == 0:
         fail("no call ran a tuned (non-native) algorithm")
+
+
+def check_classes(stats, es, by_class, single, total):
+    """Alltoallv's calls per class: every call on more than one rank has one,
+    each class occurs, and the calls of a class's algorithm are that class's
+    calls (less those that fell back to native)."""
+    classes = stats.get("alltoallv_classes")
+    if not isinstance(classes, dict):
+        fail(f"the stats have no alltoallv_classes: {classes!r}")
+    if sum(classes.values()) != total or classes.get("unclassified") != single:
+        fail(f"alltoallv_classes {classes}: expected {total} calls, the {single} on communicators of one rank "
+             "unclassified")
+    fallbacks = sum(e["fallbacks"] for e in es)
+    for pattern, algorithm in by_class.items():
+        want = classes.get(pattern, 0)
+        ran = sum(e["calls"] for e in es if e["algorithm"] == algorithm)
+        if want == 0 or not want - fallbacks <= ran <= want:
+            fail(f"alltoallv: {want} calls of class {pattern} (alltoallv_classes {classes}), {ran} ran its "
+                 f"algorithm {algorithm} ({fallbacks} fell back): {summarize(es)}")
+        print(f"alltoallv class {pattern}: {want} calls, {ran} ran {algorithm}")
 
 
 def cmd_waits(stats_path, most):

@@ -31,8 +31,9 @@
 #                         kernels that need no context, at least the
 #                         MPI_COMM_WORLD calls for those that do.
 #   same_results_tuned    decision tables for 4 ranks, 2 per node, written
-#                         into the daemon's database (decisions); calls run
-#                         their size's algorithm; then TOPOTUNE_DISABLE=1:
+#                         into the daemon's database (decisions), alltoallv's
+#                         per pattern class; calls run their size's (and
+#                         class's) algorithm; then TOPOTUNE_DISABLE=1:
 #                         native only, no GetPlan or ReportJob reach the
 #                         daemon.
 #   fault_daemon_down     TOPOTUNE_SERVER is a closed port: no plan (reason
@@ -250,6 +251,8 @@ case $case_name in
       cat >"$work/tables.json" <<'EOF'
 {"alltoall": [[0, 16, "bruck"], [16, 1024, "pairwise"], [1024, 16384, "tree_scheduled"], [16384, null, "ring"]],
  "alltoallv": [[0, 64, "linear"], [64, 4096, "greedy_phased"], [4096, null, "a2a_phased"]],
+ "alltoallv:skewed": [[0, null, "a2a_phased_l3"]],
+ "alltoallv:sparse": [[0, null, "greedy_phased_l3"]],
  "allgather": [[0, 16, "recursive_doubling"], [16, 4096, "switch_ordered_ring"], [4096, null, "link_scheduled"]]}
 EOF
       version=$(sql 'SELECT max(version) FROM topologies')
@@ -258,10 +261,12 @@ EOF
 import json, sys
 tables, version = json.load(open(sys.argv[1])), int(sys.argv[2])
 print("BEGIN;")
-for coll, table in tables.items():
+for key, table in tables.items():
     rows = [{"min_msize": lo, "max_msize": hi, "algorithm": alg} for lo, hi, alg in table]
     text = json.dumps(rows).replace("'", "''")
-    pattern = "uniform" if coll == "alltoallv" else ""  # Alltoallv's are per size-pattern class.
+    # Alltoallv's are per size-pattern class: "alltoallv" is the uniform one.
+    coll, _, pattern = key.partition(":")
+    pattern = pattern or ("uniform" if coll == "alltoallv" else "")
     print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, pattern, table_json, "
           f"choices_json, created_at) VALUES ({version}, '{coll}', 4, 2, '{pattern}', '{text}', '[]', 0);")
 print("COMMIT;")
