@@ -751,8 +751,8 @@ def targets(topos):
                                     not row["differs"],
                                     "no difference" if not row["differs"] else
                                     "the interval excludes 1 although both sides ran Open MPI's collective: noise, "
-                                    "or the library's own cost (alltoallv: the allreduce that agrees on the block "
-                                    "size); not a speedup"))
+                                    "or the library's own cost (alltoallv: the allreduce that agrees on the call's "
+                                    "class and block size); not a speedup"))
         for m in sorted(topo.samples.get("allgather", {})):
             o = topo.samples["allgather"][m].get(TUNED)
             if m < 256 * KIB or o is None:
@@ -769,7 +769,7 @@ def targets(topos):
     if misses:
         lines[-1:-1] = [f"  of the {misses} MISSes, {t3_missed_native} are at points where the library ran native "
                         f"(the same algorithm: noise, and for alltoallv the library's extra allreduce that agrees on "
-                        f"the block size), {misses - t3_missed_native} where it ran another algorithm"]
+                        f"the call's class and block size), {misses - t3_missed_native} where it ran another algorithm"]
     section("4. tuned allgather >= 0.85 of its bound at >= 256 KiB", t4)
     section("5. A/A: where the library ran native (the algorithm of ompi:default), default/tuned shows no "
             "difference (its 95 % interval includes 1)", aa)

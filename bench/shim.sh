@@ -17,8 +17,10 @@
 #             MPI_Alltoallv on 4 ranks, without the shim, with a plan whose
 #             classes all run native (agreement skipped), and with one whose
 #             skewed class runs another algorithm (uniform calls agree, then
-#             run native), alternating, --rounds jobs each; the medians and
-#             the differences. Each plan comes from a daemon of its own.
+#             run native), and with one whose skewed class leaves native only
+#             from 1 MiB (the agreement backs off: agreement_backoff.h),
+#             alternating, --rounds jobs each; the medians and the
+#             differences. Each plan comes from a daemon of its own.
 #   init      MPI_Init takes at most 50 ms longer with the shim, for 16 ranks
 #             on this machine with a warm plan cache: the longest MPI_Init of
 #             any rank without the shim, with it, and with TOPOTUNE_DISABLE=1,
@@ -129,12 +131,22 @@ echo "## alltoallv's agreement on class and size; 8 bytes per pair, 4 ranks, $it
 # would run linear, so every call agrees on its class; uniform ones then run
 # native, as with the first daemon.
 start_daemon classes
-version=$(sqlite3 -cmd '.timeout 5000' "$work/classes.sqlite" 'SELECT max(version) FROM topologies')
-sqlite3 -cmd '.timeout 5000' "$work/classes.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
-  ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, 'skewed',
-  '[{\"min_msize\": 0, \"max_msize\": null, \"algorithm\": \"linear\"}]', '[]', 0);"
+# seed_skewed NAME TABLE_JSON: the skewed class's alltoallv table for 4 ranks
+# on one host, in daemon NAME's database.
+seed_skewed() {
+  local version
+  version=$(sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" 'SELECT max(version) FROM topologies')
+  sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
+    ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, 'skewed',
+    '$2', '[]', 0);"
+}
+seed_skewed classes '[{"min_msize": 0, "max_msize": null, "algorithm": "linear"}]'
 with_classes=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
-: > "$work/native"; : > "$work/shim"; : > "$work/agree"
+start_daemon backoff
+seed_skewed backoff '[{"min_msize": 0, "max_msize": 1048576, "algorithm": "native"},
+  {"min_msize": 1048576, "max_msize": null, "algorithm": "linear"}]'
+with_backoff=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
+: > "$work/native"; : > "$work/shim"; : > "$work/agree"; : > "$work/backoff"
 for i in $(seq "$rounds"); do
   job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/native"
   job per_call_us -np 4 "${with_shim[@]}" "$bench" vcalls --iterations "$iterations" >> "$work/shim"
@@ -144,12 +156,14 @@ for i in $(seq "$rounds"); do
 assert j["plan"]["status"] == "ok" and c["uniform"] > 0 and c["unclassified"] == 0, (j["plan"], c)
 assert {e["algorithm"] for e in j["stats"] if e["collective"] == "alltoallv"} == {"native"}, j["stats"]' \
     "$work/agree-$i.json" || { echo "shim.sh: the agreeing job did not agree and run native" >&2; exit 1; }
+  job per_call_us -np 4 "${with_backoff[@]}" "$bench" vcalls --iterations "$iterations" >> "$work/backoff"
 done
-a=$(median < "$work/native") b=$(median < "$work/shim") c=$(median < "$work/agree")
+a=$(median < "$work/native") b=$(median < "$work/shim") c=$(median < "$work/agree") d=$(median < "$work/backoff")
 us() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 echo "without the shim:                      $(us "$a") us/call  [$(tr '\n' ' ' < "$work/native")]"
 echo "with the shim, agreement skipped:      $(us "$b") us/call  [$(tr '\n' ' ' < "$work/shim")]"
 echo "with the shim, agreeing on every call: $(us "$c") us/call  [$(tr '\n' ' ' < "$work/agree")]"
+echo "with the shim, backing off:            $(us "$d") us/call  [$(tr '\n' ' ' < "$work/backoff")]"
 echo "the shim without agreement adds $(us "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')") us/call; the agreement $(us "$(awk -v b="$b" -v c="$c" 'BEGIN { print c - b }')") us/call (medians)"
 echo
 

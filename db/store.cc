@@ -1,6 +1,7 @@
 #include "db/store.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -200,8 +201,9 @@ struct Store::Impl {
         std::find(kPatternClasses.begin(), kPatternClasses.end(), key.pattern) != kPatternClasses.end();
     if (key.collective == "alltoallv" ? !is_class : !key.pattern.empty()) {
       return Invalid("pattern '" + key.pattern + "': " +
-                     (key.collective == "alltoallv" ? "alltoallv takes uniform, skewed or sparse"
-                                                    : "only alltoallv has patterns, not " + key.collective));
+                     (key.collective == "alltoallv"
+                          ? fmt::format("alltoallv takes one of {}", fmt::join(kPatternClasses, ", "))
+                          : "only alltoallv has patterns, not " + key.collective));
     }
     return Status::Ok();
   }
@@ -666,11 +668,17 @@ StatusOr<std::vector<StoredDecision>> Store::ListDecisions(int64_t topology_vers
   std::lock_guard lock(impl_->mu);
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, Transaction::Mode::kDeferred));
-  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(R"sql(
+  // Alltoallv's classes in kPatternClasses order.
+  static const std::string by_pattern = [] {
+    std::string out = "CASE pattern";
+    for (size_t i = 0; i < kPatternClasses.size(); ++i) out += fmt::format(" WHEN '{}' THEN {}", kPatternClasses[i], i);
+    return out + fmt::format(" ELSE {} END", kPatternClasses.size());
+  }();
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(fmt::format(R"sql(
       SELECT id, topology_version, collective, nprocs, ranks_per_node, table_json, choices_json, created_at, pattern
       FROM decisions WHERE topology_version = ?
-      ORDER BY collective, nprocs, ranks_per_node,
-               CASE pattern WHEN 'uniform' THEN 0 WHEN 'skewed' THEN 1 WHEN 'sparse' THEN 2 ELSE 3 END)sql"));
+      ORDER BY collective, nprocs, ranks_per_node, {})sql",
+                                                                      by_pattern)));
   st.BindAll(topology_version);
   std::vector<StoredDecision> out;
   for (;;) {

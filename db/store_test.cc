@@ -392,7 +392,7 @@ TEST_F(StoreTest, AlltoallvKeysArePerPatternClass) {
   std::vector<SizeChoice> none;
   const std::vector<DecisionRange> linear = {{0, kInf, "linear"}}, native = {{0, kInf, "native"}};
   EXPECT_THAT(store().StartRun({version_, "alltoallv", 7, 1}).status().message(),
-              HasSubstr("alltoallv takes uniform, skewed or sparse"));
+              HasSubstr("alltoallv takes one of uniform, skewed, sparse"));
   EXPECT_THAT(store().PutDecision({version_, "alltoallv", 7, 1, "random"}, linear, none).status().message(),
               HasSubstr("pattern 'random'"));
   EXPECT_THAT(store().StartRun({version_, "alltoall", 7, 1, "skewed"}).status().message(),

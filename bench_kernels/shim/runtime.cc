@@ -82,6 +82,14 @@ void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
     }
   }
   plan->v_agree = plan->v_agree || plan->v_any_l3;
+  // The smallest size at which some class's table leaves native.
+  plan->v_native_below = INT64_MAX;
+  for (int p = 0; p < kernels::kPatternClassCount; ++p)
+    for (const TableRow& row : plan->AlltoallvTable(static_cast<kernels::PatternClass>(p)))
+      if (row.kernel != Native(Collective::kAlltoallv)) {
+        plan->v_native_below = std::min(plan->v_native_below, row.min_msize);
+        break;
+      }
 }
 
 }  // namespace
@@ -506,10 +514,13 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   const PlanData& plan = *state->plan;
   const kernels::PatternFeatures mine =
       kernels::RowFeatures(std::span<const int>(counts, static_cast<size_t>(n)), send_size, state->rank);
-  const kernels::KernelInfo* k = plan.tables[Index(Collective::kAlltoallv)][0].kernel;
+  const bool agree = plan.v_agree && n > 1;
+  const bool skip = agree && state->v_backoff.Skip();  // Every rank skips the same calls: they run native.
+  const kernels::KernelInfo* k =
+      skip ? Native(Collective::kAlltoallv) : plan.tables[Index(Collective::kAlltoallv)][0].kernel;
   int64_t msize = n > 1 ? mine.bytes / (n - 1) : 0, bytes = mine.bytes * n;
   std::optional<kernels::PatternClass> pattern;
-  if (plan.v_agree && n > 1) {
+  if (agree && !skip) {
     // Agree on the class, the mean block size and whether the sizes changed.
     std::vector<int64_t> send_bytes, recv_bytes;
     if (plan.v_any_l3) {
@@ -519,16 +530,17 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
       }
     }
     constexpr int kWords = kernels::PatternFeatures::kWords;
-    int64_t agree[kWords + 1];
-    mine.ToWords(agree);
-    agree[kWords] = plan.v_any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv);
-    PMPI_Allreduce(MPI_IN_PLACE, agree, kWords + 1, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
-    const kernels::PatternFeatures all = kernels::PatternFeatures::FromWords(agree);
+    int64_t words[kWords + 1];
+    mine.ToWords(words);
+    words[kWords] = plan.v_any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv);
+    PMPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
+    const kernels::PatternFeatures all = kernels::PatternFeatures::FromWords(words);
     bytes = all.bytes;
     msize = bytes / (static_cast<int64_t>(n) * (n - 1));
     pattern = kernels::Classify(all, n);
     k = Choose(plan.AlltoallvTable(*pattern), msize);
-    if (IsL3(k) && (agree[kWords] > 0 || state->v_kernel != k)) {
+    state->v_backoff.Agreed(msize < plan.v_native_below);
+    if (IsL3(k) && (words[kWords] > 0 || state->v_kernel != k)) {
       // Every rank takes this branch together: the plan of the new sizes.
       if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();
       state->v_send = std::move(send_bytes);
@@ -538,7 +550,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   }
   {
     std::lock_guard lock(mu_);
-    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : v_unclassified_);
+    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : skip ? v_skipped_ : v_unclassified_);
   }
   return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
 }
@@ -597,7 +609,7 @@ void Runtime::Finish() {
                           {"total_bytes", s.total_bytes()},
                           {"total_seconds", s.total_seconds()},
                           {"fallbacks", s.fallbacks()}});
-  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}};
+  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"skipped", v_skipped_}};
   for (int p = 0; p < kernels::kPatternClassCount; ++p)
     j["alltoallv_classes"][std::string(kernels::PatternClassName(static_cast<kernels::PatternClass>(p)))] =
         v_classes_[static_cast<size_t>(p)];

@@ -26,7 +26,9 @@
 // whether its counts changed since the last call, so that all ranks agree on the
 // call's class and mean block size. That agreement is skipped when it cannot
 // change the outcome: every class's table is one range of the same kernel,
-// and that kernel needs no plan of the sizes (the *_l3 kernels do).
+// and that kernel needs no plan of the sizes (the *_l3 kernels do); and it
+// backs off while the agreed calls stay in the sizes where every class runs
+// native (agreement_backoff.h).
 //
 // Fallbacks (no plan, a kernel declining a call) are counted by reason and
 // logged once per reason: reasons about the plan by world rank 0, reasons
@@ -52,6 +54,7 @@
 #include "bench_kernels/alltoallv/pattern_class.h"
 #include "bench_kernels/driver/context.h"
 #include "bench_kernels/kernel.h"
+#include "bench_kernels/shim/agreement_backoff.h"
 #include "bench_kernels/shim/call_stats.h"
 #include "bench_kernels/shim/daemon_link.h"
 #include "bench_kernels/shim/plan_check.h"
@@ -72,6 +75,9 @@ struct PlanData {
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
+  // Alltoallv calls of a smaller mean block size run native in every class
+  // (agreement_backoff.h); 0 when some class runs a kernel from 0 bytes.
+  int64_t v_native_below = 0;
   std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
@@ -117,6 +123,7 @@ class Runtime {
     // plan holder has.
     std::vector<int64_t> v_send, v_recv;
     const kernels::KernelInfo* v_kernel = nullptr;
+    AgreementBackoff v_backoff;  // Which alltoallv calls skip the agreement.
   };
 
   // The state of `comm`, resolved on first use (collective over comm).
@@ -166,10 +173,11 @@ class Runtime {
   mutable std::mutex mu_;
   std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states_;
   CallStats stats_;
-  // Alltoallv calls per pattern class; calls that skipped the agreement
-  // have no class.
+  // Alltoallv calls per pattern class; calls that need no agreement (the
+  // plan runs one kernel whatever the class, or one rank) have none, nor do
+  // calls that skipped it (AgreementBackoff).
   std::array<int64_t, kernels::kPatternClassCount> v_classes_{};
-  int64_t v_unclassified_ = 0;
+  int64_t v_unclassified_ = 0, v_skipped_ = 0;
   std::unordered_map<std::string, int64_t> reasons_;
 };
 

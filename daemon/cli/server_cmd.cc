@@ -28,6 +28,7 @@
 #include "proto/status_names.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
+#include "tuner/crossover.h"
 #include "tuner/rank_tree.h"
 #include "tuner/topology.h"
 #include "tuner/topology_io.h"
@@ -749,7 +750,7 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
                    "with its class's table (default: the server's tuning.alltoallv_patterns, all three)")
       ->delimiter(',')
       ->option_text("CLASS,...")
-      ->check(CLI::IsMember({"uniform", "skewed", "sparse"}));
+      ->check(CLI::IsMember(std::vector<std::string>(kPatternClasses.begin(), kPatternClasses.end())));
   start->add_flag("--wait", start_args.wait, "Follow the sweep to its end, like 'tune status ID --watch'");
   start->add_flag("--json", start_args.json, "Print the answer (with --wait: the final status) as JSON");
   AddServerOptions(start, &start_args.server, kDefaultReadTimeoutS);

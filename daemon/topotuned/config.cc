@@ -250,10 +250,11 @@ Status ValidateConfig(const Config& c) {
       return bad(fmt::format("listen address '{}' needs HOST:PORT (e.g. 127.0.0.1:50051)", *addr));
   }
   if (c.tuning.alltoallv_patterns.empty())
-    return bad("tuning.alltoallv_patterns is empty: list at least one of uniform, skewed, sparse");
+    return bad(
+        fmt::format("tuning.alltoallv_patterns is empty: list at least one of {}", fmt::join(kPatternClasses, ", ")));
   for (const std::string& p : c.tuning.alltoallv_patterns)
     if (std::find(kPatternClasses.begin(), kPatternClasses.end(), p) == kPatternClasses.end())
-      return bad(fmt::format("tuning.alltoallv_patterns: '{}' is not one of uniform, skewed, sparse", p));
+      return bad(fmt::format("tuning.alltoallv_patterns: '{}' is not one of {}", p, fmt::join(kPatternClasses, ", ")));
   if (c.tuning.launcher.find("{command}") == std::string::npos)
     return bad("tuning.launcher must contain {command}, where the benchmark command goes");
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};

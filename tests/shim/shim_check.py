@@ -260,6 +260,37 @@ def check_classes(stats, es, by_class, single, total):
         print(f"alltoallv class {pattern}: {want} calls, {ran} ran {algorithm}")
 
 
+def cmd_backoff(stats_path, summary_path):
+    """Alltoallv tables native below 1 MiB in every class, calls all smaller:
+    on each communicator of more than one rank, the calls that agree on their
+    class are those AgreementBackoff lets through (the 1st, then after 4,
+    16 and 64 skipped at a time); the others skipped; every call ran native."""
+    stats, summary = load(stats_path), load(summary_path)
+    check_shape(stats)
+    es = entries(stats, "alltoallv")
+    calls = summary["calls"]["alltoallv"]
+    if any(e["algorithm"] != "native" or e["fallbacks"] for e in es):
+        fail(f"alltoallv: every call should run native without falling back: {summarize(es)}")
+    classes = stats.get("alltoallv_classes", {})
+    per_comm, comms = calls["world"], (calls["total"] - calls["single"]) // calls["world"]
+    agreed, skip, nxt, left = 0, 0, 4, 0
+    for _ in range(per_comm):  # AgreementBackoff, as bench_kernels/shim/agreement_backoff.h has it.
+        if left:
+            left -= 1
+            skip += 1
+        else:
+            agreed += 1
+            left, nxt = nxt, min(nxt * 4, 64)
+    classified = sum(classes.get(c, 0) for c in ("uniform", "skewed", "sparse"))
+    want = {"classified": comms * agreed, "skipped": comms * skip, "unclassified": calls["single"]}
+    got = {"classified": classified, "skipped": classes.get("skipped"), "unclassified": classes.get("unclassified")}
+    if got != want:
+        fail(f"alltoallv_classes {classes}: expected {want} ({comms} communicators of {per_comm} calls, "
+             f"{calls['single']} calls on one rank)")
+    print(f"alltoallv: {classified} calls agreed, {classes['skipped']} skipped the agreement, "
+          f"on {comms} communicators of {per_comm} calls")
+
+
 def cmd_waits(stats_path, most):
     stats = load(stats_path)
     waits = {r: n for r, n in stats.get("fallbacks", {}).items()
@@ -390,7 +421,7 @@ def cmd_rpc_count(url, method):
 
 def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
-                "tuned": (cmd_tuned, 3), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
+                "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
                 "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)

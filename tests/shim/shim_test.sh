@@ -36,6 +36,11 @@
 #                         class's) algorithm; then TOPOTUNE_DISABLE=1:
 #                         native only, no GetPlan or ReportJob reach the
 #                         daemon.
+#   alltoallv_backoff     alltoallv tables that run native below 1 MiB in
+#                         every class: on each communicator, the calls that
+#                         agree on class and size are the 1st, 6th, 23rd,
+#                         then one in 65 (shim_check.py backoff); the others
+#                         skip it and run native.
 #   fault_daemon_down     TOPOTUNE_SERVER is a closed port: no plan (reason
 #                         names the address); context-free kernels forced
 #                         still run; forced tree_scheduled and
@@ -133,6 +138,30 @@ start_daemon() {
   metrics_port=$(sed -n 's/^metrics=//p' "$dir/ports")
   db=$dir/db.sqlite
   [[ -n $port && -n $metrics_port ]] || fail "topotuned's port file: $(cat "$dir/ports")"
+}
+
+# seed_decisions FILE: writes the decision tables of FILE (JSON: collective,
+# or "alltoallv:CLASS", to [[min, max or null, algorithm], ...]) into the
+# daemon's database for 4 ranks, 2 per node, on its topology version: the
+# job finds them as DECISION_SOURCE_TUNED. "alltoallv" is the uniform class.
+seed_decisions() {
+  local version
+  version=$(sql 'SELECT max(version) FROM topologies')
+  [[ $version -ge 1 ]] || fail "no topology in the daemon's database"
+  "$python" - "$1" "$version" >"$work/seed.sql" <<'EOF'
+import json, sys
+tables, version = json.load(open(sys.argv[1])), int(sys.argv[2])
+print("BEGIN;")
+for key, table in tables.items():
+    rows = [{"min_msize": lo, "max_msize": hi, "algorithm": alg} for lo, hi, alg in table]
+    text = json.dumps(rows).replace("'", "''")
+    coll, _, pattern = key.partition(":")
+    pattern = pattern or ("uniform" if coll == "alltoallv" else "")
+    print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, pattern, table_json, "
+          f"choices_json, created_at) VALUES ({version}, '{coll}', 4, 2, '{pattern}', '{text}', '[]', 0);")
+print("COMMIT;")
+EOF
+  sql "$(cat "$work/seed.sql")" || fail "cannot seed the decisions"
 }
 
 # start_fault_server MODE [ARGS...]: plans_fault_server; sets port.
@@ -255,23 +284,7 @@ case $case_name in
  "alltoallv:sparse": [[0, null, "greedy_phased_l3"]],
  "allgather": [[0, 16, "recursive_doubling"], [16, 4096, "switch_ordered_ring"], [4096, null, "link_scheduled"]]}
 EOF
-      version=$(sql 'SELECT max(version) FROM topologies')
-      [[ $version -ge 1 ]] || fail "no topology in the daemon's database"
-      "$python" - "$work/tables.json" "$version" >"$work/seed.sql" <<'EOF'
-import json, sys
-tables, version = json.load(open(sys.argv[1])), int(sys.argv[2])
-print("BEGIN;")
-for key, table in tables.items():
-    rows = [{"min_msize": lo, "max_msize": hi, "algorithm": alg} for lo, hi, alg in table]
-    text = json.dumps(rows).replace("'", "''")
-    # Alltoallv's are per size-pattern class: "alltoallv" is the uniform one.
-    coll, _, pattern = key.partition(":")
-    pattern = pattern or ("uniform" if coll == "alltoallv" else "")
-    print(f"INSERT INTO decisions (topology_version, collective, nprocs, ranks_per_node, pattern, table_json, "
-          f"choices_json, created_at) VALUES ({version}, '{coll}', 4, 2, '{pattern}', '{text}', '[]', 0);")
-print("COMMIT;")
-EOF
-      sql "$(cat "$work/seed.sql")" || fail "cannot seed the decisions"
+      seed_decisions "$work/tables.json"
       job tuned TOPOTUNE_SERVER="127.0.0.1:$port"
       passed tuned
       check plan "$stats" ok
@@ -302,6 +315,23 @@ EOF
         check forced "$stats" "$summary" "$collective" "$alg" "$context" 1
       done
     fi
+    ;;
+
+  alltoallv_backoff)
+    # Every class native below 1 MiB (coll_check's calls are all smaller):
+    # after an agreed call there, the next calls skip the agreement, 4, then
+    # 16, then 64 at a time, on every communicator alike.
+    start_daemon daemon
+    cat >"$work/tables.json" <<'EOF'
+{"alltoallv": [[0, 1048576, "native"], [1048576, null, "linear"]],
+ "alltoallv:skewed": [[0, 1048576, "native"], [1048576, null, "a2a_phased"]],
+ "alltoallv:sparse": [[0, null, "native"]]}
+EOF
+    seed_decisions "$work/tables.json"
+    job backoff TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed backoff
+    check plan "$stats" ok
+    check backoff "$stats" "$summary"
     ;;
 
   fault_daemon_down)
