@@ -12,15 +12,17 @@
 #   alltoallv's agreement
 #             What an MPI_Alltoallv call pays for the ranks to agree on its
 #             pattern class and mean block size (one PMPI_Allreduce of six
-#             integers), and that the call skips it when the plan runs the
-#             same algorithm for every class: an 8-byte-per-pair
-#             MPI_Alltoallv on 4 ranks, without the shim, with a plan whose
-#             classes all run native (agreement skipped), and with one whose
-#             skewed class runs another algorithm (uniform calls agree, then
-#             run native), and with one whose skewed class leaves native only
-#             from 1 MiB (the agreement backs off: agreement_backoff.h),
-#             alternating, --rounds jobs each; the medians and the
-#             differences. Each plan comes from a daemon of its own.
+#             integers), that the call skips it when the plan runs the same
+#             algorithm for every class, and that it backs off while agreed
+#             calls run native (agreement_backoff.h): an 8-byte-per-pair
+#             MPI_Alltoallv on 4 ranks without the shim; with a plan whose
+#             classes all run native; with linear forced; with a plan whose
+#             uniform class runs linear and skewed native (every call
+#             agrees, then runs linear); and with one whose skewed class
+#             runs linear (uniform calls agree, run native, and back off);
+#             alternating, --rounds jobs each, each job's stats file checked;
+#             the medians and the differences. Each plan comes from a daemon
+#             of its own.
 #   init      MPI_Init takes at most 50 ms longer with the shim, for 16 ranks
 #             on this machine with a warm plan cache: the longest MPI_Init of
 #             any rank without the shim, with it, and with TOPOTUNE_DISABLE=1,
@@ -127,44 +129,61 @@ done
 echo
 
 echo "## alltoallv's agreement on class and size; 8 bytes per pair, 4 ranks, $iterations calls, $rounds jobs each"
-# A second daemon whose alltoallv plan differs between classes: skewed calls
-# would run linear, so every call agrees on its class; uniform ones then run
-# native, as with the first daemon.
-start_daemon classes
-# seed_skewed NAME TABLE_JSON: the skewed class's alltoallv table for 4 ranks
-# on one host, in daemon NAME's database.
-seed_skewed() {
+# seed NAME CLASS TABLE_JSON: CLASS's alltoallv table for 4 ranks on one
+# host, in the database of daemon NAME.
+seed() {
   local version
   version=$(sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" 'SELECT max(version) FROM topologies')
   sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
-    ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, 'skewed',
-    '$2', '[]', 0);"
+    ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, '$2',
+    '[{\"min_msize\": 0, \"max_msize\": null, \"algorithm\": \"$3\"}]', '[]', 0);"
 }
-seed_skewed classes '[{"min_msize": 0, "max_msize": null, "algorithm": "linear"}]'
-with_classes=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
+# Plans of daemons of their own: "agree" runs linear for uniform calls and
+# native for skewed ones, so every call agrees, then runs linear; forcing
+# linear runs it without agreement; "backoff" runs linear for skewed calls,
+# so uniform ones agree, run native, and back off.
+with_daemon() { with=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0); }
+start_daemon agree
+seed agree uniform linear
+seed agree skewed native
+with_daemon
+with_agree=("${with[@]}")
+with_linear=("${with_shim[@]}" -x TOPOTUNE_FORCE_ALLTOALLV=linear)
 start_daemon backoff
-seed_skewed backoff '[{"min_msize": 0, "max_msize": 1048576, "algorithm": "native"},
-  {"min_msize": 1048576, "max_msize": null, "algorithm": "linear"}]'
-with_backoff=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
-: > "$work/native"; : > "$work/shim"; : > "$work/agree"; : > "$work/backoff"
-for i in $(seq "$rounds"); do
-  job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/native"
-  job per_call_us -np 4 "${with_shim[@]}" "$bench" vcalls --iterations "$iterations" >> "$work/shim"
-  TOPOTUNE_STATS_FILE=$work/agree-$i.json job per_call_us -np 4 "${with_classes[@]}" -x TOPOTUNE_STATS_FILE \
-    "$bench" vcalls --iterations "$iterations" >> "$work/agree"
+seed backoff skewed linear
+with_daemon
+with_backoff=("${with[@]}")
+# vjob NAME FILE ARGS...: one job, per-call time appended to FILE, the stats
+# file's alltoallv counts checked by the Python expression CHECK (c: the
+# classes, algs: the algorithms run).
+vjob() {
+  local name=$1 file=$2 check=$3
+  shift 3
+  TOPOTUNE_STATS_FILE=$work/$name.json job per_call_us -np 4 "$@" -x TOPOTUNE_STATS_FILE "$bench" vcalls \
+    --iterations "$iterations" >> "$file"
   python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); c = j["alltoallv_classes"]
-assert j["plan"]["status"] == "ok" and c["uniform"] > 0 and c["unclassified"] == 0, (j["plan"], c)
-assert {e["algorithm"] for e in j["stats"] if e["collective"] == "alltoallv"} == {"native"}, j["stats"]' \
-    "$work/agree-$i.json" || { echo "shim.sh: the agreeing job did not agree and run native" >&2; exit 1; }
-  job per_call_us -np 4 "${with_backoff[@]}" "$bench" vcalls --iterations "$iterations" >> "$work/backoff"
+algs = {e["algorithm"] for e in j["stats"] if e["collective"] == "alltoallv"}
+assert j["plan"]["status"] == "ok" and eval(sys.argv[2]), (sys.argv[2], c, algs)' "$work/$name.json" "$check" ||
+    { echo "shim.sh: job $name did not run as planned" >&2; exit 1; }
+}
+for f in native shim linear agree backoff; do : > "$work/v-$f"; done
+for i in $(seq "$rounds"); do
+  job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/v-native"
+  vjob shim-$i "$work/v-shim" 'algs == {"native"} and c["unclassified"] > 0' "${with_shim[@]}"
+  vjob linear-$i "$work/v-linear" 'algs == {"linear"} and c["unclassified"] > 0' "${with_linear[@]}"
+  vjob agree-$i "$work/v-agree" 'algs == {"linear"} and c["uniform"] > 0 and c["skipped"] == 0' "${with_agree[@]}"
+  vjob backoff-$i "$work/v-backoff" 'algs == {"native"} and c["skipped"] > 60 * c["uniform"]' "${with_backoff[@]}"
 done
-a=$(median < "$work/native") b=$(median < "$work/shim") c=$(median < "$work/agree") d=$(median < "$work/backoff")
 us() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
-echo "without the shim:                      $(us "$a") us/call  [$(tr '\n' ' ' < "$work/native")]"
-echo "with the shim, agreement skipped:      $(us "$b") us/call  [$(tr '\n' ' ' < "$work/shim")]"
-echo "with the shim, agreeing on every call: $(us "$c") us/call  [$(tr '\n' ' ' < "$work/agree")]"
-echo "with the shim, backing off:            $(us "$d") us/call  [$(tr '\n' ' ' < "$work/backoff")]"
-echo "the shim without agreement adds $(us "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')") us/call; the agreement $(us "$(awk -v b="$b" -v c="$c" 'BEGIN { print c - b }')") us/call (medians)"
+row() { printf '%-46s %s us/call  [%s]\n' "$1" "$(us "$(median < "$work/v-$2")")" "$(tr '\n' ' ' < "$work/v-$2")"; }
+row "without the shim (native):" native
+row "with the shim, native, no agreement needed:" shim
+row "with the shim, linear forced (no agreement):" linear
+row "with the shim, linear after agreeing:" agree
+row "with the shim, native, agreement backing off:" backoff
+delta() { us "$(awk -v a="$(median < "$work/v-$1")" -v b="$(median < "$work/v-$2")" 'BEGIN { print b - a }')"; }
+echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); backing off adds" \
+  "$(delta native backoff) us/call to native, the shim without agreement $(delta native shim) (medians)"
 echo
 
 echo "## MPI_Init, 16 ranks, warm plan cache (target: <= 50 ms added); $rounds jobs each"

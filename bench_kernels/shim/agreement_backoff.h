@@ -3,18 +3,20 @@
 //
 // The agreement is one PMPI_Allreduce per call; across hosts it costs a few
 // network round trips (about 0.2 ms on 8 hosts of the emulated cluster),
-// which is half the time of a 1 KiB alltoallv. Below the smallest mean block
-// size at which any class's table leaves native (`native_below`), every
-// class runs native, so a call there needs no agreement, but no rank can
-// tell from its own counts that the others' are small too. What every rank
-// of a communicator does share is the sequence of its alltoallv calls and
-// their agreed sizes. So after an agreed call in the native-only range, the
-// next calls skip the agreement and run native: first kFirstSkip calls,
-// then four times as many after each further agreed call in that range, at
-// most kMaxSkip; an agreed call outside it starts over. An application
-// whose calls stay small pays one agreement per kMaxSkip calls; one whose
-// calls grow runs native (Open MPI's choice, never slower than not having
-// topotune) for at most kMaxSkip calls before its tuned algorithm.
+// half the time of a 1 KiB alltoallv. Where the agreed call then runs the
+// MPI library's own alltoallv, that cost is all the library adds. No rank
+// can tell from its own counts what the others' are, but every rank of a
+// communicator shares the sequence of its alltoallv calls and their agreed
+// outcomes. So after two agreed calls in a row that ran native, the next
+// calls skip the agreement and run native too: first kFirstSkip calls, then
+// four times as many after each further agreed call that runs native, at
+// most kMaxSkip; an agreed call that runs another algorithm starts over.
+//
+// A skipped call runs what Open MPI would have run without topotune, so it
+// is never slower than not having topotune; what it may miss is a tuned
+// algorithm: a program whose calls grow gets theirs within kMaxSkip calls,
+// and one whose calls keep changing class or size range keeps agreeing. A
+// program whose calls run native pays one agreement per kMaxSkip + 1 calls.
 //
 // Thread-safety: not thread-safe; one per communicator, whose collective
 // calls MPI already orders.
@@ -29,6 +31,7 @@ class AgreementBackoff {
  public:
   static constexpr int64_t kFirstSkip = 4;
   static constexpr int64_t kMaxSkip = 64;
+  static constexpr int kStreak = 2;  // Agreed native calls in a row before the first skip.
 
   // Whether this call skips the agreement (and runs native); counts it.
   bool Skip() {
@@ -36,12 +39,14 @@ class AgreementBackoff {
     --left_;
     return true;
   }
-  // After an agreed call: `native_only` when its size was below native_below.
-  void Agreed(bool native_only) {
-    if (!native_only) {
+  // After an agreed call: whether it runs native.
+  void Agreed(bool native) {
+    if (!native) {
+      streak_ = 0;
       next_ = kFirstSkip;
       return;
     }
+    if (++streak_ < kStreak) return;
     left_ = next_;
     next_ = std::min(next_ * 4, kMaxSkip);
   }
@@ -49,6 +54,7 @@ class AgreementBackoff {
  private:
   int64_t left_ = 0;  // Calls still to skip.
   int64_t next_ = kFirstSkip;
+  int streak_ = 0;  // Agreed calls in a row that ran native.
 };
 
 }  // namespace topotune::shim

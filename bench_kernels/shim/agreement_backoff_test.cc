@@ -9,9 +9,9 @@
 namespace topotune::shim {
 namespace {
 
-// Runs `calls` calls, each small (native-only) or not per `small`, and
-// returns "A" for an agreed call, "s" for a skipped one.
-std::string Trace(int calls, const std::vector<bool>& small) {
+// Runs `calls` calls; an agreed call i runs native when native[i % size].
+// Returns "A" for an agreed call, "s" for a skipped one.
+std::string Trace(int calls, const std::vector<bool>& native) {
   AgreementBackoff b;
   std::string out;
   for (int i = 0; i < calls; ++i) {
@@ -20,34 +20,50 @@ std::string Trace(int calls, const std::vector<bool>& small) {
       continue;
     }
     out += 'A';
-    b.Agreed(small[static_cast<size_t>(i) % small.size()]);
+    b.Agreed(native[static_cast<size_t>(i) % native.size()]);
   }
   return out;
 }
 
-TEST(AgreementBackoff, SmallCallsAgreeAtGrowingIntervalsUpToTheCap) {
-  const std::string t = Trace(300, {true});
-  EXPECT_EQ(t.substr(0, 28), "AssssAssssssssssssssssAsssss");  // 4, then 16 skipped.
-  // Then 64 at a time: agreements at calls 0, 5, 22, 87, 152, 217, 282.
-  std::vector<size_t> agreed;
-  for (size_t i = 0; i < t.size(); ++i)
-    if (t[i] == 'A') agreed.push_back(i);
-  EXPECT_EQ(agreed, (std::vector<size_t>{0, 5, 22, 87, 152, 217, 282}));
+std::vector<size_t> AgreedAt(const std::string& trace) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < trace.size(); ++i)
+    if (trace[i] == 'A') out.push_back(i);
+  return out;
 }
 
-TEST(AgreementBackoff, LargeCallsAlwaysAgree) { EXPECT_EQ(Trace(10, {false}), std::string(10, 'A')); }
+TEST(AgreementBackoff, NativeCallsAgreeAtGrowingIntervalsUpToTheCap) {
+  const std::string t = Trace(300, {true});
+  EXPECT_EQ(t.substr(0, 30),
+            "AAssss"
+            "A" +
+                std::string(16, 's') +
+                "A"
+                "ssssss");
+  EXPECT_EQ(AgreedAt(t), (std::vector<size_t>{0, 1, 6, 23, 88, 153, 218, 283}));
+}
 
-TEST(AgreementBackoff, ALargeAgreedCallStartsOver) {
+TEST(AgreementBackoff, CallsThatRunAnotherAlgorithmAlwaysAgree) {
+  EXPECT_EQ(Trace(10, {false}), std::string(10, 'A'));
+  // Alternating native and tuned calls never skip: the tuned ones keep theirs.
+  EXPECT_EQ(Trace(10, {true, false}), std::string(10, 'A'));
+}
+
+TEST(AgreementBackoff, ATunedAgreedCallStartsOver) {
   AgreementBackoff b;
-  b.Agreed(true);  // Skip 4.
+  b.Agreed(true);
+  EXPECT_FALSE(b.Skip());  // One native call is not yet a streak.
+  b.Agreed(true);          // Skip 4.
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(b.Skip());
   EXPECT_FALSE(b.Skip());
   b.Agreed(true);  // Skip 16.
   for (int i = 0; i < 16; ++i) EXPECT_TRUE(b.Skip());
   EXPECT_FALSE(b.Skip());
-  b.Agreed(false);  // Outside the native-only range: agree on every call again ...
+  b.Agreed(false);  // Another algorithm: agree on every call again ...
   EXPECT_FALSE(b.Skip());
-  b.Agreed(true);  // ... and the next small one skips 4 again.
+  b.Agreed(true);
+  EXPECT_FALSE(b.Skip());
+  b.Agreed(true);  // ... until two native calls in a row, then 4 again.
   int skipped = 0;
   while (b.Skip()) ++skipped;
   EXPECT_EQ(skipped, AgreementBackoff::kFirstSkip);

@@ -82,14 +82,6 @@ void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
     }
   }
   plan->v_agree = plan->v_agree || plan->v_any_l3;
-  // The smallest size at which some class's table leaves native.
-  plan->v_native_below = INT64_MAX;
-  for (int p = 0; p < kernels::kPatternClassCount; ++p)
-    for (const TableRow& row : plan->AlltoallvTable(static_cast<kernels::PatternClass>(p)))
-      if (row.kernel != Native(Collective::kAlltoallv)) {
-        plan->v_native_below = std::min(plan->v_native_below, row.min_msize);
-        break;
-      }
 }
 
 }  // namespace
@@ -539,7 +531,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     msize = bytes / (static_cast<int64_t>(n) * (n - 1));
     pattern = kernels::Classify(all, n);
     k = Choose(plan.AlltoallvTable(*pattern), msize);
-    state->v_backoff.Agreed(msize < plan.v_native_below);
+    state->v_backoff.Agreed(k == Native(Collective::kAlltoallv));
     if (IsL3(k) && (words[kWords] > 0 || state->v_kernel != k)) {
       // Every rank takes this branch together: the plan of the new sizes.
       if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();

@@ -27,8 +27,7 @@
 // call's class and mean block size. That agreement is skipped when it cannot
 // change the outcome: every class's table is one range of the same kernel,
 // and that kernel needs no plan of the sizes (the *_l3 kernels do); and it
-// backs off while the agreed calls stay in the sizes where every class runs
-// native (agreement_backoff.h).
+// backs off while the agreed calls run native (agreement_backoff.h).
 //
 // Fallbacks (no plan, a kernel declining a call) are counted by reason and
 // logged once per reason: reasons about the plan by world rank 0, reasons
@@ -75,9 +74,6 @@ struct PlanData {
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
-  // Alltoallv calls of a smaller mean block size run native in every class
-  // (agreement_backoff.h); 0 when some class runs a kernel from 0 bytes.
-  int64_t v_native_below = 0;
   std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.

@@ -263,8 +263,9 @@ def check_classes(stats, es, by_class, single, total):
 def cmd_backoff(stats_path, summary_path):
     """Alltoallv tables native below 1 MiB in every class, calls all smaller:
     on each communicator of more than one rank, the calls that agree on their
-    class are those AgreementBackoff lets through (the 1st, then after 4,
-    16 and 64 skipped at a time); the others skipped; every call ran native."""
+    class are those AgreementBackoff lets through (the first two, then one
+    after 4, 16 and 64 skipped at a time); the others skipped; every call ran
+    native."""
     stats, summary = load(stats_path), load(summary_path)
     check_shape(stats)
     es = entries(stats, "alltoallv")
@@ -280,7 +281,8 @@ def cmd_backoff(stats_path, summary_path):
             skip += 1
         else:
             agreed += 1
-            left, nxt = nxt, min(nxt * 4, 64)
+            if agreed >= 2:  # Two agreed native calls in a row, then more.
+                left, nxt = nxt, min(nxt * 4, 64)
     classified = sum(classes.get(c, 0) for c in ("uniform", "skewed", "sparse"))
     want = {"classified": comms * agreed, "skipped": comms * skip, "unclassified": calls["single"]}
     got = {"classified": classified, "skipped": classes.get("skipped"), "unclassified": classes.get("unclassified")}
