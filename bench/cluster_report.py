@@ -478,6 +478,8 @@ class Topology:
         for dec in d.get("decisions", []):
             c = dec.get("collective", "").replace("COLLECTIVE_", "").lower()
             pattern = dec.get("pattern", "").replace("ALLTOALLV_PATTERN_", "").lower()
+            if pattern == "unspecified":  # every collective but alltoallv
+                pattern = ""
             ranges = dec.get("table", {}).get("ranges", [])
             self.decisions[run_tag(c, pattern)] = [(int(r.get("min_msize", 0)), r.get("algorithm", "?"))
                                                    for r in ranges]
@@ -560,6 +562,14 @@ def decision_text(topo, tag):
     if not ranges:
         return "none (native for every size)"
     return ", ".join(f"{human_bytes(m)}+ {a}" for m, a in ranges)
+
+
+def planned(topo, tag, m):
+    """The algorithm the tuned plan names at block size m, or None without a plan."""
+    ranges = topo.decisions.get(tag)
+    if not ranges:
+        return None
+    return max((r for r in ranges if r[0] <= m), key=lambda r: r[0], default=("", "native"))[1]
 
 
 def table(topo, tag):
@@ -663,11 +673,13 @@ def targets(topos):
         """One point's line and verdict: ok True (PASS), False (MISS) or None (not judged)."""
         o = topo.samples[tag][m].get(TUNED)
         cells = topo.samples[tag][m]
-        best_label = min((x for x in cells if number(cells[x].get("median_s"))),
-                         key=lambda x: cells[x]["median_s"], default=None)
+        key = "mean_s" if all(number(x.get("mean_s")) for x in cells.values()) else "median_s"
+        best_label = min((x for x in cells if number(cells[x].get(key))), key=lambda x: cells[x][key], default=None)
         best = f"best {best_label} {fmt_fraction(fraction(cells.get(best_label)))}" if best_label else ""
+        ran = topo.ran.get(tag, {}).get(m, "-")
+        plan = planned(topo, tag, m)
         why = (f"iterations: best {fmt_fraction(fraction(o, 'min_s'))}, p95 {fmt_fraction(fraction(o, 'p95_s'))}; {best}; "
-               f"ran {topo.ran.get(tag, {}).get(m, '-')}")
+               f"ran {ran}{'' if plan is None or plan == ran else f', the plan says {plan}'}")
         verdict = "-   " if ok is None else "PASS" if ok else "MISS"
         figure = f"{what} {value}"
         return (f"  {topo.name:<22} {tag:<18} {human_bytes(m):>6}  {figure:<36} {verdict}"
