@@ -678,8 +678,10 @@ def targets(topos):
         best = f"best {best_label} {fmt_fraction(fraction(cells.get(best_label)))}" if best_label else ""
         ran = topo.ran.get(tag, {}).get(m, "-")
         plan = planned(topo, tag, m)
+        most = re.match(r"([a-z0-9_]+?)(x\d+)?(\+|$)", ran)  # The algorithm of most calls ("ringx21+nativex1").
+        differs = plan is not None and most is not None and most.group(1) != plan
         why = (f"iterations: best {fmt_fraction(fraction(o, 'min_s'))}, p95 {fmt_fraction(fraction(o, 'p95_s'))}; {best}; "
-               f"ran {ran}{'' if plan is None or plan == ran else f', the plan says {plan}'}")
+               f"ran {ran}{f', the plan says {plan}' if differs else ''}")
         verdict = "-   " if ok is None else "PASS" if ok else "MISS"
         figure = f"{what} {value}"
         return (f"  {topo.name:<22} {tag:<18} {human_bytes(m):>6}  {figure:<36} {verdict}"
