@@ -13,13 +13,14 @@
 #             What an MPI_Alltoallv call pays for the ranks to agree on its
 #             pattern class and mean block size (one PMPI_Allreduce of six
 #             integers), that the call skips it when the plan runs the same
-#             algorithm for every class, and that it backs off while agreed
-#             calls run native (agreement_backoff.h): an 8-byte-per-pair
+#             algorithm for every class, and that it is deferred (a
+#             PMPI_Iallreduce read by the next call) while agreed calls run
+#             native (agreement_backoff.h): an 8-byte-per-pair
 #             MPI_Alltoallv on 4 ranks without the shim; with a plan whose
 #             classes all run native; with linear forced; with a plan whose
 #             uniform class runs linear and skewed native (every call
 #             agrees, then runs linear); and with one whose skewed class
-#             runs linear (uniform calls agree, run native, and back off);
+#             runs linear (uniform calls agree, run native, then defer);
 #             alternating, --rounds jobs each, each job's stats file checked;
 #             the medians and the differences. Each plan comes from a daemon
 #             of its own.
@@ -141,7 +142,7 @@ seed() {
 # Plans of daemons of their own: "agree" runs linear for uniform calls and
 # native for skewed ones, so every call agrees, then runs linear; forcing
 # linear runs it without agreement; "backoff" runs linear for skewed calls,
-# so uniform ones agree, run native, and back off.
+# so uniform ones agree, run native, then defer the agreement.
 with_daemon() { with=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0); }
 start_daemon agree
 seed agree uniform linear
@@ -171,8 +172,8 @@ for i in $(seq "$rounds"); do
   job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/v-native"
   vjob shim-$i "$work/v-shim" 'algs == {"native"} and c["unclassified"] > 0' "${with_shim[@]}"
   vjob linear-$i "$work/v-linear" 'algs == {"linear"} and c["unclassified"] > 0' "${with_linear[@]}"
-  vjob agree-$i "$work/v-agree" 'algs == {"linear"} and c["uniform"] > 0 and c["skipped"] == 0' "${with_agree[@]}"
-  vjob backoff-$i "$work/v-backoff" 'algs == {"native"} and c["skipped"] > 60 * c["uniform"]' "${with_backoff[@]}"
+  vjob agree-$i "$work/v-agree" 'algs == {"linear"} and c["uniform"] > 0 and c["deferred"] == 0' "${with_agree[@]}"
+  vjob backoff-$i "$work/v-backoff" 'algs == {"native"} and c["deferred"] > 60 * c["uniform"]' "${with_backoff[@]}"
 done
 us() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 row() { printf '%-46s %s us/call  [%s]\n' "$1" "$(us "$(median < "$work/v-$2")")" "$(tr '\n' ' ' < "$work/v-$2")"; }
@@ -180,9 +181,9 @@ row "without the shim (native):" native
 row "with the shim, native, no agreement needed:" shim
 row "with the shim, linear forced (no agreement):" linear
 row "with the shim, linear after agreeing:" agree
-row "with the shim, native, agreement backing off:" backoff
+row "with the shim, native, agreement deferred:" backoff
 delta() { us "$(awk -v a="$(median < "$work/v-$1")" -v b="$(median < "$work/v-$2")" 'BEGIN { print b - a }')"; }
-echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); backing off adds" \
+echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); deferring it adds" \
   "$(delta native backoff) us/call to native, the shim without agreement $(delta native shim) (medians)"
 echo
 

@@ -490,6 +490,17 @@ int Runtime::Allgather(const kernels::AllgatherArgs& a) {
   return FixedBlock(a, Collective::kAllgather, PMPI_Allgather, kernels::RunAllgather);
 }
 
+Runtime::CommState::~CommState() {
+  if (v_pending != MPI_REQUEST_NULL) PMPI_Wait(&v_pending, MPI_STATUS_IGNORE);
+}
+
+Runtime::VOutcome Runtime::Outcome(const PlanData& plan, const int64_t* words, int n) {
+  const kernels::PatternFeatures all = kernels::PatternFeatures::FromWords(words);
+  const int64_t msize = all.bytes / (static_cast<int64_t>(n) * (n - 1));
+  const kernels::PatternClass pattern = kernels::Classify(all, n);
+  return {pattern, msize, all.bytes, Choose(plan.AlltoallvTable(pattern), msize)};
+}
+
 int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   CommState* state = StateOf(a.comm);
   auto native = [&] {
@@ -506,13 +517,31 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   const PlanData& plan = *state->plan;
   const kernels::PatternFeatures mine =
       kernels::RowFeatures(std::span<const int>(counts, static_cast<size_t>(n)), send_size, state->rank);
-  const bool agree = plan.v_agree && n > 1;
-  const bool skip = agree && state->v_backoff.Skip();  // Every rank skips the same calls: they run native.
-  const kernels::KernelInfo* k =
-      skip ? Native(Collective::kAlltoallv) : plan.tables[Index(Collective::kAlltoallv)][0].kernel;
+  const kernels::KernelInfo* const native_kernel = Native(Collective::kAlltoallv);
+  const kernels::KernelInfo* k = plan.tables[Index(Collective::kAlltoallv)][0].kernel;
   int64_t msize = n > 1 ? mine.bytes / (n - 1) : 0, bytes = mine.bytes * n;
+  constexpr int kWords = kernels::PatternFeatures::kWords;
+  const MPI_Comm comm = plan.v_agree && n > 1 ? state->holder.context().CommFor(a.comm) : MPI_COMM_NULL;
+  if (comm != MPI_COMM_NULL && state->v_pending != MPI_REQUEST_NULL) {
+    // The previous call's deferred agreement: whether this call defers too.
+    PMPI_Wait(&state->v_pending, MPI_STATUS_IGNORE);
+    const VOutcome last = Outcome(plan, state->v_words.data(), n);
+    state->v_backoff.Deferred(last.kernel == native_kernel);
+    state->v_msize = last.msize;
+    state->v_bytes = last.bytes;
+  }
   std::optional<kernels::PatternClass> pattern;
-  if (agree && !skip) {
+  const bool defer = comm != MPI_COMM_NULL && state->v_backoff.Defer();
+  if (defer) {
+    // Every rank defers the same calls: they run native, counted at the
+    // last agreed size, and agree while it runs.
+    mine.ToWords(state->v_words.data());
+    state->v_words[kWords] = 0;
+    PMPI_Iallreduce(MPI_IN_PLACE, state->v_words.data(), kWords + 1, MPI_INT64_T, MPI_SUM, comm, &state->v_pending);
+    k = native_kernel;
+    msize = state->v_msize;
+    bytes = state->v_bytes;
+  } else if (comm != MPI_COMM_NULL) {
     // Agree on the class, the mean block size and whether the sizes changed.
     std::vector<int64_t> send_bytes, recv_bytes;
     if (plan.v_any_l3) {
@@ -521,17 +550,16 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
         recv_bytes.push_back(static_cast<int64_t>(a.recvcounts[i]) * recv_size);
       }
     }
-    constexpr int kWords = kernels::PatternFeatures::kWords;
     int64_t words[kWords + 1];
     mine.ToWords(words);
     words[kWords] = plan.v_any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv);
-    PMPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_INT64_T, MPI_SUM, state->holder.context().CommFor(a.comm));
-    const kernels::PatternFeatures all = kernels::PatternFeatures::FromWords(words);
-    bytes = all.bytes;
-    msize = bytes / (static_cast<int64_t>(n) * (n - 1));
-    pattern = kernels::Classify(all, n);
-    k = Choose(plan.AlltoallvTable(*pattern), msize);
-    state->v_backoff.Agreed(k == Native(Collective::kAlltoallv));
+    PMPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_INT64_T, MPI_SUM, comm);
+    const VOutcome now = Outcome(plan, words, n);
+    pattern = now.pattern;
+    k = now.kernel;
+    msize = state->v_msize = now.msize;
+    bytes = state->v_bytes = now.bytes;
+    state->v_backoff.Agreed(k == native_kernel);
     if (IsL3(k) && (words[kWords] > 0 || state->v_kernel != k)) {
       // Every rank takes this branch together: the plan of the new sizes.
       if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();
@@ -542,7 +570,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   }
   {
     std::lock_guard lock(mu_);
-    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : skip ? v_skipped_ : v_unclassified_);
+    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : defer ? v_deferred_ : v_unclassified_);
   }
   return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
 }
@@ -601,7 +629,7 @@ void Runtime::Finish() {
                           {"total_bytes", s.total_bytes()},
                           {"total_seconds", s.total_seconds()},
                           {"fallbacks", s.fallbacks()}});
-  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"skipped", v_skipped_}};
+  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"deferred", v_deferred_}};
   for (int p = 0; p < kernels::kPatternClassCount; ++p)
     j["alltoallv_classes"][std::string(kernels::PatternClassName(static_cast<kernels::PatternClass>(p)))] =
         v_classes_[static_cast<size_t>(p)];

@@ -26,8 +26,9 @@
 // whether its counts changed since the last call, so that all ranks agree on the
 // call's class and mean block size. That agreement is skipped when it cannot
 // change the outcome: every class's table is one range of the same kernel,
-// and that kernel needs no plan of the sizes (the *_l3 kernels do); and it
-// backs off while the agreed calls run native (agreement_backoff.h).
+// and that kernel needs no plan of the sizes (the *_l3 kernels do); and
+// while the agreed calls run native, calls run native at once and agree in
+// the background, one call late (PMPI_Iallreduce; agreement_backoff.h).
 //
 // Fallbacks (no plan, a kernel declining a call) are counted by reason and
 // logged once per reason: reasons about the plan by world rank 0, reasons
@@ -119,8 +120,27 @@ class Runtime {
     // plan holder has.
     std::vector<int64_t> v_send, v_recv;
     const kernels::KernelInfo* v_kernel = nullptr;
-    AgreementBackoff v_backoff;  // Which alltoallv calls skip the agreement.
+    AgreementBackoff v_backoff;  // Which alltoallv calls defer the agreement.
+    // A deferred agreement in flight, over v_words; the last agreed mean
+    // block size and total bytes (what deferred calls are counted at).
+    MPI_Request v_pending = MPI_REQUEST_NULL;
+    std::array<int64_t, kernels::PatternFeatures::kWords + 1> v_words{};
+    int64_t v_msize = 0, v_bytes = 0;
+
+    CommState() = default;
+    CommState(const CommState&) = delete;
+    CommState& operator=(const CommState&) = delete;
+    // Completes a deferred agreement before holder frees its communicator.
+    ~CommState();
   };
+  // An alltoallv agreement's outcome, from the summed words: the call's
+  // class, mean block size, total bytes, and the kernel the plan names.
+  struct VOutcome {
+    kernels::PatternClass pattern;
+    int64_t msize, bytes;
+    const kernels::KernelInfo* kernel;
+  };
+  static VOutcome Outcome(const PlanData& plan, const int64_t* words, int n);
 
   // The state of `comm`, resolved on first use (collective over comm).
   CommState* StateOf(MPI_Comm comm);
@@ -169,11 +189,12 @@ class Runtime {
   mutable std::mutex mu_;
   std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states_;
   CallStats stats_;
-  // Alltoallv calls per pattern class; calls that need no agreement (the
-  // plan runs one kernel whatever the class, or one rank) have none, nor do
-  // calls that skipped it (AgreementBackoff).
+  // Alltoallv calls per pattern class, agreed before they ran; calls that
+  // need no agreement (the plan runs one kernel whatever the class, or one
+  // rank) have none, and calls that deferred it (AgreementBackoff) are
+  // counted apart.
   std::array<int64_t, kernels::kPatternClassCount> v_classes_{};
-  int64_t v_unclassified_ = 0, v_skipped_ = 0;
+  int64_t v_unclassified_ = 0, v_deferred_ = 0;
   std::unordered_map<std::string, int64_t> reasons_;
 };
 
