@@ -62,6 +62,9 @@ StatusOr<bench::BenchOptions> TaskToOptions(const v1::BenchTask& task) {
   o.margin = task.margin();
   if (task.alpha() > 0) o.alpha = task.alpha();
   o.aa_control = task.aa_control();
+  // Tuning weighs an alltoallv kernel with the agreement the library makes
+  // before it, and native without (its calls defer theirs).
+  o.alltoallv_agreement = true;
   o.order_seed = task.order_seed();
   if (o.interleave && o.iterations < 1)
     return Status::InvalidArgument(

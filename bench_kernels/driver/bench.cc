@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "bench_kernels/alltoallv/pattern_class.h"
 #include "tuner/bounds.h"
 #include "tuner/crossover.h"
 #include "tuner/stats.h"
@@ -332,6 +333,17 @@ struct Workload {
     return bad;
   }
 
+  // What libtopotune-mpi.so adds before an alltoallv call that agrees on its
+  // class and size (shim/runtime.cc): this rank's row features, summed by
+  // one allreduce of six integers.
+  int Agree(MPI_Comm comm) const {
+    constexpr int kWords = kernels::PatternFeatures::kWords;
+    int64_t words[kWords + 1];
+    kernels::RowFeatures(std::span<const int>(sendcounts), 1, rank).ToWords(words);
+    words[kWords] = 0;
+    return MPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_INT64_T, MPI_SUM, comm);
+  }
+
   // One call of kernel k, or of the public MPI function when k is null
   // (BenchOptions::via_mpi_label).
   int Call(const KernelInfo* k, MPI_Comm comm, const kernels::KernelContext& ctx, kernels::FallbackLog* log) {
@@ -597,6 +609,11 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     auto clear_plan = [&] {
       if (collective == Collective::kAlltoallv) holder.ClearAlltoallvPlan();
     };
+    // Whether a call of `e` pays the library's alltoallv agreement.
+    auto agree = [&](const Entry& e) {
+      return options.alltoallv_agreement && collective == Collective::kAlltoallv && e.k != nullptr &&
+             e.k->name != "native";
+    };
     // One call of `e`; a timed one adds its time (max over ranks) to e.times.
     auto one_call = [&](Entry& e, bool timed) {
       ++call;
@@ -607,7 +624,8 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
       if (timed) MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
-      rc = w.Call(e.k, comm, holder.context(), &fallback_log);
+      rc = agree(e) ? w.Agree(comm) : MPI_SUCCESS;
+      if (rc == MPI_SUCCESS) rc = w.Call(e.k, comm, holder.context(), &fallback_log);
       const double t = MPI_Wtime() - t0;
       if (timed) {
         double elapsed = 0;

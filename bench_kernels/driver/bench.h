@@ -22,6 +22,8 @@
 // max_rounds; rank 0
 // broadcasts the verdict. With aa_control, native is timed twice per round,
 // the second copy labelled kAaControlLabel ("native:aa"): the A/A control.
+// With alltoallv_agreement, an alltoallv kernel's timed call includes the
+// agreement that libtopotune-mpi.so adds before it.
 //
 // Bytes moved per call, the numerator of bytes_per_s (payload between
 // distinct ranks; a rank's copy to itself is not counted):
@@ -114,7 +116,12 @@ struct BenchOptions {
   double margin = 0.01;      // interleave: the stopping rule's decision margin.
   double alpha = 0.05;       // interleave: 1 - the confidence level of the stopping rule.
   bool aa_control = false;   // Also time native a second time, labelled "native:aa".
-  uint64_t order_seed = 1;   // interleave: seed of the rounds' orders.
+  // alltoallv: time every kernel but native with the agreement
+  // libtopotune-mpi.so makes before a call that runs it (this rank's pattern
+  // features, summed by one allreduce of six integers; shim/runtime.h), so
+  // that tuning weighs what a job pays. Native calls defer theirs there.
+  bool alltoallv_agreement = false;
+  uint64_t order_seed = 1;  // interleave: seed of the rounds' orders.
   // Called on rank 0 before each (algorithm, size): done so far, the total,
   // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
   std::function<void(int done, int total, const std::string& what)> progress;

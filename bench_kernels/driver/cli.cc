@@ -281,6 +281,9 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   app.add_flag("--aa-control", o.aa_control,
                "Also time native a second time per size, labelled native:aa: two runs of one algorithm, which must "
                "show no difference");
+  app.add_flag("--alltoallv-agreement", o.alltoallv_agreement,
+               "alltoallv: time every kernel but native with the agreement libtopotune-mpi.so makes before it (one "
+               "allreduce of six integers), as topotune-agent does when tuning");
   app.add_option("--pattern", pattern, "alltoallv sizes per pair, of mean SIZE (see SIZES); default: uniform")
       ->check(CLI::IsMember({"uniform", "skewed", "random", "sparse"}))
       ->option_text("uniform|skewed|random|sparse");

@@ -126,9 +126,12 @@ EOF
   interleave_*)
     collective=${case_name#interleave_}
     # Rounds in random order, the A/A copy of native, adaptive sampling
-    # bounded by --max-rounds; every call's data checked.
+    # bounded by --max-rounds; every call's data checked (alltoallv: with
+    # the library's agreement before every kernel but native, as tuning has).
+    extra=()
+    [[ $collective == alltoallv ]] && extra=(--alltoallv-agreement)
     run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 1000,65537 --warmup 1 \
-      --interleave --iterations 3 --size-budget 30 --max-rounds 5 --order-seed 42 --aa-control \
+      --interleave --iterations 3 --size-budget 30 --max-rounds 5 --order-seed 42 --aa-control "${extra[@]}" \
       --topology "$topology" --hosts h0,h1,h4,h5 --times --out "$work/out.jsonl"
     expect_status 0
     run "$bench" --time-budget 1 --interleave
