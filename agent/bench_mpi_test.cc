@@ -173,9 +173,10 @@ class PointTimeoutTest : public DaemonTest {
 };
 
 TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
-  // 2000 calls at 1 MiB take longer than 1 s.
+  // A point of interleaved rounds is one round (or the warm-up): 2 warm-up
+  // calls of every algorithm at 16 MiB per block take longer than 1 s.
   const auto start = std::chrono::steady_clock::now();
-  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {1 << 20}, 2000));
+  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {16 << 20}, 3));
   ASSERT_FALSE(id.empty());
   const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
   const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
@@ -190,6 +191,20 @@ TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].state, db::RunState::kFailed);
   EXPECT_EQ(runs[0].num_samples, 0);
+}
+
+TEST_F(PointTimeoutTest, RoundsUnderItRunToTheEndHoweverMany) {
+  // 2000 rounds of every algorithm at 64 KiB take longer than 1 s together,
+  // each far less: the watchdog is armed per round, and the job finishes.
+  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {65536}, 2000));
+  ASSERT_FALSE(id.empty());
+  const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
+  const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
+  ASSERT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED) << done.message() << "\njob log:\n" << job_log;
+  EXPECT_EQ(job_log.find("point_timeout"), std::string::npos) << job_log;
+  const std::vector<SampleSet> sets = daemon_.StoredSamples({1, "alltoall", 4, 1});
+  ASSERT_FALSE(sets.empty());
+  for (const SampleSet& s : sets) EXPECT_GE(s.seconds.size(), 2000u) << s.algorithm;
 }
 
 class BenchMpiTest : public DaemonTest {

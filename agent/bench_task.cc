@@ -300,6 +300,10 @@ int RunBenchTask(const BenchCommand& command, MPI_Comm comm) {
         watchdog->Disarm();
       }
     };
+    // With interleave, a point is one round (agents.proto's point_timeout).
+    options->round_started = [&](const std::string& what) {
+      if (watchdog) watchdog->Arm(what);
+    };
     spdlog::info("task '{}': {} on {} ranks, {} algorithm(s), {} size(s)", command.task_id,
                  v1::CollectiveName(task.collective()), size,
                  task.algorithms_size() == 0 ? std::string("every") : std::to_string(task.algorithms_size()),

@@ -9,7 +9,8 @@
 //   all ranks   TaskToOptions -> RunBench (bench_kernels/driver/bench.h)
 //   rank 0      each Sample -> SampleToProto -> SampleReporter (reporter.h),
 //               one stream, resent on a new stream when it breaks
-//   rank 0      a PointWatchdog armed before each (algorithm, size) point:
+//   rank 0      a PointWatchdog armed before each (algorithm, size) point,
+//               with interleaved rounds before the warm-up and each round:
 //               a point longer than the task's point_timeout MPI_Abort's the
 //               whole job, so that a hung kernel does not hold the hosts
 //   all ranks   the exit status of rank 0 (RunBench's, or 1 when the samples

@@ -51,13 +51,12 @@
 #                          connections still ramping up)
 #   --tune-iterations N    timed calls per algorithm and size when tuning
 #                          (default 10). Fewer where the largest sizes would
-#                          outlast the testbed topotuned's tuning timeouts
-#                          (point_timeout 120 s for 2 warm-up calls and the
-#                          timed ones of one kernel, job_timeout 900 s for
-#                          every kernel at one size), e.g. 4 at 1 MiB on the
-#                          16-host tree; never fewer than 8, below which the
-#                          tuner's permutation test cannot confirm that a
-#                          kernel beats native (tuner/crossover.h)
+#                          outlast the testbed topotuned's job_timeout (900 s
+#                          for every kernel at one size; its point_timeout,
+#                          120 s, bounds the warm-up and each round); never
+#                          fewer than 8, below which the tuner's permutation
+#                          test cannot confirm that a kernel beats native
+#                          (tuner/crossover.h)
 #   --skip-tuning          do not tune: the plan is whatever topotuned has
 #                          (on a fresh testbed: native everywhere)
 #   --skip-ompi            do not run the forced Open MPI algorithms

@@ -178,12 +178,12 @@ def bounds_at_1mib(topotune, path):
 
 # Tuning jobs run interleaved rounds (every kernel once per round) at one
 # size: the first `iterations` rounds, then more until the stopping rule holds
-# or tuning.size_budget (wall time) runs out. The agent's watchdog arms at
-# each checkpoint of rounds, so its "point" is the first stretch of rounds,
-# which must end well within tuning.point_timeout (kernels x rounds x a call,
-# the slow kernels, bruck and hypercube at about 2.5 x the bound, weighing in
-# at SLOW_FACTOR), and the job (warm-up, the rounds and the budget's extra
-# rounds) within tuning.job_timeout.
+# or tuning.size_budget (wall time) runs out. The agent's watchdog is armed
+# for the warm-up (2 calls of every kernel) and for each round, each of which
+# must end within tuning.point_timeout whatever the number of rounds; the job
+# (warm-up, the rounds and the budget's extra rounds) must end within
+# tuning.job_timeout. A round is kernels x a call, the slow kernels, bruck and
+# hypercube at about 2.5 x the bound, weighing in at SLOW_FACTOR.
 SLOW_FACTOR = 3.0
 TIMEOUT_SHARE = 0.8
 MIN_TUNE_ITERATIONS = 8  # fewer: the tuner's permutation test can never confirm a kernel beats native
@@ -191,15 +191,14 @@ MIN_TUNE_ITERATIONS = 8  # fewer: the tuner's permutation test can never confirm
 
 def tune_iterations(max_iterations, kernels, np_, a2a_1mib, size, point_timeout, job_timeout, size_budget=30.0):
     """Rounds (timed calls per kernel) of a tuning job at `size` before
-    adaptive sampling: at most max_iterations, fewer where the testbed's
-    timeouts would cut the first stretch of rounds or the job short, never
+    adaptive sampling, and whether its warm-up fits within point_timeout: at
+    most max_iterations, fewer where the job would outlast job_timeout, never
     fewer than MIN_TUNE_ITERATIONS."""
     bound = a2a_1mib * size / (1 << 20)
     typical = bound / EFFICIENCY + SYNC_PER_RANK * np_
     round_s = kernels * (typical + (SLOW_FACTOR - 1) * bound * 2 / max(kernels, 1))  # two slow kernels per round
-    by_point = int(TIMEOUT_SHARE * point_timeout / round_s)
     by_job = int((TIMEOUT_SHARE * job_timeout - size_budget) / round_s) - 2
-    return max(MIN_TUNE_ITERATIONS, min(max_iterations, by_point, by_job))
+    return max(MIN_TUNE_ITERATIONS, min(max_iterations, by_job)), 2 * round_s <= TIMEOUT_SHARE * point_timeout
 
 
 def duration_s(text, default):
@@ -218,8 +217,11 @@ def cmd_tune_iterations(args):
     np_ = host_count(load_yaml(args.topology))
     a2a, _ = bounds_at_1mib(args.topotune, args.topology)
     for text in args.sizes.split(","):
-        n = tune_iterations(args.max, args.kernels, np_, a2a, parse_size(text), point_timeout, job_timeout,
-                            size_budget)
+        n, fits = tune_iterations(args.max, args.kernels, np_, a2a, parse_size(text), point_timeout, job_timeout,
+                                  size_budget)
+        if not fits:
+            print(f"cluster_report.py: warning: at {text} the warm-up of every kernel may outlast tuning.point_timeout "
+                  f"({point_timeout:g} s)", file=sys.stderr)
         print(text, n)
 
 
@@ -249,8 +251,8 @@ def cmd_estimate(args):
             if args.tune_iterations > 0 and (collective, pattern) not in tuned and pattern != "random":
                 tuned.add((collective, pattern))  # alltoallv: one tuning run per pattern class
                 for s in sizes:
-                    n = tune_iterations(args.tune_iterations, max_kernels, np_, a2a, s, args.point_timeout,
-                                        args.job_timeout)
+                    n, _ = tune_iterations(args.tune_iterations, max_kernels, np_, a2a, s, args.point_timeout,
+                                           args.job_timeout)
                     # The rounds, then adaptive sampling: up to the size budget where undecided.
                     t += kernels * (2 + n) * call_s(collective, pattern, s) + JOB_START_S + args.size_budget / 2
         parts.append(f"{os.path.basename(path)[:-5]} {t / 60:.0f} min")

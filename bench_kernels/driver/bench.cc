@@ -675,7 +675,10 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       RoundRule rule(options, msize);
       std::vector<size_t> order(entries.size());
       for (int round = 0; rc == MPI_SUCCESS; ++round) {
-        if (rule.IsCheckpoint(round)) progress(step, fmt::format("round {} of every algorithm at", round + 1));
+        const std::string what = fmt::format("round {} of every algorithm at", round + 1);
+        if (rule.IsCheckpoint(round)) progress(step, what);
+        if (rank == 0 && options.round_started)
+          options.round_started(fmt::format("{} {} {}", cname, what, FormatBytes(msize)));
         RoundOrder(options.order_seed, msize, round, &order);
         for (size_t i : order) {
           if (!set_plan(entries[i])) break;

@@ -125,6 +125,10 @@ struct BenchOptions {
   // Called on rank 0 before each (algorithm, size): done so far, the total,
   // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
   std::function<void(int done, int total, const std::string& what)> progress;
+  // interleave: called on rank 0 as each round starts ("alltoall round 12
+  // of every algorithm at 256KiB"); progress is called only at the first
+  // round and at the stopping rule's checkpoints. A watchdog's point.
+  std::function<void(const std::string& what)> round_started;
   // Diagnostics, one line each without a newline: fallback reasons (rank 0,
   // once per reason), verification mismatches and MPI errors (the rank that
   // saw them), usage and setup errors (rank 0). Default: stderr.

@@ -55,7 +55,7 @@ struct TuningConfig {
   // Node counts swept when StartTuning names none: powers of two from 2 up to
   // the live hosts, and the live hosts themselves.
   std::vector<int> node_counts;
-  double point_timeout_s = 300;   // One (algorithm, size) point running longer aborts the job.
+  double point_timeout_s = 300;   // One point (with interleaved rounds: a round) running longer aborts the job.
   int max_refinement_rounds = 4;  // Bisection rounds per crossover search.
   // The benchmark program; "" means topotune-agent beside the topotuned
   // executable (else on PATH).
