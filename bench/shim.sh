@@ -13,9 +13,10 @@
 #             What an MPI_Alltoallv call pays for the ranks to agree on its
 #             pattern class and mean block size (one PMPI_Allreduce of six
 #             integers), that the call skips it when the plan runs the same
-#             algorithm for every class, and that it is deferred (a
-#             PMPI_Iallreduce read by the next call) while agreed calls run
-#             native (agreement_backoff.h): an 8-byte-per-pair
+#             algorithm for every class, and that calls run native at once,
+#             some agreeing in the background (a PMPI_Iallreduce read by the
+#             next call), while agreed calls run native
+#             (agreement_backoff.h): an 8-byte-per-pair
 #             MPI_Alltoallv on 4 ranks without the shim; with a plan whose
 #             classes all run native; with linear forced; with a plan whose
 #             uniform class runs linear and skewed native (every call
@@ -172,8 +173,8 @@ for i in $(seq "$rounds"); do
   job per_call_us -np 4 "$bench" vcalls --iterations "$iterations" >> "$work/v-native"
   vjob shim-$i "$work/v-shim" 'algs == {"native"} and c["unclassified"] > 0' "${with_shim[@]}"
   vjob linear-$i "$work/v-linear" 'algs == {"linear"} and c["unclassified"] > 0' "${with_linear[@]}"
-  vjob agree-$i "$work/v-agree" 'algs == {"linear"} and c["uniform"] > 0 and c["deferred"] == 0' "${with_agree[@]}"
-  vjob backoff-$i "$work/v-backoff" 'algs == {"native"} and c["deferred"] > 60 * c["uniform"]' "${with_backoff[@]}"
+  vjob agree-$i "$work/v-agree" 'algs == {"linear"} and c["uniform"] > 0 and c["deferred"] + c["skipped"] == 0' "${with_agree[@]}"
+  vjob backoff-$i "$work/v-backoff" 'algs == {"native"} and c["deferred"] + c["skipped"] > 60 * c["uniform"]' "${with_backoff[@]}"
 done
 us() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 row() { printf '%-46s %s us/call  [%s]\n' "$1" "$(us "$(median < "$work/v-$2")")" "$(tr '\n' ' ' < "$work/v-$2")"; }
@@ -181,9 +182,9 @@ row "without the shim (native):" native
 row "with the shim, native, no agreement needed:" shim
 row "with the shim, linear forced (no agreement):" linear
 row "with the shim, linear after agreeing:" agree
-row "with the shim, native, agreement deferred:" backoff
+row "with the shim, native, agreement backing off:" backoff
 delta() { us "$(awk -v a="$(median < "$work/v-$1")" -v b="$(median < "$work/v-$2")" 'BEGIN { print b - a }')"; }
-echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); deferring it adds" \
+echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); backing off adds" \
   "$(delta native backoff) us/call to native, the shim without agreement $(delta native shim) (medians)"
 echo
 

@@ -531,13 +531,16 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     state->v_bytes = last.bytes;
   }
   std::optional<kernels::PatternClass> pattern;
-  const bool defer = comm != MPI_COMM_NULL && state->v_backoff.Defer();
-  if (defer) {
-    // Every rank defers the same calls: they run native, counted at the
-    // last agreed size, and agree while it runs.
-    mine.ToWords(state->v_words.data());
-    state->v_words[kWords] = 0;
-    PMPI_Iallreduce(MPI_IN_PLACE, state->v_words.data(), kWords + 1, MPI_INT64_T, MPI_SUM, comm, &state->v_pending);
+  using Action = AgreementBackoff::Action;
+  const Action action = comm != MPI_COMM_NULL ? state->v_backoff.Next() : Action::kAgree;
+  if (comm != MPI_COMM_NULL && action != Action::kAgree) {
+    // Every rank acts alike on the same calls: they run native, counted at
+    // the last agreed size; some agree while it runs.
+    if (action == Action::kDefer) {
+      mine.ToWords(state->v_words.data());
+      state->v_words[kWords] = 0;
+      PMPI_Iallreduce(MPI_IN_PLACE, state->v_words.data(), kWords + 1, MPI_INT64_T, MPI_SUM, comm, &state->v_pending);
+    }
     k = native_kernel;
     msize = state->v_msize;
     bytes = state->v_bytes;
@@ -570,7 +573,10 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   }
   {
     std::lock_guard lock(mu_);
-    ++(pattern ? v_classes_[static_cast<size_t>(*pattern)] : defer ? v_deferred_ : v_unclassified_);
+    ++(pattern                    ? v_classes_[static_cast<size_t>(*pattern)]
+       : action == Action::kDefer ? v_deferred_
+       : action == Action::kSkip  ? v_skipped_
+                                  : v_unclassified_);
   }
   return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
 }
@@ -629,7 +635,7 @@ void Runtime::Finish() {
                           {"total_bytes", s.total_bytes()},
                           {"total_seconds", s.total_seconds()},
                           {"fallbacks", s.fallbacks()}});
-  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"deferred", v_deferred_}};
+  j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"deferred", v_deferred_}, {"skipped", v_skipped_}};
   for (int p = 0; p < kernels::kPatternClassCount; ++p)
     j["alltoallv_classes"][std::string(kernels::PatternClassName(static_cast<kernels::PatternClass>(p)))] =
         v_classes_[static_cast<size_t>(p)];

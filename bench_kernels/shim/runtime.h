@@ -27,8 +27,9 @@
 // call's class and mean block size. That agreement is skipped when it cannot
 // change the outcome: every class's table is one range of the same kernel,
 // and that kernel needs no plan of the sizes (the *_l3 kernels do); and
-// while the agreed calls run native, calls run native at once and agree in
-// the background, one call late (PMPI_Iallreduce; agreement_backoff.h).
+// while the agreed calls run native, calls run native at once, some of them
+// agreeing in the background (a PMPI_Iallreduce read by the next call;
+// agreement_backoff.h).
 //
 // Fallbacks (no plan, a kernel declining a call) are counted by reason and
 // logged once per reason: reasons about the plan by world rank 0, reasons
@@ -120,7 +121,7 @@ class Runtime {
     // plan holder has.
     std::vector<int64_t> v_send, v_recv;
     const kernels::KernelInfo* v_kernel = nullptr;
-    AgreementBackoff v_backoff;  // Which alltoallv calls defer the agreement.
+    AgreementBackoff v_backoff;  // Which alltoallv calls agree before they run.
     // A deferred agreement in flight, over v_words; the last agreed mean
     // block size and total bytes (what deferred calls are counted at).
     MPI_Request v_pending = MPI_REQUEST_NULL;
@@ -191,10 +192,11 @@ class Runtime {
   CallStats stats_;
   // Alltoallv calls per pattern class, agreed before they ran; calls that
   // need no agreement (the plan runs one kernel whatever the class, or one
-  // rank) have none, and calls that deferred it (AgreementBackoff) are
-  // counted apart.
+  // rank) have none, and calls that ran native at once (AgreementBackoff),
+  // agreeing in the background (deferred) or not (skipped), are counted
+  // apart.
   std::array<int64_t, kernels::kPatternClassCount> v_classes_{};
-  int64_t v_unclassified_ = 0, v_deferred_ = 0;
+  int64_t v_unclassified_ = 0, v_deferred_ = 0, v_skipped_ = 0;
   std::unordered_map<std::string, int64_t> reasons_;
 };
 

@@ -39,8 +39,9 @@
 #   alltoallv_backoff     alltoallv tables that run native below 1 MiB in
 #                         every class: on each communicator, the first two
 #                         calls agree on class and size before they run, the
-#                         others run native and agree in the background
-#                         (shim_check.py backoff).
+#                         others run native at once, one in 2, 3, 5, 9, then
+#                         17 agreeing in the background (shim_check.py
+#                         backoff).
 #   fault_daemon_down     TOPOTUNE_SERVER is a closed port: no plan (reason
 #                         names the address); context-free kernels forced
 #                         still run; forced tree_scheduled and
@@ -319,8 +320,8 @@ EOF
 
   alltoallv_backoff)
     # Every class native below 1 MiB (coll_check's calls are all smaller):
-    # after two agreed calls that run native, the next calls run native and
-    # agree in the background, on every communicator alike.
+    # after two agreed calls that run native, the next calls run native at
+    # once, some agreeing in the background, on every communicator alike.
     start_daemon daemon
     cat >"$work/tables.json" <<'EOF'
 {"alltoallv": [[0, 1048576, "native"], [1048576, null, "linear"]],
