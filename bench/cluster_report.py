@@ -23,8 +23,8 @@ plots of a cluster benchmark's results, plus the helpers the script needs.
       that keep a point and a job within topotuned's tuning timeouts.
 
 Tables: per topology and run (collective, alltoallv pattern), one row per
-message size and, for each label, the median time, (its ratio to
-ompi:default's) and [bound_s / median_s], the fraction of the physical lower
+message size and, for each label, the mean time per call, (its ratio to
+ompi:default's) and [bound_s / mean_s], the fraction of the physical lower
 bound reached; '!' marks samples in which a kernel declined and Open MPI's
 collective ran. "tuned ran" is the algorithm libtopotune-mpi.so ran at that
 size (its TOPOTUNE_STATS_FILE, warm-up calls included). "TCP" sums the run's
@@ -829,8 +829,8 @@ def plot(topo, directory, terminal):
     font = "Sans,10" if terminal == "pngcairo" else "medium"
     gp = [f"set terminal {terminal} noenhanced size {900 * cols},{560 * rows} font '{font}'",
           f"set output '{png}'",
-          f"set multiplot layout {rows},{cols} title '{topo.name}: throughput (bytes moved between ranks / median "
-          f"time) against block size; the bound line is bytes / bound_s' font ',12'",
+          f"set multiplot layout {rows},{cols} title '{topo.name}: throughput (bytes moved between ranks / mean "
+          f"time per call) against block size; the bound line is bytes / bound_s' font ',12'",
           "set logscale x 2", "set grid", "set key outside right top vertical font ',8' spacing 0.9",
           "set xlabel 'bytes per block'", "set ylabel 'MB/s'", "set datafile missing 'NaN'"]
     for tag in tags:
@@ -852,9 +852,9 @@ def plot(topo, directory, terminal):
         xt = ", ".join(f'"{human_bytes(m)}" {m}' for m in sizes)
         gp.append(f"set xtics ({xt})")
         gp.append(f"set xrange [{sizes[0] / 1.5 if sizes else 1}:{sizes[-1] * 1.5 if sizes else 2}]")
-        top = max((o["bytes_per_call"] / min(o["median_s"], o["bound_s"] or o["median_s"]) / 1e6
-                   for m in sizes for o in rows_[m].values()
-                   if number(o.get("median_s")) and number(o.get("bytes_per_call"))), default=1)
+        top = max((o["bytes_per_call"] / min(t, o["bound_s"] or t) / 1e6
+                   for m in sizes for o in rows_[m].values() if number(o.get("bytes_per_call"))
+                   for t in [o.get("mean_s") or o.get("median_s")] if number(t)), default=1)
         gp.append(f"set yrange [0:{top * 1.08:.6g}]")
         gp.append(f"set title '{tag}, {topo.nprocs[tag]} ranks'")
         plots = []
