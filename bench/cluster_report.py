@@ -544,6 +544,12 @@ def number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
+def time_key(cells):
+    """The time a size's cells are compared on: the mean call (what applications pay); samples
+    recorded before the mean was have only the median."""
+    return "mean_s" if all(number(o.get("mean_s")) for o in cells.values()) else "median_s"
+
+
 def fraction(o, key="median_s"):
     if o is None or not number(o.get("bound_s")) or not number(o.get(key)):
         return None
@@ -587,8 +593,7 @@ def table(topo, tag):
     parts = {}
     for m in sizes:
         cells = rows[m]
-        # The mean (what applications pay); samples of before the mean was recorded have the median.
-        key = "mean_s" if all(number(o.get("mean_s")) for o in cells.values()) else "median_s"
+        key = time_key(cells)
         values = [o[key] for o in cells.values() if number(o.get(key))]
         best = min(values) if values else None
         ref = cells.get(DEFAULT, {}).get(key)
@@ -675,7 +680,7 @@ def targets(topos):
         """One point's line and verdict: ok True (PASS), False (MISS) or None (not judged)."""
         o = topo.samples[tag][m].get(TUNED)
         cells = topo.samples[tag][m]
-        key = "mean_s" if all(number(x.get("mean_s")) for x in cells.values()) else "median_s"
+        key = time_key(cells)
         best_label = min((x for x in cells if number(cells[x].get(key))), key=lambda x: cells[x][key], default=None)
         best = f"best {best_label} {fmt_fraction(fraction(cells.get(best_label)))}" if best_label else ""
         ran = topo.ran.get(tag, {}).get(m, "-")
@@ -852,9 +857,9 @@ def plot(topo, directory, terminal):
         xt = ", ".join(f'"{human_bytes(m)}" {m}' for m in sizes)
         gp.append(f"set xtics ({xt})")
         gp.append(f"set xrange [{sizes[0] / 1.5 if sizes else 1}:{sizes[-1] * 1.5 if sizes else 2}]")
-        top = max((o["bytes_per_call"] / min(t, o["bound_s"] or t) / 1e6
-                   for m in sizes for o in rows_[m].values() if number(o.get("bytes_per_call"))
-                   for t in [o.get("mean_s") or o.get("median_s")] if number(t)), default=1)
+        top = max((o["bytes_per_call"] / min(o[key], o["bound_s"] or o[key]) / 1e6
+                   for m in sizes for key in [time_key(rows_[m])] for o in rows_[m].values()
+                   if number(o.get(key)) and number(o.get("bytes_per_call"))), default=1)
         gp.append(f"set yrange [0:{top * 1.08:.6g}]")
         gp.append(f"set title '{tag}, {topo.nprocs[tag]} ranks'")
         plots = []
