@@ -53,6 +53,78 @@ TEST(Chassis, Normalises) {
   EXPECT_EQ(NormalisePortId(5, "Ethernet1"), "Ethernet1");
 }
 
+// ---- LLDP IDs are bytes (issue 18) ---------------------------------------------
+
+// A MAC ending in 00 is 6 bytes, not 5 bytes of text cut at the zero.
+TEST(Chassis, MacsEndingInAZeroByteKeepIt) {
+  const std::string ec02("\xec\x02\x73\x96\x21\x00", 6);
+  EXPECT_EQ(NormaliseChassisId(4, ec02), "ec:02:73:96:21:00");
+  EXPECT_EQ(NormaliseChassisId(7, ec02), "ec:02:73:96:21:00");         // Not text: a MAC whatever the subtype.
+  EXPECT_EQ(NormaliseChassisId(7, std::string("sw1\0\0", 5)), "sw1");  // Text padded with NULs.
+  EXPECT_EQ(NormalisePortId(3, std::string("\x3c\xec\xef\x76\x4c\x00", 6)), "3c:ec:ef:76:4c:00");
+  EXPECT_EQ(NormalisePortId(5, std::string("Ethernet1\0", 10)), "Ethernet1");
+}
+
+TEST(Chassis, NetworkAddressesPrintAsAddresses) {
+  EXPECT_EQ(NormaliseChassisId(5, "10.15.193.50"), "ip:10.15.193.50");
+  const std::string v6 = std::string("\x02\x20\x01\x0d\xb8", 5) + std::string(11, '\0') + "\x01";
+  EXPECT_EQ(NormaliseChassisId(5, v6), "ip:2001:db8::1");
+  EXPECT_EQ(NormaliseChassisId(5, "2001:DB8:0::1"), "ip:2001:db8::1");
+  EXPECT_EQ(NormalisePortId(4, std::string("\x01\x0a\x0f\xc1\x32", 5)), "ip:10.15.193.50");
+  EXPECT_EQ(NormaliseChassisId(5, "not an address"), "not an address");
+}
+
+// Decodes .snmprec text as the walk of one switch at 198.18.0.1.
+SwitchWalk Decode(const std::string& snmprec) {
+  ParsedWalk parsed = ParseSnmprec(snmprec, "t.snmprec");
+  EXPECT_TRUE(parsed.warnings.empty()) << parsed.warnings.front();
+  return DecodeSwitchWalk(parsed.vars, "198.18.0.1:161");
+}
+
+// A switch "leaf0" with one port, Ethernet1 (ifIndex 1, up, 25G).
+const char kLeaf[] =
+    "1.3.6.1.2.1.1.5.0|4|leaf0\n"
+    "1.3.6.1.2.1.2.2.1.8.1|2|1\n"
+    "1.3.6.1.2.1.31.1.1.1.1.1|4|Ethernet1\n"
+    "1.3.6.1.2.1.31.1.1.1.15.1|66|25000\n";
+
+// The rows of issue 18: on local port 1, a neighbour with no sysName whose
+// chassis (subtype 4) and port MAC (subtype 3) end in 00.
+const char kMac00Host[] =
+    "1.0.8802.1.1.2.1.4.1.1.4.0.1.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.1.1|4x|EC0273962100\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.1.1|2|3\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.1.1|4x|3CECEF764C00\n";
+
+TEST(LldpIds, AreDecodedFromTheirBytes) {
+  SwitchWalk w = Decode(std::string(kLeaf) + kMac00Host +
+                        "1.0.8802.1.1.2.1.3.1.0|2|4\n"
+                        "1.0.8802.1.1.2.1.3.2.0|4x|001B21BBE600\n"
+                        "1.0.8802.1.1.2.1.3.7.1.2.1|2|3\n"
+                        "1.0.8802.1.1.2.1.3.7.1.3.1|4x|001B21BBE601\n");
+  EXPECT_TRUE(w.warnings.empty()) << w.warnings.front();
+  ASSERT_EQ(w.remotes.size(), 1u);
+  const LldpRemote& r = w.remotes[0];
+  EXPECT_EQ(r.chassis_raw, std::string("\xec\x02\x73\x96\x21\x00", 6));
+  EXPECT_EQ(r.chassis_id, "ec:02:73:96:21:00");
+  EXPECT_EQ(r.port_raw, std::string("\x3c\xec\xef\x76\x4c\x00", 6));
+  EXPECT_EQ(r.port_id, "3c:ec:ef:76:4c:00");
+  EXPECT_EQ(w.chassis_id, "00:1b:21:bb:e6:00");
+  ASSERT_EQ(w.local_ports.count(1), 1u);
+  EXPECT_EQ(w.local_ports.at(1).id, "00:1b:21:bb:e6:01");
+}
+
+TEST(LldpIds, AHostKnownByAMacEndingInZeroIsNamedByAllOfIt) {
+  auto built = BuildTree({Decode(std::string(kLeaf) + kMac00Host)}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->warnings.empty()) << built->warnings.front();
+  EXPECT_TRUE(built->topology.Find("host-3cecef764c00"));
+  ASSERT_EQ(built->links.size(), 1u);
+  EXPECT_EQ(built->links[0].a.node, "host-3cecef764c00");
+  EXPECT_EQ(built->links[0].b.node, "leaf0");
+  EXPECT_EQ(built->links[0].b.port, "Ethernet1");
+}
+
 TEST(Snmprec, DecodesTypesAndEncodings) {
   ParsedWalk w = ParseSnmprec(
       "1.3.6.1.2.1.1.5.0|4|sw1\n"

@@ -1,5 +1,6 @@
 #include "daemon/discovery/snmp_types.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -53,11 +54,8 @@ std::optional<int64_t> AsInteger(const SnmpValue& v) {
 std::string AsText(const SnmpValue& v) {
   switch (v.type) {
     case SnmpType::kOctetString:
-    case SnmpType::kOpaque: {
-      std::string s = v.bytes;
-      while (!s.empty() && s.back() == '\0') s.pop_back();
-      return s;
-    }
+    case SnmpType::kOpaque:
+      return std::string(TrimTrailingNuls(v.bytes));
     case SnmpType::kIpAddress:
       return FormatIpv4(v.bytes);
     case SnmpType::kObjectId:
@@ -67,6 +65,16 @@ std::string AsText(const SnmpValue& v) {
     default:
       return std::to_string(v.integer);
   }
+}
+
+std::string AsBytes(const SnmpValue& v) {
+  if (v.type == SnmpType::kOctetString || v.type == SnmpType::kOpaque) return v.bytes;
+  return AsText(v);
+}
+
+std::string_view TrimTrailingNuls(std::string_view s) {
+  while (!s.empty() && s.back() == '\0') s.remove_suffix(1);
+  return s;
 }
 
 std::string FormatMac(const Mac& mac) {
@@ -152,6 +160,12 @@ std::string FormatIpv4(std::string_view raw4) {
   if (raw4.size() != 4) return "";
   auto u = [&](int i) { return static_cast<unsigned>(static_cast<uint8_t>(raw4[i])); };
   return fmt::format("{}.{}.{}.{}", u(0), u(1), u(2), u(3));
+}
+
+std::string FormatIpv6(std::string_view raw16) {
+  char text[INET6_ADDRSTRLEN];
+  if (raw16.size() != 16 || !inet_ntop(AF_INET6, raw16.data(), text, sizeof text)) return "";
+  return text;
 }
 
 std::string Printable(std::string_view bytes, size_t max_len) {

@@ -57,6 +57,12 @@ std::optional<int64_t> AsInteger(const SnmpValue& v);
 // The value as text: octet strings as they are (trailing NULs dropped, as
 // some agents pad names), numbers in decimal.
 std::string AsText(const SnmpValue& v);
+// The value's bytes: octet strings and opaque values verbatim, trailing NULs
+// included (a MAC or an address ending in 0 is data, not padding); others as
+// AsText. For IDs, which may be MACs or addresses, not text.
+std::string AsBytes(const SnmpValue& v);
+// `s` without trailing NULs.
+std::string_view TrimTrailingNuls(std::string_view s);
 
 // A MAC address, stored as its 6 bytes.
 struct Mac {
@@ -75,6 +81,8 @@ std::optional<Mac> MacFromIndex(std::span<const uint32_t> oid, size_t pos);
 
 // "198.18.0.1" from 4 raw bytes; empty if not 4 bytes.
 std::string FormatIpv4(std::string_view raw4);
+// "2001:db8::1" from 16 raw bytes (RFC 5952 text); empty if not 16 bytes.
+std::string FormatIpv6(std::string_view raw16);
 
 // Printable text for messages: control and non-ASCII bytes as \xNN, at most
 // `max_len` bytes then "...".

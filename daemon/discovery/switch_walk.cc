@@ -1,5 +1,6 @@
 #include "daemon/discovery/switch_walk.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -147,13 +148,13 @@ void DecodeRemotes(const std::vector<VarBind>& vars, const Oid& table, const Oid
         if (auto n = IntValue(v, warn, "lldpRemChassisIdSubtype")) r.chassis_subtype = *n;
         break;
       case 5:
-        r.chassis_raw = AsText(v.value);
+        r.chassis_raw = AsBytes(v.value);
         break;
       case 6:
         if (auto n = IntValue(v, warn, "lldpRemPortIdSubtype")) r.port_subtype = *n;
         break;
       case 7:
-        r.port_raw = AsText(v.value);
+        r.port_raw = AsBytes(v.value);
         break;
       case 8:
         r.port_desc = AsText(v.value);
@@ -240,7 +241,7 @@ void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& s
     if (field == 1 && v.oid.size() == loc.size() + 2) {
       if (auto n = IntValue(v, warn, "lldpLocChassisIdSubtype")) chassis_subtype = *n;
     } else if (field == 2 && v.oid.size() == loc.size() + 2) {
-      chassis_raw = AsText(v.value);
+      chassis_raw = AsBytes(v.value);
     } else if (auto ci = ColumnAndIndex(v, port_table)) {
       auto [col, index] = *ci;
       auto port = SingleIndex(index, v, warn, "lldpLocPortTable");
@@ -249,7 +250,7 @@ void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& s
       if (col == 2) {
         if (auto n = IntValue(v, warn, "lldpLocPortIdSubtype")) p.subtype = *n;
       } else if (col == 3) {
-        p.id = AsText(v.value);
+        p.id = AsBytes(v.value);
       } else if (col == 4) {
         p.desc = AsText(v.value);
       }
@@ -265,6 +266,37 @@ void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& s
   }
   for (auto& [num, p] : sw.local_ports) p.id = NormalisePortId(p.subtype, p.id);
   if (!chassis_raw.empty()) sw.chassis_id = NormaliseChassisId(chassis_subtype, chassis_raw);
+}
+
+bool IsText(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+// A network address ID (chassis subtype 5, port subtype 4) as "ip:ADDRESS":
+// an IANA address family (1 IPv4, 2 IPv6) then the address's bytes, or the
+// address as text. nullopt for anything else.
+std::optional<std::string> NetworkAddress(const std::string& raw) {
+  std::string_view bytes(raw);
+  if (bytes.size() == 5 && bytes[0] == 1) return "ip:" + FormatIpv4(bytes.substr(1));
+  if (bytes.size() == 17 && bytes[0] == 2) return "ip:" + FormatIpv6(bytes.substr(1));
+  std::string text(TrimTrailingNuls(bytes));
+  if (!IsText(text)) return std::nullopt;
+  unsigned char address[16];
+  if (inet_pton(AF_INET, text.c_str(), address) == 1)
+    return "ip:" + FormatIpv4(std::string_view(reinterpret_cast<const char*>(address), 4));
+  if (inet_pton(AF_INET6, text.c_str(), address) == 1)
+    return "ip:" + FormatIpv6(std::string_view(reinterpret_cast<const char*>(address), 16));
+  return std::nullopt;
+}
+
+// An ID whose subtype does not say MAC or address: its text (trailing NUL
+// padding dropped, as some agents pad names), else a MAC when it is 6 bytes,
+// else escaped.
+std::string IdText(const std::string& raw) {
+  std::string_view text = TrimTrailingNuls(raw);
+  if (IsText(text)) return std::string(text);
+  if (raw.size() == 6) return FormatMac(*ParseMac(raw));
+  return Printable(text);
 }
 
 }  // namespace
@@ -294,22 +326,21 @@ bool LldpRemote::is_switch_like() const {
 }
 
 std::string NormaliseChassisId(int subtype, const std::string& raw) {
-  if (subtype == 5 && raw.size() == 5 && raw[0] == 1) return "ip:" + FormatIpv4(raw.substr(1));
-  bool printable = std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  // 6 raw bytes are a MAC when the subtype says so or when they are not text.
-  if (raw.size() == 6 && (subtype == 4 || !printable)) return FormatMac(*ParseMac(raw));
-  if (raw.size() != 6)
+  if (subtype == 5)
+    if (auto address = NetworkAddress(raw)) return *address;
+  // 6 raw bytes are a MAC when the subtype says so (IdText: or when they are
+  // not text); a MAC written as text is one whatever the subtype.
+  if (subtype == 4 || raw.size() != 6)
     if (auto mac = ParseMac(raw)) return FormatMac(*mac);
-  return printable ? raw : Printable(raw);
+  return IdText(raw);
 }
 
 std::string NormalisePortId(int subtype, const std::string& raw) {
-  if (subtype == 3) {
+  if (subtype == 3)
     if (auto mac = ParseMac(raw)) return FormatMac(*mac);
-  }
-  bool printable = std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  if (raw.size() == 6 && !printable) return FormatMac(*ParseMac(raw));
-  return printable ? raw : Printable(raw);
+  if (subtype == 4)
+    if (auto address = NetworkAddress(raw)) return *address;
+  return IdText(raw);
 }
 
 SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source) {

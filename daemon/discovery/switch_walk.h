@@ -53,11 +53,11 @@ struct Interface {
 struct LldpRemote {
   int local_port_num = 0;  // lldpRemLocalPortNum (v1) or lldpV2RemLocalIfIndex (v2).
   int chassis_subtype = 0;
-  std::string chassis_raw;
-  std::string chassis_id;  // Normalised (NormaliseChassisId).
+  std::string chassis_raw;  // The bytes as sent (AsBytes): a MAC may end in a zero byte.
+  std::string chassis_id;   // Normalised (NormaliseChassisId).
   int port_subtype = 0;
-  std::string port_raw;
-  std::string port_id;  // Normalised (NormalisePortId).
+  std::string port_raw;  // The bytes as sent, as chassis_raw.
+  std::string port_id;   // Normalised (NormalisePortId).
   std::string port_desc;
   std::string sys_name;
   std::optional<uint32_t> caps_enabled;     // lldpRemSysCapEnabled bits, bit 0 = MSB of the first byte.
@@ -68,7 +68,7 @@ struct LldpRemote {
 
 struct LldpLocalPort {
   int subtype = 0;
-  std::string id;  // Decoded (text, or a normalised MAC for subtype 3).
+  std::string id;  // Normalised (NormalisePortId).
   std::string desc;
 };
 
@@ -101,11 +101,15 @@ struct SwitchWalk {
   std::string label() const { return sys_name.empty() ? source : sys_name; }
 };
 
-// Normalises a chassis ID: MACs (subtype 4, or any value that parses as a
-// MAC: 6 raw bytes, 12 hex digits, separated hex) to "aa:bb:cc:dd:ee:ff";
-// network addresses (subtype 5, IPv4) to "ip:198.18.0.1"; others as text.
+// Normalises a chassis ID from its raw bytes (AsBytes): MACs (subtype 4, or
+// any value that parses as a MAC: 6 raw bytes that are not text, 12 hex
+// digits, separated hex) to "aa:bb:cc:dd:ee:ff"; network addresses
+// (subtype 5: an IANA family byte, 1 IPv4 or 2 IPv6, and the address; or the
+// address as text) to "ip:198.18.0.1" or "ip:2001:db8::1"; others as text,
+// trailing NULs dropped, other bytes outside 0x20-0x7e escaped (Printable).
 std::string NormaliseChassisId(int subtype, const std::string& raw);
-// Normalises a port ID: MACs (subtype 3) as above, others as text.
+// Normalises a port ID the same way: MACs (subtype 3), network addresses
+// (subtype 4), others as text.
 std::string NormalisePortId(int subtype, const std::string& raw);
 
 // Decodes the bindings of one switch (the union of the walks of

@@ -141,6 +141,7 @@ std::optional<int> ResolveLocalPort(const Sw& s, int num) {
 
 // The ifIndex on switch `r` of the port that `row` (seen by another switch) names.
 std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
+  const std::string text(TrimTrailingNuls(row.port_raw));  // Names may be padded with NULs.
   switch (row.port_subtype) {
     case 3: {  // macAddress
       if (auto mac = ParseMac(row.port_raw)) {
@@ -151,17 +152,17 @@ std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
     }
     case 7: {  // local: often the remote's LLDP port number or ifIndex
       int n = 0;
-      auto [p, ec] = std::from_chars(row.port_raw.data(), row.port_raw.data() + row.port_raw.size(), n);
-      if (ec == std::errc() && p == row.port_raw.data() + row.port_raw.size()) {
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec == std::errc() && p == text.data() + text.size()) {
         if (r.walk->local_ports.count(n))
           if (auto i = ResolveLocalPort(r, n)) return i;
         if (r.walk->interfaces.count(n)) return n;
       }
-      if (auto i = MatchName(r, row.port_raw)) return i;
+      if (auto i = MatchName(r, text)) return i;
       break;
     }
     default:  // interfaceName (5), interfaceAlias (1), portComponent (2), others: a name.
-      if (auto i = MatchName(r, row.port_raw)) return i;
+      if (auto i = MatchName(r, text)) return i;
       break;
   }
   return MatchName(r, row.port_desc);
