@@ -216,7 +216,7 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
       return kExitFailure;
     }
   }
-  for (const std::string& w : tree.warnings) err << "warning: " << w << "\n";
+  for (const std::string& w : tree.warnings) err << "warning: " << dsc::ScrubLine(w) << "\n";
   const Topology& t = tree.topology;
   int switches = t.num_nodes() - static_cast<int>(t.hosts().size());
   err << fmt::format(

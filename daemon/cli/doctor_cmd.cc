@@ -399,10 +399,10 @@ SeedAnswer AskSeed(const std::string& seed, const discovery::SnmpCredentials& cr
   }
   for (const discovery::VarBind& b : *binds) {
     if (discovery::HasPrefix(b.oid, kSysName)) {
-      a.sys_name = discovery::AsText(b.value);
+      a.sys_name = discovery::Printable(discovery::AsText(b.value));
     } else if (discovery::HasPrefix(b.oid, kLocChassisId)) {
       auto mac = discovery::ParseMac(b.value.bytes);
-      a.chassis = mac ? discovery::FormatMac(*mac) : discovery::AsText(b.value);
+      a.chassis = mac ? discovery::FormatMac(*mac) : discovery::Printable(discovery::AsText(b.value));
     } else if (discovery::HasPrefix(b.oid, kRemChassisId)) {
       ++a.neighbours;
     }

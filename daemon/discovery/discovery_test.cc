@@ -125,6 +125,73 @@ TEST(LldpIds, AHostKnownByAMacEndingInZeroIsNamedByAllOfIt) {
   EXPECT_EQ(built->links[0].b.port, "Ethernet1");
 }
 
+// ---- Remote strings are made safe (issue 18) -----------------------------------
+
+TEST(SafeText, ScrubLineKeepsOnlyPrintableAscii) {
+  EXPECT_EQ(ScrubLine(std::string("a\x01"
+                                  "b\nc\xff",
+                                  6)),
+            "a?b?c?");
+  EXPECT_EQ(ScrubLine("leaf0 port Ethernet1: ok ~"), "leaf0 port Ethernet1: ok ~");
+}
+
+// A switch whose sysName is the bytes FF FE 00 41, and a neighbour of leaf0
+// that sends the same sysName: names become "---A", messages "\xff\xfe\x00A",
+// and no byte outside 0x20-0x7e reaches the YAML.
+TEST(SafeText, ASysNameWithControlBytesIsEscapedInMessagesAndMadeSafeInNames) {
+  SwitchWalk leaf = Decode(std::string(kLeaf) + kMac00Host +
+                           "1.3.6.1.2.1.2.2.1.8.2|2|1\n"
+                           "1.3.6.1.2.1.31.1.1.1.1.2|4|Ethernet2\n"
+                           "1.3.6.1.2.1.31.1.1.1.15.2|66|100000\n"
+                           "1.0.8802.1.1.2.1.4.1.1.4.0.2.1|2|4\n"
+                           "1.0.8802.1.1.2.1.4.1.1.5.0.2.1|4x|020000000002\n"
+                           "1.0.8802.1.1.2.1.4.1.1.6.0.2.1|2|5\n"
+                           "1.0.8802.1.1.2.1.4.1.1.7.0.2.1|4|Ethernet7\n"
+                           "1.0.8802.1.1.2.1.4.1.1.9.0.2.1|4x|fffe0041\n");
+  ParsedWalk parsed = ParseSnmprec(
+      "1.3.6.1.2.1.1.5.0|4x|fffe0041\n"
+      "1.3.6.1.2.1.2.2.1.6.1|4|abc\n"
+      "1.3.6.1.2.1.2.2.1.8.1|2|1\n"
+      "1.3.6.1.2.1.31.1.1.1.1.1|4|Ethernet9\n"
+      "1.3.6.1.2.1.31.1.1.1.15.1|66|100000\n",
+      "odd.snmprec");
+  SwitchWalk odd = DecodeSwitchWalk(parsed.vars, "198.18.0.2:161");
+  EXPECT_EQ(odd.sys_name, std::string("\xff\xfe\x00\x41", 4));
+  EXPECT_EQ(odd.label(), "\\xff\\xfe\\x00A");
+  ASSERT_EQ(leaf.remotes.size(), 2u);
+  EXPECT_EQ(leaf.remotes[1].sys_name, odd.sys_name);
+
+  auto built = BuildTree({leaf, odd}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->topology.Find("---A"));
+  EXPECT_EQ(built->warnings,
+            (std::vector<std::string>{
+                "\\xff\\xfe\\x00A (198.18.0.2:161): ifPhysAddress of ifIndex 1 is not a MAC address (abc)",
+                "leaf0 port Ethernet2: LLDP neighbour \\xff\\xfe\\x00A (02:00:00:00:00:02): its port 'Ethernet7' "
+                "(subtype 5, description '') matches no interface of ---A; the link's speed is taken from this side "
+                "only",
+                "---A: no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours"}));
+  std::string yaml = FormatDiscoveredTree(*built);
+  for (size_t i = 0; i < yaml.size(); ++i) {
+    auto c = static_cast<unsigned char>(yaml[i]);
+    EXPECT_TRUE(c == '\n' || (c >= 0x20 && c <= 0x7e)) << "byte " << i << " is " << static_cast<int>(c) << ":\n"
+                                                       << yaml;
+  }
+  EXPECT_NE(yaml.find("#   leaf0 port Ethernet2: LLDP neighbour \\xff\\xfe\\x00A (02:00:00:00:00:02)"),
+            std::string::npos)
+      << yaml;
+}
+
+TEST(SafeText, PortLabelsAreEscaped) {
+  Interface itf;
+  itf.if_index = 3;
+  itf.name = std::string("Eth\x1b[2J\0", 8);
+  EXPECT_EQ(itf.label(), "Eth\\x1b[2J\\x00");
+  itf.name.clear();
+  itf.descr = std::string(70, 'x');  // Not shortened: a label is not a message fragment.
+  EXPECT_EQ(itf.label(), std::string(70, 'x'));
+}
+
 TEST(Snmprec, DecodesTypesAndEncodings) {
   ParsedWalk w = ParseSnmprec(
       "1.3.6.1.2.1.1.5.0|4|sw1\n"

@@ -182,4 +182,11 @@ std::string Printable(std::string_view bytes, size_t max_len) {
   return s;
 }
 
+std::string ScrubLine(std::string_view line) {
+  std::string s(line);
+  for (char& c : s)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return s;
+}
+
 }  // namespace topotune::discovery

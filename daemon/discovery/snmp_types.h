@@ -85,7 +85,12 @@ std::string FormatIpv4(std::string_view raw4);
 std::string FormatIpv6(std::string_view raw16);
 
 // Printable text for messages: control and non-ASCII bytes as \xNN, at most
-// `max_len` bytes then "...".
+// `max_len` bytes then "...". Every string a switch sends goes through it (or
+// through a normalisation that only keeps 0x20-0x7e) before it reaches a
+// name, a message or an output file.
 std::string Printable(std::string_view bytes, size_t max_len = 64);
+// The last guard of a line of output (a YAML comment, a line on stderr):
+// every byte outside 0x20-0x7e, a newline included, becomes '?'.
+std::string ScrubLine(std::string_view line);
 
 }  // namespace topotune::discovery

@@ -313,8 +313,8 @@ std::vector<Oid> BridgeFdbWalkRoots() { return {kTpFdbPort}; }
 std::vector<Oid> LldpV2WalkRoots() { return {kLldpV2Loc, kLldpV2Rem, kLldpV2RemMan}; }
 
 std::string Interface::label() const {
-  if (!name.empty()) return name;
-  if (!descr.empty()) return descr;
+  if (!name.empty()) return Printable(name, std::string::npos);
+  if (!descr.empty()) return Printable(descr, std::string::npos);
   return fmt::format("ifIndex {}", if_index);
 }
 
@@ -351,7 +351,7 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
     if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 5, 0}) sw.sys_name = AsText(v.value);
     if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 1, 0}) sw.descr = AsText(v.value);
   }
-  if (!sw.sys_name.empty()) warn.SetLabel(fmt::format("{} ({})", sw.sys_name, sw.source));
+  if (!sw.sys_name.empty()) warn.SetLabel(fmt::format("{} ({})", sw.label(), sw.source));
 
   // IF-MIB and the LAG membership.
   for (const VarBind& v : vars) {

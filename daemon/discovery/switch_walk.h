@@ -45,7 +45,8 @@ struct Interface {
   int64_t high_speed_mbps = -1;  // ifHighSpeed; -1 when absent.
   int oper_status = 0;           // 1 up, 2 down, ...; 0 when absent.
   int lag_id = 0;                // dot3adAggPortAttachedAggID: the aggregate's ifIndex, 0 when none.
-  // The best name for messages and output: ifName, else ifDescr, else "ifIndex N".
+  // The best name for messages and output: ifName, else ifDescr, else
+  // "ifIndex N"; bytes outside 0x20-0x7e escaped (Printable, not shortened).
   std::string label() const;
 };
 
@@ -97,8 +98,8 @@ struct SwitchWalk {
   std::vector<std::string> local_mgmt_addresses;  // lldpLocManAddrTable, IPv4.
   std::vector<std::string> warnings;              // "SWITCH: reason".
   int64_t requests = 0;                           // SNMP requests the walk took.
-  // Name for messages: sysName, else the source.
-  std::string label() const { return sys_name.empty() ? source : sys_name; }
+  // Name for messages: sysName (escaped, Printable), else the source.
+  std::string label() const { return sys_name.empty() ? source : Printable(sys_name); }
 };
 
 // Normalises a chassis ID from its raw bytes (AsBytes): MACs (subtype 4, or

@@ -249,6 +249,9 @@ std::string MacName(const Mac& mac) {
   return "host-" + s;
 }
 
+// The rule for node names made of what a switch sends (sysNames, chassis
+// IDs): every byte outside 0x21-0x7e (space, control, non-ASCII) becomes '-',
+// so a name is one plain YAML word. Messages escape instead (Printable).
 std::string SafeName(std::string s) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) >= 0x7f) c = '-';
@@ -281,8 +284,8 @@ struct Builder {
       if (name.empty() || name_count[w.sys_name] > 1 || used.count(name)) {
         std::string alt = SafeName(fmt::format("{}@{}", name.empty() ? "switch" : name, ShortSource(w.source)));
         if (!name.empty())
-          warnings.push_back(fmt::format("{} ({}): sysName '{}' is not unique; the switch is named '{}'", w.sys_name,
-                                         w.source, w.sys_name, alt));
+          warnings.push_back(fmt::format("{} ({}): sysName '{}' is not unique; the switch is named '{}'", w.label(),
+                                         w.source, w.label(), alt));
         name = alt;
       }
       used.insert(name);
@@ -341,7 +344,8 @@ LldpPass ReadLldp(Builder& b) {
       b.Warn(s, "", "no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours");
     for (const LldpRemote& row : s.walk->remotes) {
       auto local = ResolveLocalPort(s, row.local_port_num);
-      std::string who = row.sys_name.empty() ? row.chassis_id : fmt::format("{} ({})", row.sys_name, row.chassis_id);
+      std::string who =
+          row.sys_name.empty() ? row.chassis_id : fmt::format("{} ({})", Printable(row.sys_name), row.chassis_id);
       if (!local) {
         b.Warn(s, fmt::format("#{}", row.local_port_num),
                fmt::format("LLDP neighbour {}: local port number {} matches no interface by name, bridge port or "
@@ -753,12 +757,13 @@ std::string FormatDiscoveredTree(const DiscoveredTree& tree) {
   s += "# Ports of each link, as discovered:\n";
   for (const DiscoveredLink& l : tree.links) {
     auto end = [](const LinkEnd& e) { return e.port.empty() ? e.node : fmt::format("{}:{}", e.node, e.port); };
-    s += fmt::format("#   {} -- {}  {}{}  ({})\n", end(l.a), end(l.b), FormatSpeed(l.speed_bps),
-                     l.members > 1 ? fmt::format(", LAG of {}", l.members) : "", l.how);
+    s += ScrubLine(fmt::format("#   {} -- {}  {}{}  ({})", end(l.a), end(l.b), FormatSpeed(l.speed_bps),
+                               l.members > 1 ? fmt::format(", LAG of {}", l.members) : "", l.how)) +
+         "\n";
   }
   if (!tree.warnings.empty()) {
     s += fmt::format("# {} warning(s):\n", tree.warnings.size());
-    for (const std::string& w : tree.warnings) s += fmt::format("#   {}\n", w);
+    for (const std::string& w : tree.warnings) s += ScrubLine("#   " + w) + "\n";
   }
   return s;
 }

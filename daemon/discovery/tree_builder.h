@@ -85,7 +85,8 @@ std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const 
 std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row);
 
 // The tree as topology YAML (DumpTopology), followed by comments that name
-// the switch ports of every link and list the warnings.
+// the switch ports of every link and list the warnings. A comment line holds
+// only bytes 0x20-0x7e (ScrubLine), whatever the switches sent.
 std::string FormatDiscoveredTree(const DiscoveredTree& tree);
 
 }  // namespace topotune::discovery
