@@ -192,6 +192,59 @@ TEST(SafeText, PortLabelsAreEscaped) {
   EXPECT_EQ(itf.label(), std::string(70, 'x'));
 }
 
+// ---- Management addresses in every form (issue 18) -----------------------------
+
+// The rows of issue 18 and of the vendor recordings: three neighbours, one
+// management address each, in the three IPv4 forms; IPv6 and 802 addresses
+// are skipped without a warning.
+TEST(ManagementAddress, EveryIpv4IndexFormGivesTheAddress) {
+  SwitchWalk w = Decode(
+      "1.0.8802.1.1.2.1.4.1.1.4.0.48.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.48.1|4x|020000000048\n"
+      "1.0.8802.1.1.2.1.4.1.1.4.0.1.16|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.1.16|4x|020000000001\n"
+      "1.0.8802.1.1.2.1.4.1.1.4.0.47.2|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.47.2|4x|020000000047\n"
+      // Extreme SLX-OS: no length octet.
+      "1.0.8802.1.1.2.1.4.2.1.3.0.48.1.1.10.15.193.50|2|2\n"
+      // Edgecore: length 5, the address padded with a zero byte.
+      "1.0.8802.1.1.2.1.4.2.1.3.0.1.16.1.5.172.16.251.3.0|2|2\n"
+      // Arista: the standard form.
+      "1.0.8802.1.1.2.1.4.2.1.3.0.47.2.1.4.172.20.21.194|2|2\n"
+      "1.0.8802.1.1.2.1.4.2.1.3.0.48.1.2.16.42.4.65.192.0.0.0.0.0.0.0.0.0.0.0.1|2|3\n"
+      "1.0.8802.1.1.2.1.4.2.1.3.0.1.16.6.6.76.217.143.45.31.70|2|1\n");
+  EXPECT_TRUE(w.warnings.empty()) << w.warnings.front();
+  std::map<int, std::vector<std::string>> by_port;
+  for (const LldpRemote& r : w.remotes) by_port[r.local_port_num] = r.mgmt_addresses;
+  EXPECT_EQ(by_port.size(), 3u);
+  EXPECT_EQ(by_port[48], std::vector<std::string>{"10.15.193.50"});
+  EXPECT_EQ(by_port[1], std::vector<std::string>{"172.16.251.3"});
+  EXPECT_EQ(by_port[47], std::vector<std::string>{"172.20.21.194"});
+}
+
+TEST(ManagementAddress, LocalAddressesWithAndWithoutTheLength) {
+  SwitchWalk w = Decode(
+      "1.0.8802.1.1.2.1.3.8.1.3.1.4.10.15.193.51|2|4\n"
+      "1.0.8802.1.1.2.1.3.8.1.3.1.10.15.193.52|2|4\n"
+      "1.0.8802.1.1.2.1.3.8.1.3.2.16.42.4.65.192.0.0.0.0.0.0.0.0.0.0.0.2|2|16\n");
+  EXPECT_TRUE(w.warnings.empty()) << w.warnings.front();
+  EXPECT_EQ(w.local_mgmt_addresses, (std::vector<std::string>{"10.15.193.51", "10.15.193.52"}));
+}
+
+TEST(ManagementAddress, AnIpv4IndexOfAnotherShapeIsAWarning) {
+  SwitchWalk w = Decode(
+      "1.3.6.1.2.1.1.5.0|4|leaf0\n"
+      "1.0.8802.1.1.2.1.4.1.1.4.0.48.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.48.1|4x|020000000048\n"
+      "1.0.8802.1.1.2.1.4.2.1.3.0.48.1.1.7.10.15.193.50|2|2\n");
+  EXPECT_EQ(w.warnings,
+            std::vector<std::string>{
+                "leaf0 (198.18.0.1:161): lldpRemManAddrTable 1.0.8802.1.1.2.1.4.2.1.3.0.48.1.1.7.10.15.193.50: "
+                "an IPv4 address (subtype 1) whose index is neither 1.LENGTH.a.b.c.d nor 1.a.b.c.d"});
+  ASSERT_EQ(w.remotes.size(), 1u);
+  EXPECT_TRUE(w.remotes[0].mgmt_addresses.empty());
+}
+
 TEST(Snmprec, DecodesTypesAndEncodings) {
   ParsedWalk w = ParseSnmprec(
       "1.3.6.1.2.1.1.5.0|4|sw1\n"

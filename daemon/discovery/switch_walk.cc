@@ -89,6 +89,35 @@ std::optional<int> SingleIndex(std::span<const uint32_t> index, const VarBind& v
   return static_cast<int>(index[0]);
 }
 
+// The IPv4 address in the rest of a management address index (after the
+// neighbour's key, or after lldpLocManAddrTable's column): subtype 1, then the
+// address in every form seen: 1.4.a.b.c.d (the standard: length, address);
+// 1.5.a.b.c.d.0 (Edgecore pads the address with a zero byte); 1.a.b.c.d
+// (Extreme SLX-OS leaves the length out; with one, five parts would hold a
+// 3-byte address, never IPv4, so five parts are always this form). nullopt
+// for other subtypes (IPv6 and other addresses are not crawled), and for an
+// IPv4 index of another shape, with a warning.
+std::optional<std::string> Ipv4FromManAddrIndex(std::span<const uint32_t> rest, const VarBind& v, Warner& warn,
+                                                const char* what) {
+  if (rest.empty() || rest[0] != 1) return std::nullopt;
+  std::span<const uint32_t> address;
+  if (rest.size() == 5) {
+    address = rest.subspan(1);
+  } else if (rest.size() >= 6 && rest[1] == rest.size() - 2) {
+    address = rest.subspan(2, 4);
+  }
+  if (address.size() != 4 || std::any_of(address.begin(), address.end(), [](uint32_t b) { return b > 255; })) {
+    warn.Add(std::string(what) + " index",
+             fmt::format("{} {}: an IPv4 address (subtype 1) whose index is neither 1.LENGTH.a.b.c.d nor "
+                         "1.a.b.c.d",
+                         what, FormatOid(v.oid)));
+    return std::nullopt;
+  }
+  std::string raw;
+  for (uint32_t b : address) raw += static_cast<char>(b);
+  return FormatIpv4(raw);
+}
+
 // lldpRemSysCapEnabled, as 16 bits with bit 0 (other) the most significant.
 // Recordings store it three ways: raw BITS bytes; net-snmp's display text
 // "28 00 2 4" (hex bytes, then the numbers of the set bits); or (RouterOS)
@@ -169,36 +198,20 @@ void DecodeRemotes(const std::vector<VarBind>& vars, const Oid& table, const Oid
         break;
     }
   }
-  // Management addresses: index TimeMark.port.remindex[.v2 extra].subtype.len.addr...
+  // Management addresses: index TimeMark.port.remindex[.v2 extra], then the
+  // address (Ipv4FromManAddrIndex).
   for (const VarBind& v : vars) {
     auto ci = ColumnAndIndex(v, man_table);
     if (!ci) continue;
     auto [col, index] = *ci;
     if (col != 3) continue;  // One column is enough: the address is in the index.
-    if (index.size() < index_len + 2 || index.size() == 1) {
+    if (index.size() < index_len + 2) {
       warn.Add("lldpRemManAddrTable index", fmt::format("lldpRemManAddrTable {}: truncated index", FormatOid(v.oid)));
       continue;
     }
-    uint32_t subtype = index[index_len];
-    size_t len = index[index_len + 1];
-    if (index.size() != index_len + 2 + len) {
-      warn.Add(
-          "lldpRemManAddrTable index",
-          fmt::format("lldpRemManAddrTable {}: address length {} does not match the index", FormatOid(v.oid), len));
-      continue;
-    }
-    // IPv4 only (IPv6 management addresses are not crawled). Some agents
-    // (Edgecore) pad the address with a zero byte: length 5.
-    if (subtype != 1 || len < 4) continue;
-    std::string raw;
-    bool ok = true;
-    for (size_t i = 0; i < 4; ++i) {
-      ok = ok && index[index_len + 2 + i] <= 255;
-      raw += static_cast<char>(index[index_len + 2 + i]);
-    }
+    auto address = Ipv4FromManAddrIndex(index.subspan(index_len), v, warn, "lldpRemManAddrTable");
     auto it = rows.find({index[0], static_cast<int>(index[1]), static_cast<int>(index[index_len - 1])});
-    if (!ok || it == rows.end()) continue;
-    it->second.mgmt_addresses.push_back(FormatIpv4(raw));
+    if (address && it != rows.end()) it->second.mgmt_addresses.push_back(*address);
   }
   sw.remote_rows = static_cast<int>(rows.size());
   // Deduplicate: the same neighbour on the same local port under several
@@ -254,14 +267,11 @@ void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& s
       } else if (col == 4) {
         p.desc = AsText(v.value);
       }
-    } else if (field == 8 && v.oid.size() > loc.size() + 4) {
-      // lldpLocManAddrTable: loc.8.1.col.subtype.len.addr
-      std::span<const uint32_t> idx = std::span<const uint32_t>(v.oid).subspan(loc.size() + 3);
-      if (v.oid[loc.size() + 2] == 3 && idx.size() == 6 && idx[0] == 1 && idx[1] == 4) {
-        std::string raw;
-        for (int i = 2; i < 6; ++i) raw += static_cast<char>(idx[i] & 0xff);
-        sw.local_mgmt_addresses.push_back(FormatIpv4(raw));
-      }
+    } else if (field == 8 && v.oid.size() > loc.size() + 4 && v.oid[loc.size() + 2] == 3) {
+      // lldpLocManAddrTable, one column: loc.8.1.3, then the address (Ipv4FromManAddrIndex).
+      auto rest = std::span<const uint32_t>(v.oid).subspan(loc.size() + 3);
+      if (auto address = Ipv4FromManAddrIndex(rest, v, warn, "lldpLocManAddrTable"))
+        sw.local_mgmt_addresses.push_back(*address);
     }
   }
   for (auto& [num, p] : sw.local_ports) p.id = NormalisePortId(p.subtype, p.id);
