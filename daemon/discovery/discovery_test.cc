@@ -11,12 +11,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "daemon/discovery/recorded_walk.h"
 #include "daemon/discovery/snmp_source.h"
 #include "daemon/discovery/switch_walk.h"
 #include "daemon/discovery/tree_builder.h"
+#include "daemon/discovery/warnings.h"
 
 namespace topotune::discovery {
 namespace {
@@ -392,7 +395,8 @@ StatusOr<SwitchWalk> WalkVendor(const std::string& name) {
   auto parsed = LoadRecordedWalk(VendorDir() + "/" + name + ".snmprec");
   if (!parsed.ok()) return parsed.status();
   // One recording has four anonymised IpAddresses ("<private>") outside the
-  // walked tables: a warning, and the rest of the file is kept.
+  // walked tables: warnings (three, then the fourth counted), and the rest of
+  // the file is kept.
   size_t known_bad = name == "nxos_n3k-3064pq" ? 4 : 0;
   EXPECT_EQ(parsed->warnings.size(), known_bad) << name << ": " << fmt::format("{}", fmt::join(parsed->warnings, "; "));
   RecordedSource src(name, std::move(parsed->vars));
@@ -462,6 +466,55 @@ TEST(Vendor, EveryRecordingHasExpectations) {
   YAML::Node expected = YAML::LoadFile(std::string(TOPOTUNE_SOURCE_DIR) + "/tests/discovery/vendor/expected.yaml");
   for (const std::string& name : VendorNames()) EXPECT_TRUE(expected[name]) << name;
   EXPECT_EQ(VendorNames().size(), 8u);
+}
+
+// ---- Folded warnings (issue 18) --------------------------------------------------
+
+TEST(WarningLog, KeepsTheFirstExamplesOfEachKindThenCountsTheRest) {
+  WarningLog folded("f.snmprec", 2);
+  for (const char* w : {"dup 1", "bad 1", "dup 2", "dup 3", "dup 4", "bad 2", "dup 5"})
+    folded.Add(w[0] == 'd' ? "duplicate OID" : "bad line", w);
+  EXPECT_EQ(folded.Lines(), (std::vector<std::string>{"dup 1", "bad 1", "dup 2", "bad 2",
+                                                      "f.snmprec: duplicate OID: 3 more like these (5 in all)"}));
+  WarningLog plain;
+  for (const char* w : {"w1", "w2", "w3", "w4"}) plain.Add("kind", w);
+  EXPECT_EQ(plain.Lines(), (std::vector<std::string>{"w1", "w2", "w3", "kind: 1 more like these (4 in all)"}));
+  EXPECT_TRUE(WarningLog().Lines().empty());
+}
+
+// A recording concatenated with itself (every OID twice) gives three examples
+// and one line with the count, not one line per OID.
+TEST(WarningLog, ARecordingConcatenatedWithItselfGivesAFewLinesWithTheCount) {
+  std::ifstream in(VendorDir() + "/routeros_crs317.snmprec", std::ios::binary);
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  ParsedWalk once = ParseSnmprec(text.str(), "r.snmprec");
+  ASSERT_TRUE(once.warnings.empty()) << once.warnings.front();
+  const size_t n = once.vars.size();
+  ASSERT_GT(n, 100u);
+  ParsedWalk twice = ParseSnmprec(text.str() + "\n" + text.str(), "r.snmprec");
+  EXPECT_EQ(twice.vars.size(), n);
+  ASSERT_EQ(twice.warnings.size(), 4u) << fmt::format("{}", fmt::join(twice.warnings, "\n"));
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(twice.warnings[i],
+              fmt::format("r.snmprec: duplicate OID {} (the first value is kept)", FormatOid(once.vars[i].oid)));
+  EXPECT_EQ(twice.warnings[3], fmt::format("r.snmprec: duplicate OID: {} more like these ({} in all)", n - 3, n));
+}
+
+// LLDP rows with neither chassis ID nor sysName: three examples, then the
+// count (they were "further 'lldp row' warnings suppressed", with none).
+TEST(WarningLog, IdentityLessLldpRowsAreCounted) {
+  std::string rec = "1.3.6.1.2.1.1.5.0|4|leaf0\n";
+  for (int port = 1; port <= 5; ++port) rec += fmt::format("1.0.8802.1.1.2.1.4.1.1.6.0.{}.1|2|5\n", port);
+  SwitchWalk w = Decode(rec);
+  EXPECT_TRUE(w.remotes.empty());
+  auto row = [](int port) {
+    return fmt::format(
+        "leaf0 (198.18.0.1:161): LLDP row on local port {} has neither chassis ID nor system name; ignored", port);
+  };
+  EXPECT_EQ(w.warnings, (std::vector<std::string>{row(1), row(2), row(3),
+                                                  "leaf0 (198.18.0.1:161): lldp row: 2 more like these (5 in all)"}));
 }
 
 }  // namespace

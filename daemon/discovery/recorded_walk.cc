@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/discovery/warnings.h"
+
 namespace topotune::discovery {
 namespace {
 
@@ -113,13 +115,14 @@ std::string_view NextLine(std::string_view& text) {
   return line;
 }
 
-// Sorts by OID and drops later duplicates, reporting them.
-void SortAndDedupe(ParsedWalk& walk, std::string_view source) {
+// Sorts by OID and drops later duplicates, reporting them to `warnings`.
+void SortAndDedupe(ParsedWalk& walk, std::string_view source, WarningLog& warnings) {
   std::stable_sort(walk.vars.begin(), walk.vars.end(),
                    [](const VarBind& a, const VarBind& b) { return a.oid < b.oid; });
   auto last = std::unique(walk.vars.begin(), walk.vars.end(), [&](const VarBind& a, const VarBind& b) {
     if (a.oid != b.oid) return false;
-    walk.warnings.push_back(fmt::format("{}: duplicate OID {} (the first value is kept)", source, FormatOid(a.oid)));
+    warnings.Add("duplicate OID",
+                 fmt::format("{}: duplicate OID {} (the first value is kept)", source, FormatOid(a.oid)));
     return true;
   });
   walk.vars.erase(last, walk.vars.end());
@@ -190,13 +193,14 @@ std::optional<SnmpValue> MakeValue(int tag, std::string_view text, bool raw_byte
 
 ParsedWalk ParseSnmprec(std::string_view text, std::string_view source) {
   ParsedWalk walk;
+  WarningLog warnings{std::string(source)};
   int line_no = 0;
   while (!text.empty()) {
     std::string_view line = NextLine(text);
     ++line_no;
     if (Trim(line).empty() || Trim(line).front() == '#') continue;
     auto bad = [&](std::string_view why) {
-      walk.warnings.push_back(fmt::format("{}:{}: {}: '{}'", source, line_no, why, Printable(line, 80)));
+      warnings.Add(why, fmt::format("{}:{}: {}: '{}'", source, line_no, why, Printable(line, 80)));
     };
     size_t p1 = line.find('|');
     size_t p2 = p1 == std::string_view::npos ? p1 : line.find('|', p1 + 1);
@@ -236,7 +240,8 @@ ParsedWalk ParseSnmprec(std::string_view text, std::string_view source) {
     }
     walk.vars.push_back({std::move(*oid), std::move(*value)});
   }
-  SortAndDedupe(walk, source);
+  SortAndDedupe(walk, source, warnings);
+  walk.warnings = warnings.Lines();
   return walk;
 }
 
@@ -330,6 +335,7 @@ std::optional<SnmpValue> ParseWalkValue(std::string_view text, std::string* why)
 
 ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
   ParsedWalk walk;
+  WarningLog warnings{std::string(source)};
   std::vector<WalkRecord> records;
   int line_no = 0;
   while (!text.empty()) {
@@ -344,8 +350,8 @@ ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
       records.back().value += '\n';
       records.back().value += line;
     } else if (!Trim(line).empty() && Trim(line).front() != '#') {
-      walk.warnings.push_back(
-          fmt::format("{}:{}: not a walk line 'OID = TYPE: VALUE': '{}'", source, line_no, Printable(line, 80)));
+      warnings.Add("not a walk line", fmt::format("{}:{}: not a walk line 'OID = TYPE: VALUE': '{}'", source, line_no,
+                                                  Printable(line, 80)));
     }
   }
   for (const WalkRecord& r : records) {
@@ -354,12 +360,13 @@ ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
     std::string why = "malformed value";
     auto value = ParseWalkValue(v, &why);
     if (!value) {
-      walk.warnings.push_back(fmt::format("{}:{}: {}: '{}'", source, r.line, why, Printable(v, 80)));
+      warnings.Add(why, fmt::format("{}:{}: {}: '{}'", source, r.line, why, Printable(v, 80)));
       continue;
     }
     walk.vars.push_back({*ParseOid(r.oid), std::move(*value)});
   }
-  SortAndDedupe(walk, source);
+  SortAndDedupe(walk, source, warnings);
+  walk.warnings = warnings.Lines();
   return walk;
 }
 

@@ -4,7 +4,9 @@
 // user's bug report (one walk per switch) becomes a test with no socket.
 //
 // Bad lines never abort a parse: each becomes a warning naming the source,
-// the line and the reason, and the rest of the walk is kept.
+// the line and the reason, and the rest of the walk is kept. Warnings of one
+// kind (one reason, or duplicate OIDs) are folded after the first few into a
+// line with their count (WarningLog).
 //
 // Thread-safety: pure functions; a RecordedSource is immutable after
 // construction and may be walked from many threads.
@@ -23,7 +25,7 @@ namespace topotune::discovery {
 
 struct ParsedWalk {
   std::vector<VarBind> vars;          // Sorted by OID, duplicates removed (the first kept).
-  std::vector<std::string> warnings;  // "FILE:LINE: reason".
+  std::vector<std::string> warnings;  // "FILE:LINE: reason", then "FILE: KIND: N more like these (M in all)".
 };
 
 // Parses .snmprec text: "OID|TAG|VALUE" where TAG is the ASN.1 type number,

@@ -8,6 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include "daemon/discovery/warnings.h"
+
 namespace topotune::discovery {
 namespace {
 
@@ -47,32 +49,13 @@ bool HasRows(const std::vector<VarBind>& vars, const Oid& root) {
   return std::any_of(vars.begin(), vars.end(), [&](const VarBind& v) { return HasPrefix(v.oid, root); });
 }
 
-// Collects warnings for one switch, at most a few per kind so that a switch
-// returning garbage does not flood the report.
-class Warner {
- public:
-  Warner(std::string label, std::vector<std::string>& out) : label_(std::move(label)), out_(out) {}
-  void Add(const std::string& kind, const std::string& text) {
-    int& n = counts_[kind];
-    if (++n <= kMaxPerKind) out_.push_back(fmt::format("{}: {}", label_, text));
-    if (n == kMaxPerKind + 1) out_.push_back(fmt::format("{}: further '{}' warnings suppressed", label_, kind));
-  }
-  void SetLabel(std::string label) { label_ = std::move(label); }
-
- private:
-  static constexpr int kMaxPerKind = 5;
-  std::string label_;
-  std::vector<std::string>& out_;
-  std::map<std::string, int> counts_;
-};
-
 // The suffix of `oid` after `root` and a column number: root.col.<index...>.
 std::optional<std::pair<uint32_t, std::span<const uint32_t>>> ColumnAndIndex(const VarBind& v, const Oid& table) {
   if (!HasPrefix(v.oid, table) || v.oid.size() < table.size() + 2) return std::nullopt;
   return std::make_pair(v.oid[table.size()], std::span<const uint32_t>(v.oid).subspan(table.size() + 1));
 }
 
-std::optional<int> IntValue(const VarBind& v, Warner& warn, const char* what) {
+std::optional<int> IntValue(const VarBind& v, WarningLog& warn, const char* what) {
   auto n = AsInteger(v.value);
   if (!n || *n < INT32_MIN || *n > INT32_MAX) {
     warn.Add(what, fmt::format("{} {}: not an integer ({})", what, FormatOid(v.oid), Printable(AsText(v.value), 32)));
@@ -81,7 +64,7 @@ std::optional<int> IntValue(const VarBind& v, Warner& warn, const char* what) {
   return static_cast<int>(*n);
 }
 
-std::optional<int> SingleIndex(std::span<const uint32_t> index, const VarBind& v, Warner& warn, const char* what) {
+std::optional<int> SingleIndex(std::span<const uint32_t> index, const VarBind& v, WarningLog& warn, const char* what) {
   if (index.size() != 1 || index[0] > INT32_MAX) {
     warn.Add(what, fmt::format("{} {}: malformed index", what, FormatOid(v.oid)));
     return std::nullopt;
@@ -97,7 +80,7 @@ std::optional<int> SingleIndex(std::span<const uint32_t> index, const VarBind& v
 // 3-byte address, never IPv4, so five parts are always this form). nullopt
 // for other subtypes (IPv6 and other addresses are not crawled), and for an
 // IPv4 index of another shape, with a warning.
-std::optional<std::string> Ipv4FromManAddrIndex(std::span<const uint32_t> rest, const VarBind& v, Warner& warn,
+std::optional<std::string> Ipv4FromManAddrIndex(std::span<const uint32_t> rest, const VarBind& v, WarningLog& warn,
                                                 const char* what) {
   if (rest.empty() || rest[0] != 1) return std::nullopt;
   std::span<const uint32_t> address;
@@ -152,7 +135,7 @@ uint32_t DecodeCapabilities(const SnmpValue& v) {
 
 // Decodes lldpRemTable (v1: 3-part index, v2: 4-part index, columns +1).
 void DecodeRemotes(const std::vector<VarBind>& vars, const Oid& table, const Oid& man_table, int version,
-                   SwitchWalk& sw, Warner& warn) {
+                   SwitchWalk& sw, WarningLog& warn) {
   const size_t index_len = version == 1 ? 3 : 4;
   const uint32_t shift = version == 1 ? 0 : 1;
   std::map<std::tuple<uint32_t, int, int>, LldpRemote> rows;  // (TimeMark, local port, remote index).
@@ -240,7 +223,7 @@ void DecodeRemotes(const std::vector<VarBind>& vars, const Oid& table, const Oid
   for (auto& [key, r] : unique) sw.remotes.push_back(std::move(r));
 }
 
-void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& sw, Warner& warn) {
+void DecodeLocal(const std::vector<VarBind>& vars, const Oid& loc, SwitchWalk& sw, WarningLog& warn) {
   const Oid port_table = [&] {
     Oid o = loc;
     o.insert(o.end(), {7, 1});
@@ -356,12 +339,12 @@ std::string NormalisePortId(int subtype, const std::string& raw) {
 SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source) {
   SwitchWalk sw;
   sw.source = std::move(source);
-  Warner warn(sw.source, sw.warnings);
+  // A switch answering garbage gives a few lines per kind, with the count.
+  WarningLog warn;
   for (const VarBind& v : vars) {
     if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 5, 0}) sw.sys_name = AsText(v.value);
     if (v.oid == Oid{1, 3, 6, 1, 2, 1, 1, 1, 0}) sw.descr = AsText(v.value);
   }
-  if (!sw.sys_name.empty()) warn.SetLabel(fmt::format("{} ({})", sw.label(), sw.source));
 
   // IF-MIB and the LAG membership.
   for (const VarBind& v : vars) {
@@ -474,6 +457,8 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
     DecodeRemotes(vars, kLldpV2Rem, kLldpV2RemMan, 2, sw, warn);
   }
   if (sw.chassis_id.empty() && sw.bridge_address) sw.chassis_id = FormatMac(*sw.bridge_address);
+  const std::string label = sw.sys_name.empty() ? sw.source : fmt::format("{} ({})", sw.label(), sw.source);
+  for (const std::string& line : warn.Lines()) sw.warnings.push_back(fmt::format("{}: {}", label, line));
   return sw;
 }
 

@@ -4,7 +4,8 @@
 // a SwitchWalk of plain tables. Decoding never fails: a value of the wrong
 // type, a truncated index or a missing column becomes a warning naming the
 // switch, the OID and the reason, and the row is skipped or completed from
-// the other columns.
+// the other columns. Warnings of one kind are folded after the first few
+// into one line with their count (WarningLog).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -96,7 +97,7 @@ struct SwitchWalk {
   std::vector<FdbEntry> fdb;                      // Both FDB tables.
   std::map<int, int> vlan_fdb_id;                 // dot1qVlanFdbId: VLAN -> FDB id.
   std::vector<std::string> local_mgmt_addresses;  // lldpLocManAddrTable, IPv4.
-  std::vector<std::string> warnings;              // "SWITCH: reason".
+  std::vector<std::string> warnings;              // "SWITCH: reason", "SWITCH: KIND: N more like these (M in all)".
   int64_t requests = 0;                           // SNMP requests the walk took.
   // Name for messages: sysName (escaped, Printable), else the source.
   std::string label() const { return sys_name.empty() ? source : Printable(sys_name); }
