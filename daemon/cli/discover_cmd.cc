@@ -92,7 +92,8 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
   cmd->footer(
       "EXIT STATUS\n"
       "  0   a tree was discovered (warnings, if any, are printed)\n"
-      "  1   no tree: no seed answered, no host was found, or the links form a cycle;\n"
+      "  1   no tree: no seed answered, nothing could be parsed, no host was found, or the links form a\n"
+      "      cycle (every warning and the switch neighbours not walked are printed before the reason);\n"
       "      with --remote: topotuned answered with an error ('topotune: Discover: GRPC_CODE: message')\n"
       "  2   usage error\n"
       "  69  with --remote: topotuned cannot be reached (is topotuned running? see --server)\n"
@@ -152,6 +153,7 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
   }
 
   StatusOr<dsc::DiscoveryReport> report = Status::Internal("not run");
+  dsc::Diagnostics diagnostics;  // Printed when no tree comes out.
   if (!args.walk_files.empty()) {
     auto walks = dsc::WalksFromFiles(args.walk_files);
     if (!walks.ok()) {
@@ -161,7 +163,7 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
     int64_t requests = 0;
     for (const dsc::SwitchWalk& w : *walks) requests += w.requests;
     int n = static_cast<int>(walks->size());
-    auto tree = dsc::BuildTree(*walks, facts);
+    auto tree = dsc::BuildTree(*walks, facts, {}, &diagnostics);
     if (tree.ok())
       report = dsc::DiscoveryReport{std::move(*tree), n, 0, requests, 0.0};
     else
@@ -197,9 +199,13 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
         err.flush();
       };
     }
-    report = dsc::Discover(options, facts);
+    report = dsc::Discover(options, facts, &diagnostics);
   }
   if (!report.ok()) {
+    // Every warning computed, and the neighbours not walked: they say why no
+    // tree came out (switches behind unwalked neighbours, an unparsable walk).
+    for (const std::string& w : diagnostics.warnings) err << "warning: " << dsc::ScrubLine(w) << "\n";
+    for (const std::string& line : dsc::UnwalkedLines(diagnostics.unwalked)) err << dsc::ScrubLine(line) << "\n";
     err << "topotune discover: " << report.status().message() << "\n";
     return kExitFailure;
   }

@@ -50,6 +50,9 @@ CrawlResult Crawl(const CrawlOptions& options) {
             fmt::format("more than {} switch addresses found; the rest are not walked (raise --max-switches)",
                         options.max_switches));
       queued.insert("");  // Warn once.
+      result.not_walked.emplace(address, fmt::format("not queued: more than {} switch addresses found (raise "
+                                                     "--max-switches)",
+                                                     options.max_switches));
       return;
     }
     order.emplace(address, order.size());
@@ -104,6 +107,7 @@ CrawlResult Crawl(const CrawlOptions& options) {
         ++progress.failed;
         ++result.unreachable;
         result.warnings.push_back(fmt::format("{}: not walked: {}", address, walk.status().message()));
+        result.not_walked[address] = fmt::format("not walked: {}", walk.status().message());
         progress.last = fmt::format("{}: not walked", address);
       } else if (!walk->chassis_id.empty() && chassis.count(walk->chassis_id)) {
         progress.last = fmt::format("{}: {} again (already walked at another address)", address, walk->label());
@@ -139,10 +143,15 @@ StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>&
   for (const std::string& path : paths) {
     auto parsed = LoadRecordedWalk(path);
     if (!parsed.ok()) return parsed.status();
+    bool nothing = parsed->vars.empty();
     RecordedSource source(path, std::move(parsed->vars));
     auto walk = WalkSwitch(source);
     if (!walk.ok()) return walk.status();
     walk->warnings.insert(walk->warnings.begin(), parsed->warnings.begin(), parsed->warnings.end());
+    if (nothing)
+      walk->warnings.push_back(parsed->lines == 0
+                                   ? fmt::format("{}: the file is empty", path)
+                                   : fmt::format("{}: none of its {} line(s) is an SNMP record", path, parsed->lines));
     walks.push_back(std::move(*walk));
   }
   return walks;
@@ -215,7 +224,9 @@ void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& fa
 
 }  // namespace
 
-StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts) {
+StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts,
+                                   Diagnostics* diagnostics) {
+  if (diagnostics) *diagnostics = Diagnostics{};
   if (options.seeds.empty()) return Status::InvalidArgument("no seed address to start discovery from (--seed)");
   if (!options.open) TOPOTUNE_RETURN_IF_ERROR(ValidateCredentials(options.credentials));
   // The FDB, by far the largest table, serves only to place hosts known by
@@ -230,7 +241,23 @@ StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vecto
     return Status::NotFound(fmt::format("no switch could be walked from the seeds:{}", why));
   }
   if (options.walk_fdb && !facts.empty()) WalkNeededFdbs(options, facts, crawl);
-  auto tree = BuildTree(crawl.walks, facts);
+  Diagnostics built;
+  auto tree = BuildTree(crawl.walks, facts, BuildOptions{.fdb_on_request = options.walk_fdb && facts.empty()}, &built);
+  if (diagnostics) {
+    // The crawl's reason for each address it could not reach.
+    for (UnwalkedSwitch& u : built.unwalked) {
+      if (!u.why.empty() || u.addresses.empty()) continue;
+      for (const std::string& a : u.addresses) {
+        if (auto it = crawl.not_walked.find(a); it != crawl.not_walked.end()) {
+          u.why = it->second;
+          break;
+        }
+      }
+      if (u.why.empty() && !options.follow_lldp) u.why = "not crawled: LLDP management addresses are not followed";
+    }
+    *diagnostics = std::move(built);
+    diagnostics->warnings.insert(diagnostics->warnings.begin(), crawl.warnings.begin(), crawl.warnings.end());
+  }
   if (!tree.ok()) return tree.status();
   DiscoveryReport report{std::move(*tree)};
   report.tree.warnings.insert(report.tree.warnings.begin(), crawl.warnings.begin(), crawl.warnings.end());

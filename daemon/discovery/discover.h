@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct CrawlOptions {
 struct CrawlResult {
   std::vector<SwitchWalk> walks;  // Seeds' switches first, in crawl order.
   std::vector<std::string> warnings;
+  // Addresses that were queued or found but not walked, and why: the SNMP
+  // error ("198.18.0.9:161: no response (timeout)"), or the address limit.
+  std::map<std::string, std::string> not_walked;
   int64_t requests = 0;  // SNMP requests over all switches.
   int unreachable = 0;
   double seconds = 0;
@@ -58,7 +62,9 @@ CrawlResult Crawl(const CrawlOptions& options);
 
 // Walks recorded walk files (.snmprec or snmpwalk -On output), one switch per
 // file, in order. A file that cannot be read is an error; bad lines in it are
-// warnings of its walk.
+// warnings of its walk, and so is a file with no SNMP record at all
+// ("FILE: the file is empty", "FILE: none of its N line(s) is an SNMP
+// record"; BuildTree then says that nothing could be parsed from it).
 StatusOr<std::vector<SwitchWalk>> WalksFromFiles(const std::vector<std::string>& paths);
 
 struct DiscoveryReport {
@@ -71,7 +77,11 @@ struct DiscoveryReport {
 
 // Crawl without the FDB; then, with host facts, walk the FDB of the switches
 // that SwitchesNeedingFdb picks; then BuildTree. Crawl warnings come first in
-// the tree's warnings.
-StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts);
+// the tree's warnings. `diagnostics`, if given, receives them and BuildTree's
+// (on failure too), and the neighbours not walked, with the crawl's reason
+// for each address it could not walk. When no switch could be walked at all,
+// the error lists the crawl's warnings itself and `diagnostics` stays empty.
+StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vector<HostFact>& facts,
+                                   Diagnostics* diagnostics = nullptr);
 
 }  // namespace topotune::discovery

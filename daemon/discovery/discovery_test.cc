@@ -9,12 +9,15 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
+#include "daemon/discovery/discover.h"
 #include "daemon/discovery/recorded_walk.h"
 #include "daemon/discovery/snmp_source.h"
 #include "daemon/discovery/switch_walk.h"
@@ -515,6 +518,152 @@ TEST(WarningLog, IdentityLessLldpRowsAreCounted) {
   };
   EXPECT_EQ(w.warnings, (std::vector<std::string>{row(1), row(2), row(3),
                                                   "leaf0 (198.18.0.1:161): lldp row: 2 more like these (5 in all)"}));
+}
+
+// ---- Diagnostics when no tree comes out (issue 18) -------------------------------
+
+// A Dell OS10 switch as in issue 18: both its LLDP neighbours are bridges or
+// routers that were not walked (the management switch on mgmt1/1/1, with no
+// management address; spine1 on ethernet1/1/1, at 10.0.0.9), and no walk
+// holds an FDB.
+const char kOs10[] =
+    "1.3.6.1.2.1.1.5.0|4|os10\n"
+    "1.3.6.1.2.1.2.2.1.8.9|2|1\n"
+    "1.3.6.1.2.1.2.2.1.8.17|2|1\n"
+    "1.3.6.1.2.1.31.1.1.1.1.9|4|mgmt1/1/1\n"
+    "1.3.6.1.2.1.31.1.1.1.1.17|4|ethernet1/1/1\n"
+    "1.3.6.1.2.1.31.1.1.1.15.9|66|1000\n"
+    "1.3.6.1.2.1.31.1.1.1.15.17|66|100000\n"
+    "1.0.8802.1.1.2.1.4.1.1.4.0.9.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.9.1|4x|141877dd6fca\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.9.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.9.1|4|ge-0/0/7\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.9.1|4|1007-mnt-1\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.9.1|4x|2000\n"
+    "1.0.8802.1.1.2.1.4.1.1.4.0.17.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.17.1|4x|020000000009\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.17.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.17.1|4|ethernet1/1/49\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.17.1|4|spine1\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.17.1|4x|2800\n"
+    "1.0.8802.1.1.2.1.4.2.1.3.0.17.1.1.4.10.0.0.9|2|2\n";
+
+// A MAC learned on ethernet1/1/1 (Q-BRIDGE FDB 1, bridge port 17 = ifIndex).
+const char kOs10Fdb[] = "1.3.6.1.2.1.17.7.1.2.2.1.2.1.2.0.0.0.0.99|2|17\n";
+
+TEST(Diagnostics, ANoHostBuildKeepsEveryWarningAndListsTheNeighboursNotWalked) {
+  Diagnostics diagnostics;
+  auto built = BuildTree({Decode(kOs10)}, {}, {}, &diagnostics);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().message(),
+            "1 switch(es) walked but no host found: no LLDP neighbour is a host, and no walk holds a forwarding "
+            "database (dot1qTpFdbTable or dot1dTpFdbTable), so host MACs (--hosts) would not help: run lldpd on the "
+            "hosts, so that the switches list them as LLDP neighbours; 2 switch neighbour(s) were not walked, and the "
+            "hosts may be behind them");
+  EXPECT_EQ(diagnostics.warnings,
+            (std::vector<std::string>{
+                "os10 port mgmt1/1/1: LLDP neighbour 1007-mnt-1 (14:18:77:dd:6f:ca) is a bridge or router that was "
+                "not walked (no SNMP access, or not reached); the subtree behind it is missing",
+                "os10 port ethernet1/1/1: LLDP neighbour spine1 (02:00:00:00:00:09) is a bridge or router that was "
+                "not walked (no SNMP access, or not reached); the subtree behind it is missing"}));
+  ASSERT_EQ(diagnostics.unwalked.size(), 2u);
+  EXPECT_EQ(diagnostics.unwalked[1].addresses, std::vector<std::string>{"10.0.0.9"});
+  EXPECT_EQ(UnwalkedLines(diagnostics.unwalked),
+            (std::vector<std::string>{
+                "2 switch neighbour(s) not walked (the subtrees behind them are missing):",
+                "  1007-mnt-1 (14:18:77:dd:6f:ca) on os10 port mgmt1/1/1: no IPv4 management address in its LLDP rows",
+                "  spine1 (02:00:00:00:00:09) on os10 port ethernet1/1/1: 10.0.0.9"}));
+  EXPECT_EQ(UnwalkedLines(diagnostics.unwalked, 1),
+            (std::vector<std::string>{
+                "2 switch neighbour(s) not walked (the subtrees behind them are missing):",
+                "  1007-mnt-1 (14:18:77:dd:6f:ca) on os10 port mgmt1/1/1: no IPv4 management address in its LLDP rows",
+                "  and 1 more"}));
+}
+
+// "--hosts" is the advice only where the walks hold a forwarding database to
+// look the MACs up in (or where Discover would walk one for them).
+TEST(Diagnostics, TheNoHostErrorSaysWhatWouldFindTheHosts) {
+  const std::string prefix = "1 switch(es) walked but no host found: no LLDP neighbour is a host, and ";
+  const std::string suffix = "; 2 switch neighbour(s) were not walked, and the hosts may be behind them";
+  const std::vector<HostFact> h0 = {{"h0", {*ParseMac("02:00:00:00:00:01")}}};
+  SwitchWalk with_fdb = Decode(std::string(kOs10) + kOs10Fdb);
+  ASSERT_EQ(with_fdb.fdb.size(), 1u);
+  auto no_facts = BuildTree({with_fdb}, {});
+  ASSERT_FALSE(no_facts.ok());
+  EXPECT_EQ(no_facts.status().message(),
+            prefix +
+                "no host MACs were given to look up in the forwarding database: pass them with --hosts, or run "
+                "lldpd on the hosts" +
+                suffix);
+  Diagnostics diagnostics;
+  auto unplaced = BuildTree({with_fdb}, h0, {}, &diagnostics);
+  ASSERT_FALSE(unplaced.ok());
+  EXPECT_EQ(unplaced.status().message(),
+            prefix + "none of the 1 known host(s) has a MAC learned on an edge port (a port with no switch behind it)" +
+                suffix);
+  EXPECT_EQ(diagnostics.warnings.back(),
+            "host 'h0' (02:00:00:00:00:01) was found on no switch edge port (not in LLDP or any FDB)");
+  auto no_fdb = BuildTree({Decode(kOs10)}, h0);
+  ASSERT_FALSE(no_fdb.ok());
+  EXPECT_EQ(no_fdb.status().message(),
+            prefix +
+                "no walk holds a forwarding database (dot1qTpFdbTable or dot1dTpFdbTable), so the MACs of the 1 known "
+                "host(s) cannot be looked up: run lldpd on the hosts, so that the switches list them as LLDP "
+                "neighbours" +
+                suffix);
+  // Discover walks the FDB only once it knows host MACs.
+  auto on_request = BuildTree({Decode(kOs10)}, {}, BuildOptions{.fdb_on_request = true});
+  ASSERT_FALSE(on_request.ok());
+  EXPECT_EQ(on_request.status().message(), no_facts.status().message());
+}
+
+// Recorded walks from which nothing could be parsed: an empty file, and 200 KB
+// of pseudo-random bytes (a fixed seed, so the same bytes on every run).
+TEST(Diagnostics, AWalkFromWhichNothingCouldBeParsedSaysSo) {
+  const std::string empty = ::testing::TempDir() + "/discovery_test_empty.snmprec";
+  const std::string noise = ::testing::TempDir() + "/discovery_test_noise.snmprec";
+  std::ofstream(empty, std::ios::binary).close();
+  std::mt19937 rng(18);
+  std::string bytes(200 * 1024, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng() & 0xff);
+  std::ofstream(noise, std::ios::binary) << bytes;
+  const int noise_lines = static_cast<int>(std::count(bytes.begin(), bytes.end(), '\n')) + (bytes.back() != '\n');
+
+  auto walks = WalksFromFiles({empty});
+  ASSERT_TRUE(walks.ok()) << walks.status().message();
+  EXPECT_EQ(walks->front().warnings, std::vector<std::string>{empty + ": the file is empty"});
+  Diagnostics diagnostics;
+  auto built = BuildTree(*walks, {}, {}, &diagnostics);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().message(),
+            "nothing could be parsed from " + empty + ": no system, IF-MIB, LLDP or BRIDGE-MIB rows");
+  EXPECT_EQ(diagnostics.warnings, std::vector<std::string>{empty + ": the file is empty"});
+
+  walks = WalksFromFiles({noise});
+  ASSERT_TRUE(walks.ok()) << walks.status().message();
+  ASSERT_FALSE(walks->front().warnings.empty());
+  EXPECT_EQ(walks->front().warnings.back(),
+            fmt::format("{}: none of its {} line(s) is an SNMP record", noise, noise_lines));
+  built = BuildTree(*walks, {}, {}, &diagnostics);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().message(),
+            "nothing could be parsed from " + noise + ": no system, IF-MIB, LLDP or BRIDGE-MIB rows");
+  EXPECT_EQ(diagnostics.warnings, walks->front().warnings);
+
+  // Beside a walk that holds data, an empty one is left out with a warning,
+  // and does not anchor the tree.
+  walks = WalksFromFiles({empty});
+  ASSERT_TRUE(walks.ok());
+  built = BuildTree({walks->front(), Decode(std::string(kLeaf) + kMac00Host)}, {}, {}, &diagnostics);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->topology.Find("host-3cecef764c00"));
+  EXPECT_EQ(built->warnings,
+            (std::vector<std::string>{empty + ": the file is empty",
+                                      "nothing could be parsed from " + empty +
+                                          ": no system, IF-MIB, LLDP or BRIDGE-MIB rows; the walk is left out"}));
+  EXPECT_EQ(diagnostics.warnings, built->warnings);
+  std::filesystem::remove(empty);
+  std::filesystem::remove(noise);
 }
 
 }  // namespace

@@ -242,6 +242,7 @@ ParsedWalk ParseSnmprec(std::string_view text, std::string_view source) {
   }
   SortAndDedupe(walk, source, warnings);
   walk.warnings = warnings.Lines();
+  walk.lines = line_no;
   return walk;
 }
 
@@ -367,6 +368,7 @@ ParsedWalk ParseSnmpwalkOutput(std::string_view text, std::string_view source) {
   }
   SortAndDedupe(walk, source, warnings);
   walk.warnings = warnings.Lines();
+  walk.lines = line_no;
   return walk;
 }
 

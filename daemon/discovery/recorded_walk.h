@@ -26,6 +26,7 @@ namespace topotune::discovery {
 struct ParsedWalk {
   std::vector<VarBind> vars;          // Sorted by OID, duplicates removed (the first kept).
   std::vector<std::string> warnings;  // "FILE:LINE: reason", then "FILE: KIND: N more like these (M in all)".
+  int lines = 0;                      // Lines read, blank and comment lines included; 0 for an empty text.
 };
 
 // Parses .snmprec text: "OID|TAG|VALUE" where TAG is the ASN.1 type number,

@@ -1,8 +1,8 @@
 // libFuzzer target for SNMP value and index parsing: the input is a recorded
 // walk (.snmprec or snmpwalk text, told apart as usual); it is split at the
 // first "\n---\n" into two switches' walks, each decoded, then the tree is
-// built from both. Nothing may crash, hang or read out of bounds; every
-// outcome (a tree, or an error Status) is fine.
+// built from both, with its diagnostics. Nothing may crash, hang or read out
+// of bounds; every outcome (a tree, or an error Status) is fine.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -26,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (walk.ok()) walks.push_back(std::move(*walk));
   }
   std::vector<HostFact> facts = {{"h0", {Mac{{2, 0, 0, 0, 0, 1}}}}, {"h1", {Mac{{2, 0, 0, 0, 0, 2}}}}};
-  auto tree = BuildTree(walks, facts);
+  Diagnostics diagnostics;
+  auto tree = BuildTree(walks, facts, {}, &diagnostics);
   if (tree.ok()) (void)FormatDiscoveredTree(*tree);
+  (void)UnwalkedLines(diagnostics.unwalked, 3);
   return 0;
 }

@@ -242,6 +242,14 @@ std::string ShortSource(std::string s) {
   return s;
 }
 
+// True when nothing could be parsed from a walk: no system, IF-MIB, LLDP or
+// BRIDGE-MIB rows (an empty or unreadable recording, an agent whose view
+// hides everything). Such a walk is treated as a switch not walked.
+bool HoldsNothing(const SwitchWalk& w) {
+  return w.sys_name.empty() && w.descr.empty() && w.chassis_id.empty() && w.lldp_mib == 0 && w.interfaces.empty() &&
+         w.base_port_if_index.empty() && w.stp_state.empty() && w.fdb.empty() && w.local_mgmt_addresses.empty();
+}
+
 // "host-001b21bbe6f0": a name for a host known only by its MAC.
 std::string MacName(const Mac& mac) {
   std::string s = FormatMac(mac);
@@ -266,6 +274,7 @@ struct Builder {
   std::map<std::string, int> by_chassis, by_address, by_sysname;
   std::map<Mac, int> fact_by_mac;
   std::set<Mac> switch_macs;
+  std::set<std::string> empty_addresses;  // Addresses of walks that hold nothing (HoldsNothing).
 
   void Warn(const Sw& s, const std::string& port, const std::string& why) {
     warnings.push_back(port.empty() ? fmt::format("{}: {}", s.name, why)
@@ -290,6 +299,12 @@ struct Builder {
       }
       used.insert(name);
       s.name = name;
+      std::string addr = w.source.substr(0, w.source.rfind(':'));
+      if (HoldsNothing(w)) {
+        // Not indexed: a neighbour at its address stays a switch not walked.
+        empty_addresses.insert(addr);
+        continue;
+      }
       int idx = static_cast<int>(i);
       if (!w.chassis_id.empty()) by_chassis.emplace(w.chassis_id, idx);
       if (w.bridge_address) {
@@ -299,7 +314,6 @@ struct Builder {
       if (auto mac = ParseMac(w.chassis_id)) switch_macs.insert(*mac);
       for (const auto& [ii, itf] : w.interfaces)
         if (itf.mac) switch_macs.insert(*itf.mac);
-      std::string addr = w.source.substr(0, w.source.rfind(':'));
       by_address.emplace(addr, idx);
       for (const std::string& a : w.local_mgmt_addresses) by_address.emplace(a, idx);
       if (!w.sys_name.empty() && name_count[w.sys_name] == 1) by_sysname.emplace(w.sys_name, idx);
@@ -329,6 +343,7 @@ struct LldpPass {
   std::vector<HalfLink> halves;
   std::vector<std::set<int>> switch_facing;  // Per switch, port groups with a switch behind them.
   std::vector<LldpHost> lldp_hosts;
+  std::vector<UnwalkedSwitch> unwalked;
   int blocked_or_down = 0;
 };
 
@@ -338,15 +353,29 @@ LldpPass ReadLldp(Builder& b) {
   auto& halves = pass.halves;
   auto& switch_facing = pass.switch_facing;
   auto& lldp_hosts = pass.lldp_hosts;
+  // A bridge or router that no walk describes, once per chassis ID.
+  std::map<std::string, size_t> unwalked_index;
+  auto not_walked = [&](const Sw& s, const std::string& port, const LldpRemote& row) {
+    std::string key = row.chassis_id.empty() ? "name:" + row.sys_name : row.chassis_id;
+    auto [it, inserted] = unwalked_index.emplace(key, pass.unwalked.size());
+    if (inserted) {
+      pass.unwalked.push_back(
+          {Printable(row.sys_name), row.chassis_id, fmt::format("{} port {}", s.name, port), {}, ""});
+    }
+    std::vector<std::string>& addresses = pass.unwalked[it->second].addresses;
+    for (const std::string& a : row.mgmt_addresses)
+      if (std::find(addresses.begin(), addresses.end(), a) == addresses.end()) addresses.push_back(a);
+  };
   for (size_t si = 0; si < b.sws.size(); ++si) {
     const Sw& s = b.sws[si];
-    if (s.walk->lldp_mib == 0)
+    if (s.walk->lldp_mib == 0 && !HoldsNothing(*s.walk))
       b.Warn(s, "", "no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours");
     for (const LldpRemote& row : s.walk->remotes) {
       auto local = ResolveLocalPort(s, row.local_port_num);
       std::string who =
           row.sys_name.empty() ? row.chassis_id : fmt::format("{} ({})", Printable(row.sys_name), row.chassis_id);
       if (!local) {
+        if (row.is_switch_like() && !b.IdentifySwitch(row)) not_walked(s, fmt::format("#{}", row.local_port_num), row);
         b.Warn(s, fmt::format("#{}", row.local_port_num),
                fmt::format("LLDP neighbour {}: local port number {} matches no interface by name, bridge port or "
                            "ifIndex; neighbour ignored",
@@ -376,6 +405,7 @@ LldpPass ReadLldp(Builder& b) {
                              who, Printable(row.port_raw), row.port_subtype, Printable(row.port_desc), r.name));
       } else if (row.is_switch_like()) {
         switch_facing[si].insert(Group(s, *local));
+        not_walked(s, PortLabel(s, *local), row);
         b.Warn(s, PortLabel(s, *local),
                fmt::format("LLDP neighbour {} is a bridge or router that was not walked (no SNMP access, or not "
                            "reached); the subtree behind it is missing",
@@ -385,7 +415,14 @@ LldpPass ReadLldp(Builder& b) {
       }
     }
   }
-
+  for (UnwalkedSwitch& u : pass.unwalked) {
+    if (u.addresses.empty()) {
+      u.why = "no IPv4 management address in its LLDP rows";
+    } else if (std::any_of(u.addresses.begin(), u.addresses.end(),
+                           [&](const std::string& a) { return b.empty_addresses.count(a) > 0; })) {
+      u.why = "nothing could be parsed from its walk";
+    }
+  }
   return pass;
 }
 
@@ -407,11 +444,51 @@ std::pair<std::string, int> LldpHostName(const Builder& b, const LldpRemote& row
   return {name, -1};
 }
 
+// The error when every walk holds nothing (HoldsNothing).
+std::string NothingParsedMessage(const std::vector<SwitchWalk>& walks) {
+  constexpr size_t kNamed = 5;
+  if (walks.size() == 1)
+    return fmt::format("nothing could be parsed from {}: no system, IF-MIB, LLDP or BRIDGE-MIB rows", walks[0].source);
+  std::vector<std::string> sources;
+  for (size_t i = 0; i < walks.size() && i < kNamed; ++i) sources.push_back(walks[i].source);
+  return fmt::format(
+      "nothing could be parsed from any of the {} walks ({}{}): no system, IF-MIB, LLDP or BRIDGE-MIB rows",
+      walks.size(), fmt::join(sources, ", "), walks.size() > kNamed ? ", ..." : "");
+}
+
+// The error when no host was found: what was missing, and what would find the
+// hosts. Host MACs help only where a forwarding database is (or, with
+// fdb_on_request, would be) walked; else only LLDP on the hosts does.
+std::string NoHostMessage(const Builder& b, const BuildOptions& options, int switches, size_t unwalked) {
+  bool any_fdb = std::any_of(b.walks.begin(), b.walks.end(), [](const SwitchWalk& w) { return !w.fdb.empty(); });
+  std::string s = fmt::format("{} switch(es) walked but no host found: no LLDP neighbour is a host", switches);
+  if (b.facts.empty() && (any_fdb || options.fdb_on_request)) {
+    s += ", and no host MACs were given to look up in the forwarding database: pass them with --hosts, or run lldpd "
+         "on the hosts";
+  } else if (!any_fdb) {
+    s += fmt::format(
+        ", and no walk holds a forwarding database (dot1qTpFdbTable or dot1dTpFdbTable), so {}: run lldpd on the "
+        "hosts, so that the switches list them as LLDP neighbours",
+        b.facts.empty() ? "host MACs (--hosts) would not help"
+                        : fmt::format("the MACs of the {} known host(s) cannot be looked up", b.facts.size()));
+  } else {
+    s += fmt::format(
+        ", and none of the {} known host(s) has a MAC learned on an edge port (a port with no switch "
+        "behind it)",
+        b.facts.size());
+  }
+  if (unwalked > 0)
+    s += fmt::format("; {} switch neighbour(s) were not walked, and the hosts may be behind them", unwalked);
+  return s;
+}
+
 }  // namespace
 
-StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+                                   const BuildOptions& options, Diagnostics* diagnostics) {
+  if (diagnostics) *diagnostics = Diagnostics{};
   if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
   b.Index();
   struct {
     std::vector<DiscoveredLink> links;
@@ -420,8 +497,35 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
   } out;
   for (const SwitchWalk& w : walks) out.warnings.insert(out.warnings.end(), w.warnings.begin(), w.warnings.end());
 
+  // 0. The anchor: the first walk that holds anything. Walks that hold
+  // nothing are left out (and, when all do, the error says only that).
+  const auto first_data =
+      std::find_if(walks.begin(), walks.end(), [](const SwitchWalk& w) { return !HoldsNothing(w); });
+  if (first_data == walks.end()) {
+    if (diagnostics) diagnostics->warnings = out.warnings;
+    return Status::NotFound(NothingParsedMessage(walks));
+  }
+  const int anchor = static_cast<int>(first_data - walks.begin());
+  int with_data = 0;
+  for (const SwitchWalk& w : walks) {
+    if (!HoldsNothing(w)) {
+      ++with_data;
+      continue;
+    }
+    b.warnings.push_back(fmt::format(
+        "nothing could be parsed from {}: no system, IF-MIB, LLDP or BRIDGE-MIB rows; the walk is left out", w.source));
+  }
+
   // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
   LldpPass pass = ReadLldp(b);
+  // Every warning so far and the neighbours not walked, for the caller, on
+  // failure too.
+  auto diagnose = [&] {
+    if (!diagnostics) return;
+    diagnostics->warnings = out.warnings;
+    diagnostics->warnings.insert(diagnostics->warnings.end(), b.warnings.begin(), b.warnings.end());
+    diagnostics->unwalked = pass.unwalked;
+  };
   out.blocked_or_down_links = pass.blocked_or_down;
   std::vector<HalfLink>& halves = pass.halves;
   const std::vector<std::set<int>>& switch_facing = pass.switch_facing;
@@ -632,6 +736,7 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         parts.push_back(fmt::format("{} -- {}", end_label(pl.a, pl.ga), end_label(pl.b, pl.gb)));
       }
       parts.push_back(fmt::format("{} -- {}", end_label(sl.a, sl.ga), end_label(sl.b, sl.gb)));
+      diagnose();
       return Status::FailedPrecondition(fmt::format(
           "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
           "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported",
@@ -642,10 +747,11 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
   for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
   std::vector<bool> keep(nsw);
   for (int i = 0; i < nsw; ++i) {
-    keep[i] = dsu.Find(i) == dsu.Find(0);
-    if (!keep[i])
-      b.Warn(b.sws[i], "",
-             fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[0].name));
+    keep[i] = dsu.Find(i) == dsu.Find(anchor);
+    if (!keep[i] && !HoldsNothing(walks[i]))
+      b.Warn(
+          b.sws[i], "",
+          fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[anchor].name));
   }
 
   // 5. The topology: kept switches, their hosts, switch links, host links.
@@ -706,12 +812,10 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
                          members,
                          h.how});
   }
+  diagnose();
   out.warnings.insert(out.warnings.end(), b.warnings.begin(), b.warnings.end());
   if (std::none_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.kind == NodeKind::kHost; }))
-    return Status::NotFound(fmt::format(
-        "{} switch(es) walked but no host found: no LLDP neighbour is a host, and no known host MAC is learned on an "
-        "edge port (pass the hosts' MACs with --hosts)",
-        nsw));
+    return Status::NotFound(NoHostMessage(b, options, with_data, pass.unwalked.size()));
   auto topo = Topology::Create(std::move(nodes), std::move(tlinks), "discovery");
   if (!topo.ok()) return topo.status();
   return DiscoveredTree{std::move(*topo), std::move(out.links), std::move(out.warnings),
@@ -720,7 +824,7 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
 
 std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
   if (facts.empty() || walks.empty()) return {};
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
   b.Index();
   LldpPass pass = ReadLldp(b);
   std::set<int> placed;
@@ -766,6 +870,23 @@ std::string FormatDiscoveredTree(const DiscoveredTree& tree) {
     for (const std::string& w : tree.warnings) s += ScrubLine("#   " + w) + "\n";
   }
   return s;
+}
+
+std::vector<std::string> UnwalkedLines(const std::vector<UnwalkedSwitch>& unwalked, size_t max) {
+  std::vector<std::string> lines;
+  if (unwalked.empty()) return lines;
+  lines.push_back(
+      fmt::format("{} switch neighbour(s) not walked (the subtrees behind them are missing):", unwalked.size()));
+  for (size_t i = 0; i < unwalked.size() && i < max; ++i) {
+    const UnwalkedSwitch& u = unwalked[i];
+    std::string who = u.name.empty() ? u.chassis : fmt::format("{} ({})", u.name, u.chassis);
+    std::string where = u.addresses.empty() ? u.why
+                        : u.why.empty()     ? fmt::format("{}", fmt::join(u.addresses, ", "))
+                                            : fmt::format("{} ({})", fmt::join(u.addresses, ", "), u.why);
+    lines.push_back(fmt::format("  {} on {}: {}", who, u.seen_at, where));
+  }
+  if (unwalked.size() > max) lines.push_back(fmt::format("  and {} more", unwalked.size() - max));
+  return lines;
 }
 
 }  // namespace topotune::discovery

@@ -22,6 +22,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,10 +69,49 @@ struct DiscoveredTree {
   int blocked_or_down_links = 0;  // Switch links left out: a port down or not STP-forwarding.
 };
 
-// Builds the tree. The first walk's switch anchors it: switches and hosts not
-// connected to it are left out with a warning. Fails when no switch was
-// walked, when no host was found, or when the links form a cycle.
-StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts);
+// A bridge or router that some switch lists as an LLDP neighbour but that no
+// walk describes, so the subtree behind it is missing.
+struct UnwalkedSwitch {
+  std::string name;                    // Its sysName, escaped (Printable); "" when it sends none.
+  std::string chassis;                 // Its chassis ID (LldpRemote::chassis_id).
+  std::string seen_at;                 // Where it is first listed: "leaf0 port Ethernet49".
+  std::vector<std::string> addresses;  // Its IPv4 management addresses, from LLDP.
+  // Why it was not walked, when known: "not walked: <the SNMP error>" (a
+  // crawl, Discover), or why it has no address to walk; "" otherwise.
+  std::string why;
+};
+
+// What a build (or a discovery) computed besides the tree, filled whether it
+// succeeds or fails, so that a run that finds no host can still say why.
+struct Diagnostics {
+  std::vector<std::string> warnings;     // Every warning, in the order of DiscoveredTree::warnings.
+  std::vector<UnwalkedSwitch> unwalked;  // One per neighbour (by chassis ID), in the order first seen.
+};
+
+struct BuildOptions {
+  // The walks were taken without their FDB, which is walked only when host
+  // MACs are known (Discover). With no host facts, the error for a tree with
+  // no host then suggests --hosts although no walk holds an FDB.
+  bool fdb_on_request = false;
+};
+
+// Builds the tree. The first walk that holds any data anchors it: switches
+// and hosts not connected to it are left out with a warning, and so are walks
+// from which nothing could be parsed (no system, IF-MIB, LLDP or BRIDGE-MIB
+// rows). Fails when no switch was walked, when nothing could be parsed from
+// any walk, when no host was found (the message says what would find one:
+// host MACs where the walks hold an FDB, else lldpd on the hosts), or when the
+// links form a cycle. `diagnostics`, if given, receives every warning and the
+// neighbours not walked, on failure too.
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+                                   const BuildOptions& options = {}, Diagnostics* diagnostics = nullptr);
+
+// The neighbours not walked as lines for a terminal or a log: a header
+// "N switch neighbour(s) not walked (the subtrees behind them are missing):",
+// then one line each, "  NAME (CHASSIS) on SWITCH port PORT: ADDRESSES (WHY)"
+// or "...: WHY" when it has no address; at most `max` of them, then
+// "  and K more". Empty when there are none.
+std::vector<std::string> UnwalkedLines(const std::vector<UnwalkedSwitch>& unwalked, size_t max = SIZE_MAX);
 
 // The switches (indexes into `walks`, walked without their FDB) whose FDB
 // can still place a host: some fact is not an LLDP neighbour, and the switch

@@ -72,6 +72,9 @@ void TableToProto(const std::vector<DecisionRange>& table, v1::DecisionTable* ou
 }
 
 constexpr std::string_view kDiscoverySource = "discovery from ";
+// Switch neighbours not walked that a failed discovery's answer lists (the
+// log has them all).
+constexpr size_t kUnwalkedInAnswer = 10;
 
 grpc::Status NoTopology() {
   return {grpc::StatusCode::UNAVAILABLE,
@@ -689,12 +692,21 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   }
   spdlog::info("discovery from {} ({} known hosts)", fmt::join(seeds, ", "), facts.size());
   auto start = std::chrono::steady_clock::now();
-  auto report = discovery::Discover(options, facts);
+  discovery::Diagnostics diagnostics;
+  auto report = discovery::Discover(options, facts, &diagnostics);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!report.ok()) {
     metrics_->DiscoveryFailed(seconds);
+    // What the run computed says why no tree came out: log all of it, and
+    // give the caller the neighbours not walked with the reason.
+    for (const std::string& w : diagnostics.warnings) spdlog::warn("discovery: {}", discovery::ScrubLine(w));
+    for (const std::string& line : discovery::UnwalkedLines(diagnostics.unwalked))
+      spdlog::warn("discovery: {}", discovery::ScrubLine(line));
     spdlog::error("discovery failed after {:.1f} s: {}", seconds, report.status().message());
-    return {grpc::StatusCode::UNAVAILABLE, report.status().message()};
+    std::string message = report.status().message();
+    for (const std::string& line : discovery::UnwalkedLines(diagnostics.unwalked, kUnwalkedInAnswer))
+      message += "\n" + discovery::ScrubLine(line);
+    return {grpc::StatusCode::UNAVAILABLE, message};
   }
   const discovery::DiscoveredTree& tree = report->tree;
   auto canonical = Canonical(tree.topology);

@@ -415,11 +415,65 @@ elseif(CASE STREQUAL "discover_errors")
   run_topotune(discover --seed 127.0.0.1 --port 9 --timeout 0.2 --retries 0)
   expect_rc(1)
   expect_match(stderr "no switch could be walked from the seeds" "127.0.0.1: not walked: 127.0.0.1:9: no response \\(timeout\\)")
-  # A file that is not a walk gives warnings, and no tree.
+  # A file that is not a walk gives warnings, and no tree: nothing could be parsed from it.
   file(WRITE "${WORK_DIR}/garbage.snmprec" "not a walk\n1.3.6|4x|zz\n")
   run_topotune(discover --from-walks "${WORK_DIR}/garbage.snmprec")
   expect_rc(1)
-  expect_match(stderr "no host found")
+  expect_match(stderr "warning: [^\n]*garbage\\.snmprec:2: malformed hex value"
+    "warning: [^\n]*garbage\\.snmprec: none of its 2 line\\(s\\) is an SNMP record\n"
+    "topotune discover: nothing could be parsed from [^\n]*garbage\\.snmprec: no system, IF-MIB, LLDP or BRIDGE-MIB rows\n$")
+
+elseif(CASE STREQUAL "discover_no_host_diagnostics")
+  # A switch whose LLDP neighbours are all bridges or routers, not walked, and
+  # whose walk holds no FDB (as Dell OS10 in issue 18): no host. The run still
+  # prints every warning and the neighbours not walked, each with its address
+  # or why it has none, and does not offer --hosts, which would not help.
+  file(WRITE "${WORK_DIR}/os10.snmprec"
+    "1.3.6.1.2.1.1.5.0|4|os10\n"
+    "1.3.6.1.2.1.2.2.1.8.9|2|1\n"
+    "1.3.6.1.2.1.2.2.1.8.17|2|1\n"
+    "1.3.6.1.2.1.31.1.1.1.1.9|4|mgmt1/1/1\n"
+    "1.3.6.1.2.1.31.1.1.1.1.17|4|ethernet1/1/1\n"
+    "1.3.6.1.2.1.31.1.1.1.15.9|66|1000\n"
+    "1.3.6.1.2.1.31.1.1.1.15.17|66|100000\n"
+    "1.0.8802.1.1.2.1.4.1.1.4.0.9.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.9.1|4x|141877dd6fca\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.9.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.9.1|4|ge-0/0/7\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.9.1|4|1007-mnt-1\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.9.1|4x|2000\n"
+    "1.0.8802.1.1.2.1.4.1.1.4.0.17.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.17.1|4x|020000000009\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.17.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.17.1|4|ethernet1/1/49\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.17.1|4|spine1\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.17.1|4x|2800\n"
+    "1.0.8802.1.1.2.1.4.2.1.3.0.17.1.1.4.10.0.0.9|2|2\n")
+  run_topotune(discover --from-walks "${WORK_DIR}/os10.snmprec")
+  expect_rc(1)
+  expect_empty(stdout)
+  # The whole of stderr, in order (a '.' stands for each ';', which would split the regex).
+  string(CONCAT want
+    "^warning: os10 port mgmt1/1/1: LLDP neighbour 1007-mnt-1 \\(14:18:77:dd:6f:ca\\) is a bridge or router that was "
+    "not walked \\(no SNMP access, or not reached\\). the subtree behind it is missing\n"
+    "warning: os10 port ethernet1/1/1: LLDP neighbour spine1 \\(02:00:00:00:00:09\\) is a bridge or router that was "
+    "not walked \\(no SNMP access, or not reached\\). the subtree behind it is missing\n"
+    "2 switch neighbour\\(s\\) not walked \\(the subtrees behind them are missing\\):\n"
+    "  1007-mnt-1 \\(14:18:77:dd:6f:ca\\) on os10 port mgmt1/1/1: no IPv4 management address in its LLDP rows\n"
+    "  spine1 \\(02:00:00:00:00:09\\) on os10 port ethernet1/1/1: 10\\.0\\.0\\.9\n"
+    "topotune discover: 1 switch\\(es\\) walked but no host found: no LLDP neighbour is a host, and no walk holds a "
+    "forwarding database \\(dot1qTpFdbTable or dot1dTpFdbTable\\), so host MACs \\(--hosts\\) would not help: run "
+    "lldpd on the hosts, so that the switches list them as LLDP neighbours. 2 switch neighbour\\(s\\) were not "
+    "walked, and the hosts may be behind them\n$")
+  expect_match(stderr "${want}")
+  if(err MATCHES "pass them with --hosts")
+    fail("--hosts is offered although no walk holds a forwarding database")
+  endif()
+  # An empty walk says that nothing could be parsed from it.
+  file(WRITE "${WORK_DIR}/empty.snmprec" "")
+  run_topotune(discover --from-walks "${WORK_DIR}/empty.snmprec")
+  expect_rc(1)
+  expect_match(stderr "^warning: [^\n]*empty\\.snmprec: the file is empty\ntopotune discover: nothing could be parsed from [^\n]*empty\\.snmprec: no system, IF-MIB, LLDP or BRIDGE-MIB rows\n$")
 
 elseif(CASE STREQUAL "server_help")
   # Every command that talks to topotuned documents its connection options and exit codes.

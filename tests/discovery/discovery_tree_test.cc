@@ -63,13 +63,14 @@ gen::GeneratedTree Generate(uint64_t seed, int switches, int hosts_per_switch, i
   return std::move(*tree);
 }
 
-// A crawl over recorded sources, one per management address; addresses in
-// `timeouts` behave like a switch that never answers.
-CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string> timeouts = {}) {
-  auto by_address = std::make_shared<std::map<std::string, std::string>>();
-  for (const gen::GeneratedSwitch& s : tree.switches) (*by_address)[s.mgmt_address] = s.snmprec;
+// A crawl from `seed` over recorded sources, .snmprec text by management
+// address; other addresses, and those in `timeouts`, behave like a switch
+// that never answers.
+CrawlOptions CrawlOverRecordings(std::map<std::string, std::string> snmprec_by_address, std::string seed,
+                                 std::set<std::string> timeouts = {}) {
+  auto by_address = std::make_shared<std::map<std::string, std::string>>(std::move(snmprec_by_address));
   CrawlOptions options;
-  options.seeds = {tree.switches.front().mgmt_address};
+  options.seeds = {std::move(seed)};
   options.concurrency = 4;
   options.open = [by_address, timeouts](const std::string& address) -> StatusOr<std::unique_ptr<SnmpSource>> {
     if (timeouts.count(address)) return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
@@ -78,6 +79,53 @@ CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string>
     return std::unique_ptr<SnmpSource>(new RecordedSource(address + ":161", ParseSnmprec(it->second, address).vars));
   };
   return options;
+}
+
+// A crawl of a generated tree from its first switch.
+CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string> timeouts = {}) {
+  std::map<std::string, std::string> by_address;
+  for (const gen::GeneratedSwitch& s : tree.switches) by_address[s.mgmt_address] = s.snmprec;
+  return CrawlOverRecordings(std::move(by_address), tree.switches.front().mgmt_address, std::move(timeouts));
+}
+
+// ---- Hand-written walks ------------------------------------------------------
+
+// .snmprec rows of an interface that is up.
+std::string UpPort(int if_index, const std::string& name, int mbps) {
+  return fmt::format(
+      "1.3.6.1.2.1.2.2.1.8.{0}|2|1\n"
+      "1.3.6.1.2.1.31.1.1.1.1.{0}|4|{1}\n"
+      "1.3.6.1.2.1.31.1.1.1.15.{0}|66|{2}\n",
+      if_index, name, mbps);
+}
+
+// .snmprec rows of one LLDP-MIB neighbour on local port `port` (= ifIndex):
+// chassis ID a MAC (12 hex digits), port ID a name; no capabilities column
+// when `caps_hex` is empty, no management address when `address` is.
+std::string Neighbour(int port, const std::string& chassis_hex, const std::string& port_id, const std::string& sys_name,
+                      const std::string& caps_hex, const std::string& address = "") {
+  std::string rows = fmt::format(
+      "1.0.8802.1.1.2.1.4.1.1.4.0.{0}.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.{0}.1|4x|{1}\n"
+      "1.0.8802.1.1.2.1.4.1.1.6.0.{0}.1|2|5\n"
+      "1.0.8802.1.1.2.1.4.1.1.7.0.{0}.1|4|{2}\n"
+      "1.0.8802.1.1.2.1.4.1.1.9.0.{0}.1|4|{3}\n",
+      port, chassis_hex, port_id, sys_name);
+  if (!caps_hex.empty()) rows += fmt::format("1.0.8802.1.1.2.1.4.1.1.12.0.{}.1|4x|{}\n", port, caps_hex);
+  if (!address.empty()) rows += fmt::format("1.0.8802.1.1.2.1.4.2.1.3.0.{}.1.1.4.{}|2|2\n", port, address);
+  return rows;
+}
+
+// Capabilities (lldpRemSysCapEnabled): bridge; bridge and router.
+constexpr char kBridge[] = "2000";
+constexpr char kBridgeRouter[] = "2800";
+
+// "spine" at 198.18.0.1: Ethernet1 to leaf0 (198.18.0.2), Ethernet2 to spine2
+// (198.18.0.3), both bridges; no host.
+std::string SpineWalk() {
+  return "1.3.6.1.2.1.1.5.0|4|spine\n" + UpPort(1, "Ethernet1", 100000) + UpPort(2, "Ethernet2", 100000) +
+         Neighbour(1, "020000000002", "Ethernet1", "leaf0", kBridge, "198.18.0.2") +
+         Neighbour(2, "020000000003", "Ethernet1", "spine2", kBridgeRouter, "198.18.0.3");
 }
 
 TEST(GeneratedTree, EveryQuirkAppearsAtSeedOne) {
@@ -253,7 +301,50 @@ TEST(Faults, NoWalkAndNoHostAreClearErrors) {
   ASSERT_TRUE(walk.ok());
   auto built = BuildTree({*walk}, {});
   ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().message(),
+            "nothing could be parsed from 198.18.0.9:161: no system, IF-MIB, LLDP or BRIDGE-MIB rows");
+  RecordedSource spine("198.18.0.1:161", ParseSnmprec(SpineWalk(), "spine").vars);
+  walk = WalkSwitch(spine, WalkOptions{.fdb = false});
+  ASSERT_TRUE(walk.ok());
+  built = BuildTree({*walk}, {});
+  ASSERT_FALSE(built.ok());
   EXPECT_NE(built.status().message().find("no host found"), std::string::npos) << built.status().message();
+}
+
+// A crawl that finds no host: its warnings (the crawl's first) and the
+// neighbours not walked, each with the reason the crawl could not walk it.
+TEST(Faults, ACrawlThatFindsNoHostKeepsItsDiagnostics) {
+  CrawlOptions options = CrawlOverRecordings({{"198.18.0.1", SpineWalk()}}, "198.18.0.1");
+  options.concurrency = 1;  // One walk at a time: the crawl's warnings come in queue order.
+  Diagnostics diagnostics;
+  auto report = Discover(options, {}, &diagnostics);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message(),
+            "1 switch(es) walked but no host found: no LLDP neighbour is a host, and no host MACs were given to look "
+            "up in the forwarding database: pass them with --hosts, or run lldpd on the hosts; 2 switch neighbour(s) "
+            "were not walked, and the hosts may be behind them");
+  EXPECT_EQ(diagnostics.warnings,
+            (std::vector<std::string>{
+                "198.18.0.2: not walked: 198.18.0.2:161: no response (timeout)",
+                "198.18.0.3: not walked: 198.18.0.3:161: no response (timeout)",
+                "spine port Ethernet1: LLDP neighbour leaf0 (02:00:00:00:00:02) is a bridge or router that was not "
+                "walked (no SNMP access, or not reached); the subtree behind it is missing",
+                "spine port Ethernet2: LLDP neighbour spine2 (02:00:00:00:00:03) is a bridge or router that was not "
+                "walked (no SNMP access, or not reached); the subtree behind it is missing"}));
+  EXPECT_EQ(UnwalkedLines(diagnostics.unwalked),
+            (std::vector<std::string>{
+                "2 switch neighbour(s) not walked (the subtrees behind them are missing):",
+                "  leaf0 (02:00:00:00:00:02) on spine port Ethernet1: 198.18.0.2 (not walked: 198.18.0.2:161: no "
+                "response (timeout))",
+                "  spine2 (02:00:00:00:00:03) on spine port Ethernet2: 198.18.0.3 (not walked: 198.18.0.3:161: no "
+                "response (timeout))"}));
+  // Without the crawl, the reason is that it was not crawled.
+  options.follow_lldp = false;
+  report = Discover(options, {}, &diagnostics);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(diagnostics.warnings.size(), 2u);
+  ASSERT_EQ(diagnostics.unwalked.size(), 2u);
+  EXPECT_EQ(diagnostics.unwalked[0].why, "not crawled: LLDP management addresses are not followed");
 }
 
 }  // namespace
