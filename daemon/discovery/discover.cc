@@ -14,6 +14,17 @@
 #include "daemon/discovery/recorded_walk.h"
 
 namespace topotune::discovery {
+namespace {
+
+// "6 LLDP neighbours: 2 switches, 4 hosts".
+std::string NeighbourCounts(int neighbours, int switches) {
+  if (neighbours == 0) return "0 LLDP neighbours";
+  int hosts = neighbours - switches;
+  return fmt::format("{} LLDP neighbour{}: {} switch{}, {} host{}", neighbours, neighbours == 1 ? "" : "s", switches,
+                     switches == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
+}
+
+}  // namespace
 
 CrawlResult Crawl(const CrawlOptions& options) {
   auto start = std::chrono::steady_clock::now();
@@ -114,15 +125,19 @@ CrawlResult Crawl(const CrawlOptions& options) {
       } else {
         if (!walk->chassis_id.empty()) chassis.insert(walk->chassis_id);
         ++progress.walked;
-        int neighbours = 0;
+        // Switches and hosts as BuildTree tells them apart: a neighbour
+        // already walked, or a bridge or router, is a switch; any other one a
+        // host. A neighbour with no capabilities is still followed, as a
+        // switch that advertises none is one once walked.
+        int switches = 0;
         for (const LldpRemote& r : walk->remotes) {
+          if (r.is_switch_like() || chassis.count(r.chassis_id)) ++switches;
           bool host_like = r.caps_enabled && !r.is_switch_like();
-          if (!host_like) ++neighbours;
           if (!options.follow_lldp || host_like || chassis.count(r.chassis_id)) continue;
           for (const std::string& a : r.mgmt_addresses) enqueue(a);
         }
-        progress.last = fmt::format("{} at {}: {} interfaces, {} LLDP neighbours ({} switch-like)", walk->label(),
-                                    address, walk->interfaces.size(), walk->remotes.size(), neighbours);
+        progress.last = fmt::format("{} at {}: {} interfaces, {}", walk->label(), address, walk->interfaces.size(),
+                                    NeighbourCounts(static_cast<int>(walk->remotes.size()), switches));
         done.emplace(order[address], std::move(*walk));
       }
       if (options.progress) options.progress(progress);

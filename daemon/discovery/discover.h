@@ -25,10 +25,13 @@
 namespace topotune::discovery {
 
 struct CrawlProgress {
-  int walked = 0;    // Switches walked successfully.
-  int failed = 0;    // Addresses that could not be walked.
-  int pending = 0;   // Addresses queued or being walked.
-  std::string last;  // What just happened, e.g. "s3 at 127.1.0.3: 48 ports, 5 LLDP neighbours".
+  int walked = 0;   // Switches walked successfully.
+  int failed = 0;   // Addresses that could not be walked.
+  int pending = 0;  // Addresses queued or being walked.
+  // What just happened, e.g. "s3 at 127.1.0.3: 48 interfaces, 6 LLDP
+  // neighbours: 2 switches, 4 hosts" (BuildTree's classes: a bridge or
+  // router, or a switch already walked, is a switch; any other one a host).
+  std::string last;
 };
 
 using SourceOpener = std::function<StatusOr<std::unique_ptr<SnmpSource>>(const std::string& address)>;

@@ -116,9 +116,10 @@ std::string Neighbour(int port, const std::string& chassis_hex, const std::strin
   return rows;
 }
 
-// Capabilities (lldpRemSysCapEnabled): bridge; bridge and router.
+// Capabilities (lldpRemSysCapEnabled): bridge; bridge and router; station.
 constexpr char kBridge[] = "2000";
 constexpr char kBridgeRouter[] = "2800";
+constexpr char kStation[] = "0100";
 
 // "spine" at 198.18.0.1: Ethernet1 to leaf0 (198.18.0.2), Ethernet2 to spine2
 // (198.18.0.3), both bridges; no host.
@@ -126,6 +127,18 @@ std::string SpineWalk() {
   return "1.3.6.1.2.1.1.5.0|4|spine\n" + UpPort(1, "Ethernet1", 100000) + UpPort(2, "Ethernet2", 100000) +
          Neighbour(1, "020000000002", "Ethernet1", "leaf0", kBridge, "198.18.0.2") +
          Neighbour(2, "020000000003", "Ethernet1", "spine2", kBridgeRouter, "198.18.0.3");
+}
+
+// "leaf0" at 198.18.0.2: Ethernet1 to the spine, and four hosts on
+// Ethernet2-5, two that say they are stations and two that send no
+// capabilities at all.
+std::string LeafWalk() {
+  std::string rec = "1.3.6.1.2.1.1.5.0|4|leaf0\n" + UpPort(1, "Ethernet1", 100000) +
+                    Neighbour(1, "020000000001", "Ethernet1", "spine", kBridgeRouter, "198.18.0.1");
+  for (int i = 1; i <= 4; ++i)
+    rec += UpPort(1 + i, fmt::format("Ethernet{}", 1 + i), 25000) +
+           Neighbour(1 + i, fmt::format("02000000100{}", i), "eth0", fmt::format("h{}", i), i <= 2 ? kStation : "");
+  return rec;
 }
 
 TEST(GeneratedTree, EveryQuirkAppearsAtSeedOne) {
@@ -170,6 +183,31 @@ TEST(GeneratedTree, CrawlFromOneSeedFindsEverySwitch) {
     EXPECT_EQ(progress.back().pending, 0);
     EXPECT_GT(report->requests, 0);
   }
+}
+
+// The progress line tells switches from hosts as BuildTree does: a row with
+// no capabilities is a host (it counted as "switch-like").
+TEST(Progress, TheLineSeparatesSwitchesFromHosts) {
+  CrawlOptions options = CrawlOverRecordings({{"198.18.0.1", SpineWalk()}, {"198.18.0.2", LeafWalk()}}, "198.18.0.1");
+  std::vector<std::string> progress;
+  options.progress = [&](const CrawlProgress& p) { progress.push_back(p.last); };
+  Diagnostics diagnostics;
+  auto report = Discover(options, {}, &diagnostics);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(std::set<std::string>(progress.begin(), progress.end()),
+            (std::set<std::string>{"spine at 198.18.0.1: 2 interfaces, 2 LLDP neighbours: 2 switches, 0 hosts",
+                                   "leaf0 at 198.18.0.2: 5 interfaces, 5 LLDP neighbours: 1 switch, 4 hosts",
+                                   "198.18.0.3: not walked"}))
+      << fmt::format("{}", fmt::join(progress, "\n"));
+  EXPECT_EQ(progress.size(), 3u);
+  EXPECT_EQ(report->tree.topology.hosts().size(), 4u);
+  EXPECT_EQ(report->tree.lldp_hosts, 4);
+  // A tree came out; the diagnostics are there all the same.
+  EXPECT_EQ(diagnostics.warnings, report->tree.warnings);
+  EXPECT_EQ(UnwalkedLines(diagnostics.unwalked),
+            (std::vector<std::string>{"1 switch neighbour(s) not walked (the subtrees behind them are missing):",
+                                      "  spine2 (02:00:00:00:00:03) on spine port Ethernet2: 198.18.0.3 (not walked: "
+                                      "198.18.0.3:161: no response (timeout))"}));
 }
 
 TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
