@@ -666,5 +666,109 @@ TEST(Diagnostics, AWalkFromWhichNothingCouldBeParsedSaysSo) {
   std::filesystem::remove(noise);
 }
 
+// ---- A port name shared by two interfaces (issue 18) ------------------------------
+
+// Extreme SLX: "Ethernet 0/48" is ifIndex 201719808 (down) and 201720128 (up,
+// 10G), and lldpLocPortId of LLDP port 48 is that name. `neighbour` is the
+// row on port 48.
+std::string Slx(const std::string& neighbour) {
+  return "1.3.6.1.2.1.1.5.0|4|slx\n"
+         "1.3.6.1.2.1.2.2.1.8.201719808|2|2\n"
+         "1.3.6.1.2.1.2.2.1.8.201720128|2|1\n"
+         "1.3.6.1.2.1.31.1.1.1.1.201719808|4|Ethernet 0/48\n"
+         "1.3.6.1.2.1.31.1.1.1.1.201720128|4|Ethernet 0/48\n"
+         "1.3.6.1.2.1.31.1.1.1.15.201719808|66|10000\n"
+         "1.3.6.1.2.1.31.1.1.1.15.201720128|66|10000\n"
+         "1.0.8802.1.1.2.1.3.7.1.2.48|2|5\n"
+         "1.0.8802.1.1.2.1.3.7.1.3.48|4|Ethernet 0/48\n" +
+         neighbour;
+}
+
+// On port 48 of the SLX: the switch "peer" (198.18.0.2), its Ethernet1.
+const char kSlxToPeer[] =
+    "1.0.8802.1.1.2.1.4.1.1.4.0.48.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.48.1|4x|020000000002\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.48.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.48.1|4|Ethernet1\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.48.1|4|peer\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.48.1|4x|2800\n"
+    "1.0.8802.1.1.2.1.4.2.1.3.0.48.1.1.4.198.18.0.2|2|2\n";
+
+// On port 48 of the SLX: the host n01.
+const char kSlxToHost[] =
+    "1.0.8802.1.1.2.1.4.1.1.4.0.48.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.48.1|4x|020000000101\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.48.1|2|3\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.48.1|4x|020000000101\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.48.1|4|n01\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.48.1|4x|0100\n";
+
+// The SLX's neighbour names the shared port too: the neighbour is kept on
+// the port that is up, from both sides, with one warning.
+TEST(SharedPortName, TheInterfaceThatIsUpIsUsedWithOneWarning) {
+  SwitchWalk slx = Decode(Slx(kSlxToPeer));
+  ASSERT_EQ(slx.remotes.size(), 1u);
+  EXPECT_EQ(LocalPortOf(slx, slx.remotes[0]), std::optional<int>(201720128));
+  ParsedWalk parsed = ParseSnmprec(
+      "1.3.6.1.2.1.1.5.0|4|peer\n"
+      "1.3.6.1.2.1.2.2.1.8.1|2|1\n"
+      "1.3.6.1.2.1.2.2.1.8.2|2|1\n"
+      "1.3.6.1.2.1.31.1.1.1.1.1|4|Ethernet1\n"
+      "1.3.6.1.2.1.31.1.1.1.1.2|4|Ethernet2\n"
+      "1.3.6.1.2.1.31.1.1.1.15.1|66|10000\n"
+      "1.3.6.1.2.1.31.1.1.1.15.2|66|25000\n"
+      // Ethernet1: the SLX, by its port name.
+      "1.0.8802.1.1.2.1.4.1.1.4.0.1.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.1.1|4x|020000000001\n"
+      "1.0.8802.1.1.2.1.4.1.1.6.0.1.1|2|5\n"
+      "1.0.8802.1.1.2.1.4.1.1.7.0.1.1|4|Ethernet 0/48\n"
+      "1.0.8802.1.1.2.1.4.1.1.9.0.1.1|4|slx\n"
+      "1.0.8802.1.1.2.1.4.1.1.12.0.1.1|4x|2800\n"
+      "1.0.8802.1.1.2.1.4.2.1.3.0.1.1.1.4.198.18.0.1|2|2\n"
+      // Ethernet2: the host n02.
+      "1.0.8802.1.1.2.1.4.1.1.4.0.2.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.2.1|4x|020000000102\n"
+      "1.0.8802.1.1.2.1.4.1.1.6.0.2.1|2|3\n"
+      "1.0.8802.1.1.2.1.4.1.1.7.0.2.1|4x|020000000102\n"
+      "1.0.8802.1.1.2.1.4.1.1.9.0.2.1|4|n02\n"
+      "1.0.8802.1.1.2.1.4.1.1.12.0.2.1|4x|0100\n",
+      "peer.snmprec");
+  ASSERT_TRUE(parsed.warnings.empty()) << parsed.warnings.front();
+  SwitchWalk peer = DecodeSwitchWalk(parsed.vars, "198.18.0.2:161");
+
+  auto built = BuildTree({slx, peer}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_EQ(built->warnings, std::vector<std::string>{"slx: port name 'Ethernet 0/48' is ifIndex 201719808 (down) and "
+                                                      "201720128 (up, 10G); the one that is up is used"});
+  ASSERT_EQ(built->links.size(), 2u);
+  EXPECT_EQ(built->links[0].a.node, "slx");
+  EXPECT_EQ(built->links[0].a.port, "Ethernet 0/48");
+  EXPECT_EQ(built->links[0].b.node, "peer");
+  EXPECT_EQ(built->links[0].b.port, "Ethernet1");
+  EXPECT_EQ(built->links[0].speed_bps, 10e9);
+  EXPECT_EQ(built->links[0].how, "lldp");
+  EXPECT_TRUE(built->topology.Find("n02"));
+}
+
+// Several up: the bridge port; none up and no bridge port: the lowest ifIndex.
+TEST(SharedPortName, ABridgePortOrElseTheLowestIfIndexIsUsed) {
+  std::string both_up = Slx(kSlxToHost) + "1.3.6.1.2.1.17.1.4.1.2.5|2|201720128\n";
+  both_up.replace(both_up.find("1.3.6.1.2.1.2.2.1.8.201719808|2|2"), 33, "1.3.6.1.2.1.2.2.1.8.201719808|2|1");
+  auto built = BuildTree({Decode(both_up)}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_EQ(built->warnings,
+            std::vector<std::string>{"slx: port name 'Ethernet 0/48' is ifIndex 201719808 (up, 10G) and 201720128 (up, "
+                                     "10G); the bridge port of those that are up is used"});
+  ASSERT_EQ(built->links.size(), 1u);
+  EXPECT_EQ(built->links[0].a.node, "n01");
+  EXPECT_EQ(built->links[0].b.port, "Ethernet 0/48");
+
+  std::string both_down = Slx(kSlxToHost);
+  both_down.replace(both_down.find("1.3.6.1.2.1.2.2.1.8.201720128|2|1"), 33, "1.3.6.1.2.1.2.2.1.8.201720128|2|2");
+  SwitchWalk down = Decode(both_down);
+  ASSERT_EQ(down.remotes.size(), 1u);
+  EXPECT_EQ(LocalPortOf(down, down.remotes[0]), std::optional<int>(201719808));
+}
+
 }  // namespace
 }  // namespace topotune::discovery

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/discovery/warnings.h"
 #include "tuner/dsu.h"
 #include "tuner/topology_io.h"
 
@@ -71,54 +72,125 @@ constexpr double kDefaultSpeedBps = 1e9;
 struct Sw {
   const SwitchWalk* walk = nullptr;
   std::string name;
-  std::map<std::string, int> by_name, by_descr, by_alias;  // Interface lookups (unique values only).
+  // Interface lookups: the ifIndexes (ascending) with that ifName, ifDescr, ifAlias.
+  std::map<std::string, std::vector<int>> by_name, by_descr, by_alias;
   std::map<Mac, std::vector<int>> by_mac;
   std::map<int, int> bridge_port_of;  // ifIndex -> bridge port.
 };
 
-void AddUnique(std::map<std::string, int>& m, std::set<std::string>& dup, const std::string& key, int if_index) {
-  if (key.empty() || dup.count(key)) return;
-  auto [it, inserted] = m.emplace(key, if_index);
-  if (!inserted && it->second != if_index) {
-    m.erase(it);
-    dup.insert(key);
-  }
-}
-
 Sw MakeSw(const SwitchWalk& w) {
   Sw s;
   s.walk = &w;
-  std::set<std::string> dn, dd, da;
   for (const auto& [idx, itf] : w.interfaces) {
-    AddUnique(s.by_name, dn, itf.name, idx);
-    AddUnique(s.by_descr, dd, itf.descr, idx);
-    AddUnique(s.by_alias, da, itf.alias, idx);
+    if (!itf.name.empty()) s.by_name[itf.name].push_back(idx);
+    if (!itf.descr.empty()) s.by_descr[itf.descr].push_back(idx);
+    if (!itf.alias.empty()) s.by_alias[itf.alias].push_back(idx);
     if (itf.mac) s.by_mac[*itf.mac].push_back(idx);
   }
   for (const auto& [port, idx] : w.base_port_if_index) s.bridge_port_of.emplace(idx, port);
   return s;
 }
 
+// The interface that `text` names on `s`: the one interface whose ifName,
+// else ifDescr, else ifAlias it is. A name that several interfaces share
+// names none here; MatchSharedName picks one, after every other rule.
 std::optional<int> MatchName(const Sw& s, const std::string& text) {
   if (text.empty()) return std::nullopt;
   for (const auto* m : {&s.by_name, &s.by_descr, &s.by_alias}) {
     auto it = m->find(text);
-    if (it != m->end()) return it->second;
+    if (it != m->end() && it->second.size() == 1) return it->second.front();
   }
   return std::nullopt;
 }
 
-// The ifIndex of LLDP local port number `num` on `s` (see the header).
-std::optional<int> ResolveLocalPort(const Sw& s, int num) {
+// "10G" for 10000 Mbit/s.
+std::string ShortSpeed(int64_t mbps) {
+  std::string s = FormatSpeed(static_cast<double>(mbps) * 1e6);
+  if (s.ends_with("bps")) s.resize(s.size() - 3);
+  return s;
+}
+
+// Of several interfaces that share the name `text` (Extreme SLX: "Ethernet
+// 0/48" is ifIndex 201719808, down, and 201720128, up at 10G): the one that
+// is up; else, of those up (of all when none is), the bridge port; else the
+// lowest ifIndex of those. `note`, if given, receives the warning saying so.
+int PickShared(const Sw& s, const std::string& text, const std::vector<int>& candidates, std::string* note) {
+  const SwitchWalk& w = *s.walk;
+  auto oper = [&](int i) {
+    auto it = w.interfaces.find(i);
+    return it == w.interfaces.end() ? 0 : it->second.oper_status;
+  };
+  std::vector<int> up, bridge;
+  for (int i : candidates)
+    if (oper(i) == 1) up.push_back(i);
+  const std::vector<int>& pool = up.empty() ? candidates : up;
+  for (int i : pool)
+    if (s.bridge_port_of.count(i)) bridge.push_back(i);
+  const std::string of_up = up.size() > 1 ? " of those that are up" : "";
+  int chosen = candidates.front();
+  std::string rule;
+  if (up.size() == 1) {
+    chosen = up.front();
+    rule = "the one that is up is used";
+  } else if (bridge.size() == 1) {
+    chosen = bridge.front();
+    rule = fmt::format("the bridge port{} is used", of_up);
+  } else {
+    const std::vector<int>& among = bridge.empty() ? pool : bridge;
+    chosen = *std::min_element(among.begin(), among.end());
+    rule = fmt::format(
+        "the lowest ifIndex{} is used",
+        bridge.empty() ? of_up : (up.size() > 1 ? " of the bridge ports that are up" : " of the bridge ports"));
+  }
+  if (note) {
+    std::vector<std::string> parts;
+    for (int i : candidates) {
+      int status = oper(i);
+      std::string state = status == 1   ? "up"
+                          : status == 2 ? "down"
+                          : status == 0 ? "status unknown"
+                                        : fmt::format("ifOperStatus {}", status);
+      auto it = w.interfaces.find(i);
+      if (status == 1 && it != w.interfaces.end() && it->second.high_speed_mbps > 0)
+        state += ", " + ShortSpeed(it->second.high_speed_mbps);
+      parts.push_back(fmt::format("{} ({})", i, state));
+    }
+    std::string list = parts.back();
+    if (parts.size() > 1)
+      list = fmt::format("{} and {}", fmt::join(parts.begin(), parts.end() - 1, ", "), parts.back());
+    *note = fmt::format("port name '{}' is ifIndex {}; {}", Printable(text), list, rule);
+  }
+  return chosen;
+}
+
+// A name that several interfaces share (in the first of ifName, ifDescr,
+// ifAlias where it is shared): the interface PickShared picks. For when
+// nothing else resolves a port.
+std::optional<int> MatchSharedName(const Sw& s, const std::string& text, std::string* note) {
+  if (text.empty()) return std::nullopt;
+  for (const auto* m : {&s.by_name, &s.by_descr, &s.by_alias}) {
+    auto it = m->find(text);
+    if (it != m->end() && it->second.size() > 1) return PickShared(s, text, it->second, note);
+  }
+  return std::nullopt;
+}
+
+// The port ID of a local port is a name unless its subtype says MAC (3) or it
+// is a locally assigned number (7): "3" must not match an ifName "3" that
+// belongs to another port, as on switches that name ports by number.
+bool IdIsName(const LldpLocalPort& p) {
+  bool number = !p.id.empty() && std::all_of(p.id.begin(), p.id.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return p.subtype != 3 && !(p.subtype == 7 && number);
+}
+
+// The ifIndex of LLDP local port number `num` on `s` (see the header), by
+// every rule but a shared name.
+std::optional<int> ResolveLocalPortUnshared(const Sw& s, int num) {
   const SwitchWalk& w = *s.walk;
   auto lp = w.local_ports.find(num);
   if (lp != w.local_ports.end()) {
-    // The port ID is a name unless its subtype says MAC (3) or it is a
-    // locally assigned number (7): "3" must not match an ifName "3" that
-    // belongs to another port, as on switches that name ports by number.
     const LldpLocalPort& p = lp->second;
-    bool number = !p.id.empty() && std::all_of(p.id.begin(), p.id.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (p.subtype != 3 && !(p.subtype == 7 && number))
+    if (IdIsName(p))
       if (auto i = MatchName(s, p.id)) return i;
     if (auto i = MatchName(s, p.desc)) return i;
   }
@@ -139,8 +211,22 @@ std::optional<int> ResolveLocalPort(const Sw& s, int num) {
   return by_if_index();
 }
 
-// The ifIndex on switch `r` of the port that `row` (seen by another switch) names.
-std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
+// The ifIndex of LLDP local port number `num` on `s` (see the header): every
+// other rule first, then a name that several interfaces share
+// (MatchSharedName; `note`, if given, receives the warning).
+std::optional<int> ResolveLocalPort(const Sw& s, int num, std::string* note = nullptr) {
+  if (auto i = ResolveLocalPortUnshared(s, num)) return i;
+  auto lp = s.walk->local_ports.find(num);
+  if (lp == s.walk->local_ports.end()) return std::nullopt;
+  if (IdIsName(lp->second))
+    if (auto i = MatchSharedName(s, lp->second.id, note)) return i;
+  return MatchSharedName(s, lp->second.desc, note);
+}
+
+// The ifIndex on switch `r` of the port that `row` (seen by another switch)
+// names; a name that several interfaces share comes last, as in
+// ResolveLocalPort.
+std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row, std::string* note = nullptr) {
   const std::string text(TrimTrailingNuls(row.port_raw));  // Names may be padded with NULs.
   switch (row.port_subtype) {
     case 3: {  // macAddress
@@ -155,7 +241,7 @@ std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
       auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
       if (ec == std::errc() && p == text.data() + text.size()) {
         if (r.walk->local_ports.count(n))
-          if (auto i = ResolveLocalPort(r, n)) return i;
+          if (auto i = ResolveLocalPortUnshared(r, n)) return i;
         if (r.walk->interfaces.count(n)) return n;
       }
       if (auto i = MatchName(r, text)) return i;
@@ -165,7 +251,10 @@ std::optional<int> ResolveRemotePort(const Sw& r, const LldpRemote& row) {
       if (auto i = MatchName(r, text)) return i;
       break;
   }
-  return MatchName(r, row.port_desc);
+  if (auto i = MatchName(r, row.port_desc)) return i;
+  if (row.port_subtype != 3)
+    if (auto i = MatchSharedName(r, text, note)) return i;
+  return MatchSharedName(r, row.port_desc, note);
 }
 
 std::string PortLabel(const Sw& s, int if_index) {
@@ -353,6 +442,14 @@ LldpPass ReadLldp(Builder& b) {
   auto& halves = pass.halves;
   auto& switch_facing = pass.switch_facing;
   auto& lldp_hosts = pass.lldp_hosts;
+  // Names that several interfaces share, warned once each, folded per switch.
+  std::map<int, WarningLog> shared_names;
+  std::set<std::pair<int, std::string>> shared_noted;
+  auto note_shared = [&](int sw, const std::string& note) {
+    if (note.empty() || !shared_noted.emplace(sw, note).second) return;
+    const std::string& name = b.sws[sw].name;
+    shared_names.try_emplace(sw, name).first->second.Add("shared port name", fmt::format("{}: {}", name, note));
+  };
   // A bridge or router that no walk describes, once per chassis ID.
   std::map<std::string, size_t> unwalked_index;
   auto not_walked = [&](const Sw& s, const std::string& port, const LldpRemote& row) {
@@ -371,7 +468,9 @@ LldpPass ReadLldp(Builder& b) {
     if (s.walk->lldp_mib == 0 && !HoldsNothing(*s.walk))
       b.Warn(s, "", "no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours");
     for (const LldpRemote& row : s.walk->remotes) {
-      auto local = ResolveLocalPort(s, row.local_port_num);
+      std::string shared;
+      auto local = ResolveLocalPort(s, row.local_port_num, &shared);
+      note_shared(static_cast<int>(si), shared);
       std::string who =
           row.sys_name.empty() ? row.chassis_id : fmt::format("{} ({})", Printable(row.sys_name), row.chassis_id);
       if (!local) {
@@ -387,7 +486,8 @@ LldpPass ReadLldp(Builder& b) {
       if (peer) {
         switch_facing[si].insert(Group(s, *local));
         const Sw& r = b.sws[*peer];
-        auto remote = ResolveRemotePort(r, row);
+        std::string remote_shared;
+        auto remote = ResolveRemotePort(r, row, &remote_shared);
         // A row on a port that is down may be stale: it says nothing of the far port.
         if (remote && NotForwarding(s, *local).empty()) switch_facing[*peer].insert(Group(r, *remote));
         std::string why = NotForwarding(s, *local);
@@ -396,6 +496,7 @@ LldpPass ReadLldp(Builder& b) {
           ++pass.blocked_or_down;
           continue;
         }
+        note_shared(*peer, remote_shared);  // Only for a link that is used.
         halves.push_back({static_cast<int>(si), Group(s, *local), *peer,
                           remote ? std::optional<int>(Group(r, *remote)) : std::nullopt});
         if (!remote)
@@ -415,6 +516,8 @@ LldpPass ReadLldp(Builder& b) {
       }
     }
   }
+  for (const auto& [sw, folded] : shared_names)
+    for (const std::string& line : folded.Lines()) b.warnings.push_back(line);
   for (UnwalkedSwitch& u : pass.unwalked) {
     if (u.addresses.empty()) {
       u.why = "no IPv4 management address in its LLDP rows";

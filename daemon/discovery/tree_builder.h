@@ -5,6 +5,9 @@
 //    lldpLocPortDesc against ifName/ifDescr/ifAlias), then through
 //    dot1dBasePortIfIndex, then by taking the port number as the ifIndex
 //    (LLDP-V2-MIB rows are keyed by ifIndex, so for them that comes second);
+//    a name that several interfaces share (Extreme SLX) comes last: the one
+//    that is up, else a bridge port, else the lowest ifIndex, with a warning
+//    (kind "shared port name", once per switch and name);
 //  - a neighbour is a walked switch if its chassis ID, else one of its
 //    management addresses, else its sysName matches; its port is resolved by
 //    the port ID subtype (name, local number, MAC), then lldpRemPortDesc;
