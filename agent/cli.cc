@@ -65,10 +65,19 @@ constexpr const char* kServeSummary = "Register this host with topotuned, then h
 constexpr const char* kServeDescription =
     "FACTS\n"
     "  Registered: the hostname (--hostname, else gethostname), the MACs of every\n"
-    "  non-loopback interface (/sys/class/net/*/address), the speed of the MPI interface\n"
+    "  non-loopback interface (/sys/class/net/*/address), the MPI interface with its MAC and speed\n"
     "  (/sys/class/net/IF/speed; 0 when unknown), the online cores, and the LLDP neighbour heard on the\n"
     "  MPI interface (`lldpcli -f json show neighbors`, when lldpd runs). They are collected again every\n"
-    "  minute and registered again when they change.\n";
+    "  minute and registered again when they change.\n"
+    "\n"
+    "MPI INTERFACE\n"
+    "  The NIC that carries MPI traffic; topotuned places a host cabled to several switches by its MAC.\n"
+    "  The first of: --interface (or `interface` in the configuration file); Open MPI's\n"
+    "  btl_tcp_if_include, from $OMPI_MCA_btl_tcp_if_include, else from $HOME/.openmpi/mca-params.conf,\n"
+    "  else from /etc/openmpi/openmpi-mca-params.conf (interface names and IPv4 CIDRs such as\n"
+    "  198.18.0.0/15; the first that matches an interface); the interface of the default route\n"
+    "  (/proc/net/route); the first up non-loopback interface. `topotune-agent facts` prints which one\n"
+    "  decided (\"interface_source\"). Set `interface` when the default route goes over a management NIC.\n";
 
 constexpr const char* kConfigHelp =
     "CONFIGURATION FILE\n"
@@ -101,7 +110,10 @@ constexpr const char* kFactsSummary = "Print the facts `serve` would register, a
 constexpr const char* kFactsDescription =
     "OUTPUT\n"
     "  The keys are HostFacts' field names, plus \"interface\" (the MPI interface the speed and the\n"
-    "  neighbour are of) and \"warnings\" (each fact that is missing, and why).\n";
+    "  neighbour are of, as \"mpi_interface\"), \"interface_source\" (what chose it: \"--interface\",\n"
+    "  \"OMPI_MCA_btl_tcp_if_include\", \"mca-params file PATH\", \"default route\" or \"first up\n"
+    "  interface\"; see MPI INTERFACE in `serve --help`) and \"warnings\" (each fact that is missing, and\n"
+    "  why).\n";
 
 // The rank a launcher gave this process, before MPI_Init; -1 when unknown.
 int LaunchedRank() {
@@ -127,7 +139,8 @@ void AddFactsOptions(CLI::App* app, CommandLine* cl) {
                   "gethostname)")
       ->option_text("NAME");
   app->add_option("--interface", cl->facts.interface,
-                  "The NIC that carries MPI traffic (default: the first up non-loopback interface)")
+                  "The NIC that carries MPI traffic (default: from btl_tcp_if_include, else the default route, else "
+                  "the first up non-loopback interface; see MPI INTERFACE in `serve --help`)")
       ->option_text("IF");
   app->add_option("--lldpd-socket", cl->facts.lldpd_socket,
                   "lldpd's control socket, for lldpcli -u (default: "
@@ -221,8 +234,8 @@ FactsSource MakeFactsSource(const FactsOptions& options) {
       if (!logged->count(w)) spdlog::warn("{}", w);
     *logged = std::move(now);
     const v1::HostFacts& h = facts->host;
-    spdlog::debug("facts: {} macs={} interface={} speed={} b/s cores={} lldp={}", h.hostname(), h.macs_size(),
-                  facts->interface, h.nic_speed_bps(), h.cores(),
+    spdlog::debug("facts: {} macs={} interface={} ({}) mpi_mac={} speed={} b/s cores={} lldp={}", h.hostname(),
+                  h.macs_size(), facts->interface, facts->interface_source, h.mpi_mac(), h.nic_speed_bps(), h.cores(),
                   h.has_lldp_neighbor() ? h.lldp_neighbor().system_name() + " " + h.lldp_neighbor().port_id() : "-");
     return std::move(facts->host);
   };

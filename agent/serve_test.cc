@@ -30,6 +30,8 @@ v1::HostFacts Facts(const std::string& hostname = "h0") {
   v1::HostFacts f;
   f.set_hostname(hostname);
   f.add_macs("52:54:00:12:34:56");
+  f.set_mpi_mac("52:54:00:12:34:56");
+  f.set_mpi_interface("eth0");
   f.set_nic_speed_bps(10000000000);
   f.set_cores(8);
   return f;
@@ -101,6 +103,9 @@ TEST_F(ServeTest, OnceRegistersAndHeartbeatsOnce) {
   const nlohmann::json facts = StoredFacts(daemon, "h0");
   ASSERT_TRUE(facts.is_object()) << "h0 is not in the daemon's database";
   EXPECT_EQ(facts["host"]["macs"], nlohmann::json::array({"52:54:00:12:34:56"}));
+  // What topotuned's discovery reads to place a host seen on several switches.
+  EXPECT_EQ(facts["host"]["mpi_mac"], "52:54:00:12:34:56");
+  EXPECT_EQ(facts["host"]["mpi_interface"], "eth0");
   EXPECT_EQ(facts["host"]["cores"], 8);
   EXPECT_EQ(facts["host"]["nic_speed_bps"], "10000000000");  // int64 in proto JSON.
   EXPECT_EQ(facts["agent_version"], "0.1.0-test");

@@ -34,7 +34,8 @@ inline constexpr int64_t kMaxVersionBytes = 64;
 // MAC addresses per host.
 inline constexpr int kMaxMacs = 64;
 // Each string of an LLDP neighbour: IEEE 802.1AB's maximum for the chassis
-// id, port id, port description and system name TLVs.
+// id, port id, port description and system name TLVs. Also bounds
+// HostFacts.mpi_interface, an interface name like local_interface.
 inline constexpr int64_t kMaxLldpStringBytes = 255;
 // CPU cores of one host (HostFacts.cores).
 inline constexpr int kMaxCores = 65536;

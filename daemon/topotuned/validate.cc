@@ -407,6 +407,18 @@ Status CheckLldpNeighbor(const Field& f, const v1::LldpNeighbor& n) {
   });
 }
 
+// mpi_mac: empty (unknown), or a MAC in the API's form that is one of
+// `macs`: discovery looks the MPI NIC up among the host's MACs, so one that
+// is not there could place the host nowhere.
+Status CheckMpiMac(const Field& f, const Field& macs, const v1::HostFacts& h) {
+  if (h.mpi_mac().empty()) return Status::Ok();
+  if (Status s = CheckMac(f, h.mpi_mac()); !s.ok()) return s;
+  if (std::find(h.macs().begin(), h.macs().end(), h.mpi_mac()) == h.macs().end())
+    return Invalid(f, fmt::format("{} is not one of {}; it must be the MAC of one of the host's NICs, or empty",
+                                  Quote(h.mpi_mac()), macs.Name()));
+  return Status::Ok();
+}
+
 Status CheckHostFacts(const Field& f, const v1::HostFacts& h) {
   const Field macs = f.Sub("macs");
   return First({
@@ -416,6 +428,8 @@ Status CheckHostFacts(const Field& f, const v1::HostFacts& h) {
       CheckRange(f.Sub("nic_speed_bps"), h.nic_speed_bps(), 0, kUnbounded),
       CheckRange(f.Sub("cores"), h.cores(), 1, TOPOTUNE_LIMIT(kMaxCores)),
       h.has_lldp_neighbor() ? CheckLldpNeighbor(f.Sub("lldp_neighbor"), h.lldp_neighbor()) : Status::Ok(),
+      CheckMpiMac(f.Sub("mpi_mac"), macs, h),
+      CheckString(f.Sub("mpi_interface"), h.mpi_interface(), 0, TOPOTUNE_LIMIT(kMaxLldpStringBytes)),
   });
 }
 

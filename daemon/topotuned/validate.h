@@ -21,6 +21,7 @@
 //    enums are open); UNSPECIFIED where the comment requires a value;
 //  - host names (HostFacts.hostname, rank_hosts, FetchBenchTask.hostname when
 //    set): ASCII letters, digits, '-', '_' and '.' (see ValidateHostname);
+//  - HostFacts.mpi_mac: empty, or a MAC that is one of HostFacts.macs;
 //  - AlltoallvPattern: UNSPECIFIED unless the collective is alltoallv;
 //  - HeartbeatRequest.task_id: set exactly when state is BENCHMARKING;
 //  - BenchSample: ranks_per_node 1 to nprocs, msize 1 to kMaxMsizeBytes,

@@ -386,6 +386,28 @@ TEST(ValidateRegister, MacFormat) {
                                   "lower case (\"00:1b:21:bb:e6:f0\")"}));
 }
 
+TEST(ValidateRegister, MpiMacIsOneOfTheMacs) {
+  v1::RegisterRequest r = ValidRegister();
+  r.mutable_host()->set_mpi_mac("00:1b:21:bb:e6:f1");
+  r.mutable_host()->set_mpi_interface("ens1f1");
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.mutable_host()->clear_mpi_mac();  // Unknown.
+  EXPECT_TRUE(Passes(Validate(r)));
+
+  r.mutable_host()->set_mpi_mac("02:00:00:00:00:99");
+  EXPECT_TRUE(Fails(Validate(r), {"host.mpi_mac: \"02:00:00:00:00:99\" is not one of host.macs",
+                                  "the MAC of one of the host's NICs"}));
+  r.mutable_host()->set_mpi_mac("00:1b:21:bb:e6");
+  EXPECT_TRUE(Fails(Validate(r), {"host.mpi_mac: \"00:1b:21:bb:e6\" is not a MAC address"}));
+  r.mutable_host()->set_mpi_mac("00:1B:21:BB:E6:F1");  // Upper case: not the form of macs.
+  EXPECT_TRUE(Fails(Validate(r), {"host.mpi_mac: \"00:1B:21:BB:E6:F1\" has upper-case hex digits"}));
+
+  using R = v1::RegisterRequest;
+  ExpectStringLimits<R>(
+      ValidRegister(), "host.mpi_interface", [](R& m, const std::string& s) { m.mutable_host()->set_mpi_interface(s); },
+      0, 255, Lim("kMaxLldpStringBytes", 255));
+}
+
 TEST(ValidateRegister, NumbersAndEnums) {
   using R = v1::RegisterRequest;
   const R v = ValidRegister();
