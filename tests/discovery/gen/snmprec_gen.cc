@@ -22,6 +22,14 @@
 //  5. Each recording is sorted by OID, numerically component by component,
 //     and checked for duplicate OIDs.
 //
+// The management network (GenOptions::mgmt_network) is built after step 2
+// without drawing from the seed, so the data switches' rows stay as they are:
+// management switches are SwitchModels after the data switches, whose ports
+// are kOob (a data switch's mgmt0), kMgmtHost (a host's management NIC) or
+// kSwitch (an uplink between management switches); a data switch's mgmt0 is
+// not one of its ports but an interface of its own (oob_*), added to the
+// interface and LLDP tables only.
+//
 // Values are written the way snmpsim's own recorder writes them: an
 // OCTET STRING made only of ASCII letters and digits as tag 4 text, any other
 // (MACs, names with '/' or spaces, text MACs with ':') as tag 4x hex, so that
@@ -31,7 +39,10 @@
 // 02:53:ii:ii:00:00 (ii = i+1, 16 bits), port MACs 02:53:ii:ii:00:pp (pp = the
 // position), LAG MACs 02:53:ii:ii:80:kk; host k (topology host order) has MAC
 // 02:00:00:kk:kk:kk (k+1, 24 bits) and some have a second, unconnected NIC
-// 02:00:01:kk:kk:kk. All are locally administered unicast addresses.
+// 02:00:01:kk:kk:kk. With the management network: switch i's mgmt0 has MAC
+// 02:53:ii:ii:ff:00, host k's management NIC 02:00:02:kk:kk:kk, management
+// switch m (0-based) bridge MAC 02:54:mm:mm:00:00 (mm = m+1) and port MACs
+// 02:54:mm:mm:pp:pp. All are locally administered unicast addresses.
 #include "tests/discovery/gen/snmprec_gen.h"
 
 #include <fmt/format.h>
@@ -46,8 +57,10 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "tuner/topology_io.h"
 
@@ -207,6 +220,17 @@ constexpr int kFdbSelf = 4;
 // VLANs on Q-BRIDGE switches: switches' own MACs in 1, hosts in 10 or 20.
 constexpr uint32_t kVlans[] = {1, 10, 20};
 
+// The management network: mgmt0 and management NICs at 1G, uplinks between
+// management switches at 10G, everything in VLAN 1 of the management
+// switches; the interface names.
+constexpr int64_t kMgmtMbps = 1000;
+constexpr int64_t kMgmtUplinkMbps = 10000;
+constexpr uint32_t kMgmtVlan = 1;
+constexpr char kOobName[] = "mgmt0";
+constexpr char kMgmtNic[] = "eno8303";
+constexpr int kMgmtStyle = 1;  // Junos-like port names ge-0/0/n.
+constexpr int kMaxMgmtPorts = 4096;
+
 // The quirk table (single source of names).
 enum QuirkId {
   kBridgePortNeIfIndex,
@@ -256,7 +280,9 @@ const std::vector<QuirkInfo> kQuirkTable = {
 
 enum class Numbering { kPlain, kBridgePortNeIfIndex, kLocalPortIsIfIndex, kLocalPortByName, kLldpV2 };
 
-enum class PortUse { kUnused, kHost, kSwitch, kLagMember, kBlocked, kStale };
+// kOob and kMgmtHost exist on management switches only: the far end is a
+// data switch's mgmt0 (peer = that switch) or a host's management NIC.
+enum class PortUse { kUnused, kHost, kSwitch, kLagMember, kBlocked, kStale, kOob, kMgmtHost };
 
 struct Port {
   PortUse use = PortUse::kUnused;
@@ -302,6 +328,12 @@ struct SwitchModel {
   uint32_t vlan_if_index = 0;
   std::string vlan_if_name;
   std::string sys_descr, sys_object_id;
+  bool management = false;  // A switch of the management network.
+  // A data switch's out-of-band mgmt0 (mgmt_network): not a bridge port, so
+  // not in `ports`; cabled to port oob_peer_port of management switch oob_peer.
+  int oob_peer = -1, oob_peer_port = -1;
+  uint32_t oob_if_index = 0;
+  Mac oob_mac{};
 };
 
 struct HostModel {
@@ -312,6 +344,8 @@ struct HostModel {
   int caps_variant = 0;
   uint32_t vlan = 10;
   std::string nic;
+  Mac mgmt_mac{};  // The management NIC (mgmt_network).
+  std::string mgmt_nic;
 };
 
 struct RemRow {
@@ -438,11 +472,12 @@ class Generator {
     TOPOTUNE_RETURN_IF_ERROR(CheckCapacity());
     DrawPositions();
     AssignQuirks();
+    if (opt_.mgmt_network) TOPOTUNE_RETURN_IF_ERROR(BuildManagementNetwork());
     for (auto& s : switches_) Number(s);
     for (size_t i = 0; i < switches_.size(); ++i) Describe(static_cast<int>(i));
     auto truth = BuildTruth();
     if (!truth.ok()) return truth.status();
-    GeneratedTree tree{{}, std::move(truth).value(), {}, {}};
+    GeneratedTree tree{{}, std::move(truth).value(), {}, {}, {}, {}};
     for (size_t i = 0; i < switches_.size(); ++i) {
       auto text = Record(static_cast<int>(i));
       if (!text.ok()) return text.status();
@@ -454,6 +489,8 @@ class Generator {
       g.snmprec = std::move(text).value();
       for (int q = 0; q < kNumQuirks; ++q)
         if (s.quirk[q]) g.quirks.emplace_back(kQuirkTable[q].name);
+      g.management = s.management;
+      if (s.management) tree.management_switches.push_back(s.name);
       tree.switches.push_back(std::move(g));
     }
     for (const HostModel& h : hosts_) {
@@ -461,6 +498,7 @@ class Generator {
       for (const Mac& m : h.macs) macs.push_back(MacText(m));
       tree.host_macs.emplace_back(h.name, std::move(macs));
       if (!h.lldp) tree.fdb_only_hosts.push_back(h.name);
+      if (opt_.mgmt_network) tree.host_mgmt_macs.emplace_back(h.name, MacText(h.mgmt_mac));
     }
     return tree;
   }
@@ -476,6 +514,8 @@ class Generator {
     if (!(opt_.fdb_only_host_fraction >= 0 && opt_.fdb_only_host_fraction <= 1))
       return Status::InvalidArgument(
           fmt::format("fdb_only_host_fraction: {} is outside [0, 1]", opt_.fdb_only_host_fraction));
+    if (opt_.mgmt_network && (opt_.mgmt_ports < 1 || opt_.mgmt_ports > kMaxMgmtPorts))
+      return Status::InvalidArgument(fmt::format("mgmt_ports: {} is outside 1..{}", opt_.mgmt_ports, kMaxMgmtPorts));
     switch_of_.assign(topo_.num_nodes(), -1);
     host_of_.assign(topo_.num_nodes(), -1);
     std::set<std::string> communities;
@@ -767,6 +807,109 @@ class Generator {
     s.sys_object_id = fmt::format("1.3.6.1.4.1.32473.1.{}", s.style + 1);
   }
 
+  // The out-of-band management network (mgmt_network), appended to switches_
+  // after the data switches. One management switch when mgmt_ports hold every
+  // device (the data switches' mgmt0, then the hosts' management NICs, in
+  // that order on ports 1, 2, ...); else the fewest m that hold them in a
+  // star: mgmt0 keeps its last m - 1 ports for uplinks to mgmt1..mgmt<m-1>,
+  // each of which uplinks from its last port. Draws nothing from the seed.
+  Status BuildManagementNetwork() {
+    const int ports = opt_.mgmt_ports;
+    const int data = static_cast<int>(switches_.size());
+    const int64_t devices = data + static_cast<int64_t>(hosts_.size());
+    int count = 1;
+    if (devices > ports) {
+      count = 0;
+      for (int m = 2; m <= ports + 1 && count == 0; ++m)
+        if (static_cast<int64_t>(ports - (m - 1)) + static_cast<int64_t>(m - 1) * (ports - 1) >= devices) count = m;
+      if (count == 0) {
+        int64_t need = 2;
+        while (need * need - need < devices) ++need;
+        return Status::InvalidArgument(fmt::format(
+            "mgmt_ports: {} data switches and {} hosts need {} management ports, more than a star of {}-port "
+            "management switches holds ({}); use mgmt_ports >= {}",
+            data, hosts_.size(), devices, ports, std::max<int64_t>(ports, int64_t{ports} * ports - ports), need));
+      }
+    }
+    const uint32_t base = *ParseIpv4(opt_.mgmt_base);
+    if (static_cast<uint64_t>(base) + static_cast<uint64_t>(data) + static_cast<uint64_t>(count) > 0xffffffffULL)
+      return Status::InvalidArgument(fmt::format("mgmt_base: {} + {} data and {} management switches overflows IPv4",
+                                                 opt_.mgmt_base, data, count));
+    std::set<std::string> communities;
+    for (const SwitchModel& s : switches_) communities.insert(s.community);
+    for (int m = 0; m < count; ++m) {
+      SwitchModel s;
+      s.name = fmt::format("mgmt{}", m);
+      if (topo_.Find(s.name))
+        return Status::InvalidArgument(fmt::format(
+            "topology: '{}' is the name of a management switch (mgmt_network adds mgmt0, mgmt1, ...)", s.name));
+      s.management = true;
+      s.mgmt = base + static_cast<uint32_t>(data + m) + 1;
+      uint16_t id = static_cast<uint16_t>(m + 1);
+      s.bridge_mac = {0x02, 0x54, static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id & 0xff), 0, 0};
+      s.community = SafeCommunity(s.name);
+      if (communities.count(s.community)) s.community += fmt::format("-{}", data + m);
+      communities.insert(s.community);
+      s.numbering = Numbering::kPlain;
+      s.style = kMgmtStyle;
+      s.dot1q = true;
+      s.fdb_id_is_vlan = true;
+      s.caps_enabled = kCapBridge;
+      s.sys_descr = fmt::format("topotune synthetic management switch, Junos-like interface names ({})", s.name);
+      s.sys_object_id = "1.3.6.1.4.1.32473.2.1";
+      s.ports.assign(static_cast<size_t>(ports), Port{});
+      switches_.push_back(std::move(s));
+    }
+    auto cable = [](Port& p, PortUse use, int64_t mbps) {
+      p.use = use;
+      p.mbps = mbps;
+      p.up = true;
+      p.stp = kStpForwarding;
+    };
+    const int first_devices = count == 1 ? ports : ports - (count - 1);
+    for (int j = 1; j < count; ++j) {
+      int a = data, b = data + j;
+      int pa = first_devices + j - 1, pb = ports - 1;
+      Port& up = switches_[a].ports[pa];
+      cable(up, PortUse::kSwitch, kMgmtUplinkMbps);
+      up.peer = b;
+      up.peer_port = pb;
+      Port& down = switches_[b].ports[pb];
+      cable(down, PortUse::kSwitch, kMgmtUplinkMbps);
+      down.peer = a;
+      down.peer_port = pa;
+    }
+    int sw = data, pos = 0, room = first_devices;
+    auto next = [&]() -> Port& {
+      if (pos == room) {
+        ++sw;
+        pos = 0;
+        room = ports - 1;
+      }
+      return switches_[sw].ports[pos++];
+    };
+    for (int i = 0; i < data; ++i) {
+      Port& p = next();
+      cable(p, PortUse::kOob, kMgmtMbps);
+      p.peer = i;
+      SwitchModel& s = switches_[i];
+      s.oob_peer = sw;
+      s.oob_peer_port = pos - 1;
+      s.oob_mac = {s.bridge_mac[0], s.bridge_mac[1], s.bridge_mac[2], s.bridge_mac[3], 0xff, 0x00};
+    }
+    for (size_t k = 0; k < hosts_.size(); ++k) {
+      Port& p = next();
+      cable(p, PortUse::kMgmtHost, kMgmtMbps);
+      p.host = static_cast<int>(k);
+      HostModel& h = hosts_[k];
+      uint32_t id = static_cast<uint32_t>(k + 1);
+      h.mgmt_mac = {
+          0x02, 0x00, 0x02, static_cast<uint8_t>(id >> 16), static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id)};
+      h.mgmt_nic = kMgmtNic;
+    }
+    return Status::Ok();
+  }
+
   // Interface numbering per scheme (p = front-panel position 1..n):
   //
   //   scheme                   ifIndex            bridge port        LLDP local port
@@ -779,7 +922,8 @@ class Generator {
   // (the bases grow in hundreds/thousands when n is large, so the ranges never
   // overlap where the table says they differ). LAGs take bridge ports after
   // the physical ones and ifIndex from the next thousand; the VLAN interface
-  // (no bridge port, no LLDP) takes that thousand + 101.
+  // (no bridge port, no LLDP) takes that thousand + 101, and mgmt0 (no bridge
+  // port; its LLDP local port number is its ifIndex in every scheme) + 102.
   void Number(SwitchModel& s) {
     int64_t n = static_cast<int64_t>(s.ports.size());
     int64_t if_base = 0, bp_base = 0;
@@ -820,8 +964,8 @@ class Generator {
           break;
       }
       uint16_t id = static_cast<uint16_t>((s.bridge_mac[2] << 8) | s.bridge_mac[3]);
-      p.mac = {0x02,
-               0x53,
+      p.mac = {s.bridge_mac[0],
+               s.bridge_mac[1],
                static_cast<uint8_t>(id >> 8),
                static_cast<uint8_t>(id),
                static_cast<uint8_t>(pos >> 8),
@@ -835,11 +979,12 @@ class Generator {
       Aggregate& a = s.aggs[k];
       a.if_index = next + static_cast<uint32_t>(k) + 1;
       a.bridge_port = max_bp + static_cast<uint32_t>(k) + 1;
-      a.mac = {0x02, 0x53, s.bridge_mac[2], s.bridge_mac[3], 0x80, static_cast<uint8_t>(k + 1)};
+      a.mac = {s.bridge_mac[0], s.bridge_mac[1], s.bridge_mac[2], s.bridge_mac[3], 0x80, static_cast<uint8_t>(k + 1)};
       NameAggregate(s.style, static_cast<int>(k), a);
     }
     s.vlan_if_index = next + 101;
     s.vlan_if_name = VlanIfName(s.style);
+    if (s.oob_peer >= 0) s.oob_if_index = next + 102;
   }
 
   // Aliases (need the peers' names) and what each port advertises.
@@ -860,6 +1005,12 @@ class Generator {
           break;
         case PortUse::kStale:
           p.if_alias = fmt::format("old link to {}", switches_[p.peer].name);
+          break;
+        case PortUse::kOob:
+          p.if_alias = fmt::format("{} {}", switches_[p.peer].name, kOobName);
+          break;
+        case PortUse::kMgmtHost:
+          p.if_alias = fmt::format("{} {}", hosts_[p.host].name, hosts_[p.host].mgmt_nic);
           break;
       }
       int pos = static_cast<int>(i) + 1;
@@ -936,6 +1087,8 @@ class Generator {
     for (const Aggregate& a : s.aggs)
       row(a.if_index, a.if_name, a.if_descr, 161, a.mac, true, a.mbps, "LAG to " + switches_[a.peer].name);
     row(s.vlan_if_index, s.vlan_if_name, s.vlan_if_name, 136, s.bridge_mac, true, 0, "management");
+    if (s.oob_peer >= 0)
+      row(s.oob_if_index, kOobName, kOobName, 6, s.oob_mac, true, kMgmtMbps, "out-of-band management");
   }
 
   void Bridge(const SwitchModel& s, Recording& r) {
@@ -957,17 +1110,27 @@ class Generator {
     uint32_t vlan;
   };
 
-  // Every MAC reachable through a forwarding port is learned on it: hosts on
-  // their edge port, and all hosts and switches beyond a switch neighbour on
-  // the port (or LAG) towards it.
+  // The MAC (and VLAN) that the device at the far end of `p` sends from when
+  // that device is an end point, not a bridge: a host's NIC or, on a
+  // management switch, a data switch's mgmt0.
+  std::optional<std::pair<Mac, uint32_t>> EndMac(const Port& p) const {
+    if (p.use == PortUse::kHost) return std::make_pair(hosts_[p.host].macs[0], hosts_[p.host].vlan);
+    if (p.use == PortUse::kMgmtHost) return std::make_pair(hosts_[p.host].mgmt_mac, kMgmtVlan);
+    if (p.use == PortUse::kOob) return std::make_pair(switches_[p.peer].oob_mac, kMgmtVlan);
+    return std::nullopt;
+  }
+
+  // Every MAC reachable through a forwarding port is learned on it: hosts
+  // (and, on management switches, mgmt0 interfaces) on their edge port, and
+  // all of them and the switches beyond a switch neighbour on the port (or
+  // LAG) towards it.
   void Fdb(int si, Recording& r) {
     const SwitchModel& s = switches_[si];
     std::vector<FdbEntry> entries;
     // Switch neighbours through forwarding links (LAGs once, on the aggregate).
     std::vector<std::pair<int, uint32_t>> neighbours;
     for (const Port& p : s.ports) {
-      if (p.use == PortUse::kHost)
-        entries.push_back({hosts_[p.host].macs[0], p.bridge_port, kFdbLearned, hosts_[p.host].vlan});
+      if (auto end = EndMac(p)) entries.push_back({end->first, p.bridge_port, kFdbLearned, end->second});
       if (p.use == PortUse::kSwitch) neighbours.emplace_back(p.peer, p.bridge_port);
     }
     for (const Aggregate& a : s.aggs) neighbours.emplace_back(a.peer, a.bridge_port);
@@ -980,8 +1143,7 @@ class Generator {
         stack.pop_back();
         entries.push_back({switches_[t].bridge_mac, bridge_port, kFdbLearned, 1});
         for (const Port& p : switches_[t].ports) {
-          if (p.use == PortUse::kHost)
-            entries.push_back({hosts_[p.host].macs[0], bridge_port, kFdbLearned, hosts_[p.host].vlan});
+          if (auto end = EndMac(p)) entries.push_back({end->first, bridge_port, kFdbLearned, end->second});
           if ((p.use == PortUse::kSwitch || p.use == PortUse::kLagMember) && !seen[p.peer]) {
             seen[p.peer] = true;
             stack.push_back(p.peer);
@@ -1016,7 +1178,11 @@ class Generator {
       if (s.fdb_id_is_vlan) return vlan;
       return vlan == 1 ? 1 : vlan == 10 ? 2 : 3;
     };
-    for (uint32_t vlan : kVlans) r.Gauge(Sub(kDot1qVlanFdbId, {0, vlan}), fdb_id(vlan));
+    if (s.management) {
+      r.Gauge(Sub(kDot1qVlanFdbId, {0, kMgmtVlan}), fdb_id(kMgmtVlan));
+    } else {
+      for (uint32_t vlan : kVlans) r.Gauge(Sub(kDot1qVlanFdbId, {0, vlan}), fdb_id(vlan));
+    }
     for (const FdbEntry& e : entries) {
       Oid index = {fdb_id(e.vlan)};
       if (s.quirk[kFdb7ByteIndex]) index.push_back(6);
@@ -1044,35 +1210,56 @@ class Generator {
     }
   }
 
+  // What host h's lldpd sends on its NIC `nic` with MAC `mac`: the same
+  // chassis ID (its first MAC) on every NIC, the NIC's MAC as port ID.
+  RemRow HostRow(const HostModel& h, const Mac& mac, const std::string& nic) const {
+    RemRow row;
+    row.chassis_is_mac = true;
+    row.chassis_mac = h.macs[0];
+    row.port_subtype = kPortIdMac;
+    row.port_id = MacBytes(mac);
+    row.port_desc = nic;
+    row.sys_name = h.name;
+    row.sys_desc = fmt::format("Debian GNU/Linux 12 (bookworm) Linux 6.1.0-13-amd64 #1 SMP x86_64 ({})", h.name);
+    switch (h.caps_variant) {
+      case 0:
+        row.caps_supported = row.caps_enabled = Bytes({kCapStation});
+        break;
+      case 1:  // Could bridge and route, but is only a station.
+        row.caps_supported = Bytes({kCapBridge | kCapRouter | kCapStation, 0x00});
+        row.caps_enabled = Bytes({kCapStation, 0x00});
+        break;
+      default:  // Nothing enabled at all.
+        row.caps_supported = Bytes({kCapStation});
+        row.caps_enabled = "";
+        break;
+    }
+    return row;
+  }
+
   std::vector<RemRow> RemoteRows(const SwitchModel& s) {
     bool v2 = s.numbering == Numbering::kLldpV2;
     std::vector<RemRow> rows;
     for (const Port& p : s.ports) {
       RemRow row;
-      row.local = v2 ? p.if_index : p.lldp_local;
-      if (p.use == PortUse::kHost) {
+      if (p.use == PortUse::kHost || p.use == PortUse::kMgmtHost) {
         const HostModel& h = hosts_[p.host];
-        if (!h.lldp) continue;
+        if (!h.lldp) continue;  // No lldpd on any of its NICs.
+        row = p.use == PortUse::kHost ? HostRow(h, h.macs[0], h.nic) : HostRow(h, h.mgmt_mac, h.mgmt_nic);
+      } else if (p.use == PortUse::kOob) {  // A data switch's mgmt0, seen from the management switch.
+        const SwitchModel& y = switches_[p.peer];
         row.chassis_is_mac = true;
-        row.chassis_mac = h.macs[0];
-        row.port_subtype = kPortIdMac;
-        row.port_id = MacBytes(h.macs[0]);
-        row.port_desc = h.nic;
-        row.sys_name = h.name;
-        row.sys_desc = fmt::format("Debian GNU/Linux 12 (bookworm) Linux 6.1.0-13-amd64 #1 SMP x86_64 ({})", h.name);
-        switch (h.caps_variant) {
-          case 0:
-            row.caps_supported = row.caps_enabled = Bytes({kCapStation});
-            break;
-          case 1:  // Could bridge and route, but is only a station.
-            row.caps_supported = Bytes({kCapBridge | kCapRouter | kCapStation, 0x00});
-            row.caps_enabled = Bytes({kCapStation, 0x00});
-            break;
-          default:  // Nothing enabled at all.
-            row.caps_supported = Bytes({kCapStation});
-            row.caps_enabled = "";
-            break;
-        }
+        row.chassis_mac = y.bridge_mac;
+        row.port_subtype = kPortIdName;
+        row.port_id = kOobName;
+        row.port_desc = kOobName;
+        row.sys_name = y.name;
+        row.sys_desc = y.sys_descr;
+        row.caps_supported = Bytes({kCapBridge | kCapRouter, 0x00});
+        row.caps_enabled = Bytes({y.caps_enabled, 0x00});
+        row.has_mgmt = true;
+        row.mgmt_ip = y.mgmt;
+        row.mgmt_if = y.vlan_if_index;
       } else if (p.use != PortUse::kUnused) {
         const SwitchModel& y = switches_[p.peer];
         const Port& q = y.ports[p.peer_port];
@@ -1093,9 +1280,11 @@ class Generator {
       } else {
         continue;
       }
+      row.local = v2 ? p.if_index : p.lldp_local;
       row.chassis = MacBytes(row.chassis_mac);
       rows.push_back(std::move(row));
     }
+    const size_t own_rows = rows.size();
     // Quirks that rewrite rows.
     if (s.quirk[kTextChassis])
       for (size_t i = 0; i < rows.size(); ++i)
@@ -1161,7 +1350,34 @@ class Generator {
     } else {
       for (size_t i = 0; i < rows.size(); ++i) rows[i].rem_index = static_cast<uint32_t>(i + 1);
     }
+    if (s.oob_peer >= 0) rows.push_back(OobRow(s, own_rows));
     return rows;
+  }
+
+  // The row of a data switch's mgmt0 about its management switch, in the
+  // switch's LLDP style (text chassis, TimeMarks) but without a draw from the
+  // seed, after the `before` rows of its ports and their duplicates.
+  RemRow OobRow(const SwitchModel& s, size_t before) const {
+    const SwitchModel& m = switches_[s.oob_peer];
+    const Port& q = m.ports[s.oob_peer_port];
+    RemRow row;
+    row.local = s.oob_if_index;  // v1 and v2 alike.
+    row.chassis_is_mac = true;
+    row.chassis_mac = m.bridge_mac;
+    row.chassis = s.quirk[kTextChassis] ? TextChassis(m.bridge_mac, s.chassis_format + 1 + static_cast<int>(before))
+                                        : MacBytes(m.bridge_mac);
+    row.port_subtype = q.adv_subtype;
+    row.port_id = q.adv_id;
+    row.port_desc = q.adv_desc;
+    row.sys_name = m.name;
+    row.sys_desc = m.sys_descr;
+    row.caps_supported = row.caps_enabled = Bytes({kCapBridge, 0x00});
+    row.has_mgmt = true;
+    row.mgmt_ip = m.mgmt;
+    row.mgmt_if = m.vlan_if_index;
+    row.time_mark = s.quirk[kTimemarks] ? static_cast<uint32_t>(1000 * (before + 1)) : 0;
+    row.rem_index = static_cast<uint32_t>(s.quirk[kTimemarks] ? 3 + 2 * before : before + 1);
+    return row;
   }
 
   void Lldp(const SwitchModel& s, Recording& r) {
@@ -1177,6 +1393,11 @@ class Generator {
         r.Int(Sub(base, {3, 7, 1, 2, key}), p.adv_subtype);
         r.Octets(Sub(base, {3, 7, 1, 3, key}), p.adv_id);
         r.Octets(Sub(base, {3, 7, 1, 4, key}), p.adv_desc);
+      }
+      if (s.oob_peer >= 0) {  // Local port number = ifIndex, v1 and v2 alike.
+        r.Int(Sub(base, {3, 7, 1, 2, s.oob_if_index}), kPortIdName);
+        r.Octets(Sub(base, {3, 7, 1, 3, s.oob_if_index}), kOobName);
+        r.Octets(Sub(base, {3, 7, 1, 4, s.oob_if_index}), kOobName);
       }
     }
     uint32_t shift = v2 ? 1 : 0;
@@ -1236,7 +1457,9 @@ StatusOr<GeneratedTree> GenerateTree(const Topology& topo, const GenOptions& opt
   return Generator(topo, options).Run();
 }
 
-std::string HostsYaml(const GeneratedTree& tree) {
+std::string HostsYaml(const GeneratedTree& tree, const HostsYamlOptions& options) {
+  std::map<std::string, std::string> mgmt_macs;
+  if (options.with_mgmt_macs) mgmt_macs.insert(tree.host_mgmt_macs.begin(), tree.host_mgmt_macs.end());
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "hosts" << YAML::Value;
   if (tree.host_macs.empty()) out << YAML::Flow;
@@ -1245,6 +1468,7 @@ std::string HostsYaml(const GeneratedTree& tree) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key << "macs" << YAML::Value
         << YAML::Flow << YAML::BeginSeq;
     for (const std::string& m : macs) out << YAML::DoubleQuoted << m;
+    if (auto it = mgmt_macs.find(name); it != mgmt_macs.end()) out << YAML::DoubleQuoted << it->second;
     out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;
@@ -1260,7 +1484,9 @@ std::string SwitchesYaml(const GeneratedTree& tree, Layout layout) {
         << (layout == Layout::kByAddress ? std::string(kByAddressCommunity) : s.community) << YAML::Key << "quirks"
         << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const std::string& q : s.quirks) out << q;
-    out << YAML::EndSeq << YAML::EndMap;
+    out << YAML::EndSeq;
+    if (s.management) out << YAML::Key << "management" << YAML::Value << true;
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
@@ -1289,7 +1515,7 @@ Status WriteTree(const GeneratedTree& tree, const std::string& dir, const WriteO
       TOPOTUNE_RETURN_IF_ERROR(WriteFile(root / (s.community + ".snmprec"), s.snmprec));
   }
   TOPOTUNE_RETURN_IF_ERROR(WriteFile(root / "truth.yaml", DumpTopology(tree.truth)));
-  TOPOTUNE_RETURN_IF_ERROR(WriteFile(root / "hosts.yaml", HostsYaml(tree)));
+  TOPOTUNE_RETURN_IF_ERROR(WriteFile(root / "hosts.yaml", HostsYaml(tree, options.hosts)));
   TOPOTUNE_RETURN_IF_ERROR(WriteFile(root / "switches.yaml", SwitchesYaml(tree, options.layout)));
   return Status::Ok();
 }

@@ -22,6 +22,13 @@
 // deterministically from the seed; every quirk lands on at least one switch
 // of any tree with >= 6 switches (fewer switches: as many as fit).
 //
+// With GenOptions::mgmt_network the recordings also hold an out-of-band
+// management network, as most clusters are cabled: every data switch's mgmt0
+// (not a bridge port) and every host's management NIC go to management
+// switches mgmt0, mgmt1, ... that follow the data switches in
+// GeneratedTree::switches. They are not in the truth: discovery must leave
+// them out.
+//
 // Determinism: the same topology and options give byte-identical output on
 // every platform (the generator uses its own integer draws from
 // std::mt19937_64, never the implementation-defined std distributions).
@@ -61,6 +68,22 @@ struct GenOptions {
   // Fraction of the hosts that send no LLDP and are known only through the
   // FDB of their edge switch (matched by MAC through hosts.yaml).
   double fdb_only_host_fraction = 0.3;
+  // An out-of-band management network. Every data switch gets an interface
+  // mgmt0 (its own ifIndex after the LAGs' and the VLAN interface's, 1000
+  // Mbit/s, up) that is not a bridge port (no dot1dBasePortIfIndex, no STP
+  // row), with an lldpLocPortTable row (name "mgmt0", except where the quirk
+  // local_port_is_ifindex has no table) and an LLDP row for the management
+  // switch's port, whose management address it advertises. Every host gets a
+  // management NIC 02:00:02:kk:kk:kk, which its lldpd announces (same chassis
+  // ID as its data NIC, port ID = the NIC's MAC) when the host sends LLDP at
+  // all. The management switches mgmt0, mgmt1, ... have mgmt_ports ports each
+  // (plain numbering, bridge capability, no quirks, Q-BRIDGE FDB in VLAN 1);
+  // when one is not enough, each further one has one uplink to mgmt0. They
+  // take the addresses after the data switches (base + switches + 1, ...).
+  // Nothing here draws from the seed: every row of a data switch's recording
+  // without mgmt_network is in its recording with it, unchanged.
+  bool mgmt_network = false;
+  int mgmt_ports = 48;
 };
 
 struct GeneratedSwitch {
@@ -69,16 +92,23 @@ struct GeneratedSwitch {
   std::string community;            // the name made safe for a file name; unique.
   std::string snmprec;              // the whole recording, OID-sorted, one "OID|TAG|VALUE" per line.
   std::vector<std::string> quirks;  // names from Quirks(), in table order.
+  bool management = false;          // a switch of the management network (not in the truth).
 };
 
 struct GeneratedTree {
-  std::vector<GeneratedSwitch> switches;  // topology order.
-  Topology truth;                         // what discovery must produce.
+  // The data switches in topology order, then the management switches.
+  std::vector<GeneratedSwitch> switches;
+  Topology truth;  // what discovery must produce (the data network only).
   // Host name -> its MACs ("02:00:00:00:00:01"), in topology host order. Some
   // hosts have a second MAC (an unconnected NIC) that appears nowhere else.
   std::vector<std::pair<std::string, std::vector<std::string>>> host_macs;
   // The hosts that send no LLDP (known only through the FDB), topology order.
   std::vector<std::string> fdb_only_hosts;
+  // The management switches' names (mgmt_network), in `switches` order.
+  std::vector<std::string> management_switches;
+  // Host name -> the MAC of its management NIC (mgmt_network; else empty), in
+  // host_macs order.
+  std::vector<std::pair<std::string, std::string>> host_mgmt_macs;
 };
 
 // The quirk table: the single source of quirk names and what each one does.
@@ -90,7 +120,8 @@ const std::vector<QuirkInfo>& Quirks();
 
 // Generates the recordings. Errors (InvalidArgument) name what is wrong: a
 // host not linked to a switch, a speed that is not a whole number of Mbit/s
-// (ifHighSpeed cannot carry it), a bad mgmt_base, too many ports or switches.
+// (ifHighSpeed cannot carry it), a bad mgmt_base, too many ports or switches,
+// a management network that does not fit or whose switch names are taken.
 StatusOr<GeneratedTree> GenerateTree(const Topology& topo, const GenOptions& options);
 
 enum class Layout {
@@ -107,14 +138,22 @@ enum class Layout {
   kByAddress,
 };
 
+// What hosts.yaml says about each host besides its name and data MACs.
+struct HostsYamlOptions {
+  // Also list the management NIC's MAC under `macs` (mgmt_network).
+  bool with_mgmt_macs = false;
+};
+
 struct WriteOptions {
   Layout layout = Layout::kByCommunity;
   int snmp_port = 161;  // the UDP port written into snmpsimd.args (kByAddress).
+  HostsYamlOptions hosts;
 };
 
 // Writes <dir>/truth.yaml (DumpTopology), <dir>/hosts.yaml, <dir>/switches.yaml
-// and the recordings in `options.layout`; creates `dir` if needed. In the
-// by-address layout switches.yaml gives every switch community "public".
+// and the recordings in `options.layout` (the management switches too, after
+// the data switches); creates `dir` if needed. In the by-address layout
+// switches.yaml gives every switch community "public".
 Status WriteTree(const GeneratedTree& tree, const std::string& dir, const WriteOptions& options = {});
 
 // The snmpsimd command line that serves a tree written to `dir` (absolute
@@ -122,8 +161,9 @@ Status WriteTree(const GeneratedTree& tree, const std::string& dir, const WriteO
 // that root needs.
 std::string SnmpsimdCommand(const std::string& dir, const WriteOptions& options);
 
-// hosts.yaml and switches.yaml as WriteTree writes them.
-std::string HostsYaml(const GeneratedTree& tree);
+// hosts.yaml and switches.yaml as WriteTree writes them. switches.yaml marks
+// the management switches with `management: true`.
+std::string HostsYaml(const GeneratedTree& tree, const HostsYamlOptions& options = {});
 std::string SwitchesYaml(const GeneratedTree& tree, Layout layout);
 
 // Trees to feed the generator.

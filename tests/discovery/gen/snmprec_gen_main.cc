@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "tests/discovery/gen/snmprec_gen.h"
 #include "tuner/topology_io.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   int random_switches = 0, hosts_per_switch = 2, depth = 3, snmp_port = 161;
   gen::GenOptions options;
   bool no_quirks = false, no_lag = false, no_blocked = false;
+  gen::WriteOptions write;
   auto* source = app.add_option_group("tree", "where the true tree comes from (exactly one)");
   source->add_option("--topology", topology_file, "a topology file (YAML, see tuner/topology_io.h)");
   source->add_option("--random-switches", random_switches, "a random tree of N switches s0..")
@@ -45,6 +47,16 @@ int main(int argc, char** argv) {
                  "fraction of hosts without LLDP, known only through the FDB")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--mgmt-network", options.mgmt_network,
+               "add an out-of-band management network: every switch's mgmt0 (not a bridge port) and every host's "
+               "management NIC on management switches mgmt0.. (not in truth.yaml), addressed after the switches");
+  app.add_option("--mgmt-ports", options.mgmt_ports,
+                 "ports per management switch (--mgmt-network); more switches, each with one uplink to mgmt0, when "
+                 "one is not enough")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--hosts-mgmt-macs", write.hosts.with_mgmt_macs,
+               "hosts.yaml also lists each host's management NIC MAC (--mgmt-network)");
   app.add_flag("--no-quirks", no_quirks, "no quirks, no blocked link, no LAG: the plainest recordings");
   app.add_flag("--no-lag", no_lag, "no LAG");
   app.add_flag("--no-blocked-link", no_blocked, "no STP-blocked redundant link (and no stale LLDP row)");
@@ -89,7 +101,6 @@ int main(int argc, char** argv) {
     std::cerr << "topotune-snmprec-gen: " << tree.status().ToString() << "\n";
     return 1;
   }
-  gen::WriteOptions write;
   write.layout = layout == "by-address" ? gen::Layout::kByAddress : gen::Layout::kByCommunity;
   write.snmp_port = snmp_port;
   if (auto st = gen::WriteTree(*tree, out_dir, write); !st.ok()) {
@@ -101,9 +112,13 @@ int main(int argc, char** argv) {
     bytes += s.snmprec.size();
     quirky += s.quirks.empty() ? 0 : 1;
   }
+  size_t management = tree->management_switches.size();
+  std::string management_text =
+      management == 0 ? "" : fmt::format(" + {} management switches (not in the truth)", management);
   std::cout << fmt::format(
-      "{} switches ({} with quirks), {} hosts ({} FDB-only), {} links, {:.1f} MiB of recordings, seed {} -> {} ({})\n",
-      tree->switches.size(), quirky, tree->host_macs.size(), tree->fdb_only_hosts.size(), tree->truth.links().size(),
-      static_cast<double>(bytes) / (1024.0 * 1024.0), options.seed, out_dir, layout);
+      "{} switches ({} with quirks){}, {} hosts ({} FDB-only), {} links, {:.1f} MiB of recordings, seed {} -> {} "
+      "({})\n",
+      tree->switches.size() - management, quirky, management_text, tree->host_macs.size(), tree->fdb_only_hosts.size(),
+      tree->truth.links().size(), static_cast<double>(bytes) / (1024.0 * 1024.0), options.seed, out_dir, layout);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -150,6 +151,10 @@ const Oid kStpState = {1, 3, 6, 1, 2, 1, 17, 2, 15, 1, 3};
 const Oid kDot1dFdbPort = {1, 3, 6, 1, 2, 1, 17, 4, 3, 1, 2};
 const Oid kDot1qFdbPort = {1, 3, 6, 1, 2, 1, 17, 7, 1, 2, 2, 1, 2};
 const Oid kAggId = {1, 2, 840, 10006, 300, 43, 1, 2, 1, 1, 13};
+const Oid kIfName = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1};
+const Oid kIfAlias = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 18};
+const Oid kBasePortIfIndex = {1, 3, 6, 1, 2, 1, 17, 1, 4, 1, 2};
+const Oid kBridgeAddress = {1, 3, 6, 1, 2, 1, 17, 1, 1, 0};
 
 Oid Cat(const Oid& a, std::initializer_list<uint32_t> b) {
   Oid o = a;
@@ -525,6 +530,316 @@ TEST(SnmprecGen, CommunitiesAreFileSafeAndUnique) {
     EXPECT_TRUE(seen.insert(s.community).second) << s.community;
     EXPECT_EQ(Rec(s).Get({1, 3, 6, 1, 2, 1, 1, 5, 0}), s.name);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The management network.
+
+// "aa:bb:cc:dd:ee:ff" of six bytes, or of the last six components of an OID
+// index (the FDB tables' MAC).
+std::string MacText(const std::string& bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i) out += ':';
+    uint8_t b = static_cast<uint8_t>(bytes[i]);
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+std::string MacText(const Oid& index) {
+  std::string bytes;
+  for (size_t i = index.size() < 6 ? 0 : index.size() - 6; i < index.size(); ++i) bytes += static_cast<char>(index[i]);
+  return MacText(bytes);
+}
+
+// The MACs in a switch's forwarding database (BRIDGE-MIB or Q-BRIDGE-MIB).
+std::set<std::string> FdbMacs(const Rec& rec) {
+  std::set<std::string> out;
+  for (const auto& [index, port] : rec.Under(kDot1dFdbPort)) out.insert(MacText(index));
+  for (const auto& [index, port] : rec.Under(kDot1qFdbPort)) out.insert(MacText(index));
+  return out;
+}
+
+// The remote LLDP rows of a recording (LLDP-MIB v1, or LLDP-V2-MIB): row index
+// (TimeMark, local port, [DestAddrIndex,] RemIndex) -> column -> value, the
+// columns by their v1 numbers (5 chassis ID, 6 port ID subtype, 7 port ID,
+// 9 sysName) in both MIBs. The local port is index[1] in both.
+using LldpRow = std::map<uint32_t, std::string>;
+std::map<Oid, LldpRow> RemoteLldp(const Rec& rec, bool v2) {
+  std::map<Oid, LldpRow> rows;
+  const Oid& base = v2 ? kLldpV2 : kLldpV1;
+  for (uint32_t col = 4; col <= 12; ++col)
+    for (const auto& [index, value] : rec.Under(Cat(base, {4, 1, 1, v2 ? col + 1 : col}))) rows[index][col] = value;
+  return rows;
+}
+std::string Col(const LldpRow& row, uint32_t col) {
+  auto it = row.find(col);
+  return it == row.end() ? "<missing>" : it->second;
+}
+
+// The management addresses (dotted) that lldpRemManAddrTable gives for the
+// rows on local port `local`.
+std::vector<std::string> ManagementAddresses(const Rec& rec, bool v2, uint32_t local) {
+  std::vector<std::string> out;
+  for (const auto& [index, value] : rec.Under(Cat(v2 ? kLldpV2 : kLldpV1, {4, 2, 1, 3}))) {
+    if (index.size() < 6 || index[1] != local) continue;
+    size_t n = index.size();
+    out.push_back(std::to_string(index[n - 4]) + "." + std::to_string(index[n - 3]) + "." +
+                  std::to_string(index[n - 2]) + "." + std::to_string(index[n - 1]));
+  }
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+GenOptions WithManagement(uint64_t seed, int mgmt_ports) {
+  GenOptions o = WithSeed(seed);
+  o.mgmt_network = true;
+  o.mgmt_ports = mgmt_ports;
+  return o;
+}
+
+// 7 switches and 14 hosts need 21 management ports: with 8-port management
+// switches, a star of 4 (mgmt0 keeps 5 ports for devices and 3 for uplinks,
+// the others 7 and 1).
+TEST(SnmprecGen, ManagementPortsAreNotBridgePortsAndLeadToAManagementSwitch) {
+  auto topo = RandomSwitchTree(3, 7, 2, 3);
+  ASSERT_TRUE(topo.ok());
+  auto tree = GenerateTree(*topo, WithManagement(3, 8));
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  ASSERT_EQ(tree->management_switches, (std::vector<std::string>{"mgmt0", "mgmt1", "mgmt2", "mgmt3"}));
+  ASSERT_EQ(tree->switches.size(), 11u);
+  std::map<std::string, const GeneratedSwitch*> management;
+  for (size_t i = 0; i < tree->switches.size(); ++i) {
+    const GeneratedSwitch& s = tree->switches[i];
+    EXPECT_EQ(s.management, i >= 7) << s.name;
+    EXPECT_EQ(s.mgmt_address, "127.1.0." + std::to_string(i + 1)) << s.name;
+    if (!s.management) continue;
+    EXPECT_EQ(s.name, "mgmt" + std::to_string(i - 7));
+    EXPECT_TRUE(s.quirks.empty()) << s.name;
+    management[s.name] = &s;
+  }
+  std::set<std::string> bridge_macs;
+  for (const GeneratedSwitch& s : tree->switches) {
+    auto bridge = Rec(s).Get(kBridgeAddress);
+    ASSERT_TRUE(bridge);
+    EXPECT_TRUE(bridge_macs.insert(*bridge).second) << s.name << ": bridge MAC " << MacText(*bridge) << " taken";
+  }
+
+  for (size_t i = 0; i < 7; ++i) {
+    const GeneratedSwitch& s = tree->switches[i];
+    Rec rec(s);
+    uint32_t mgmt0 = 0;
+    for (const auto& [index, name] : rec.Under(kIfName))
+      if (name == "mgmt0") {
+        EXPECT_EQ(mgmt0, 0u) << s.name << ": two interfaces named mgmt0";
+        mgmt0 = index[0];
+      }
+    ASSERT_NE(mgmt0, 0u) << s.name << ": no mgmt0";
+    EXPECT_EQ(rec.Get(Cat(kIfType, {mgmt0})), "6") << s.name;
+    EXPECT_EQ(rec.Get(Cat(kIfOper, {mgmt0})), "1") << s.name;
+    EXPECT_EQ(rec.Get(Cat(kIfHighSpeed, {mgmt0})), "1000") << s.name;
+    // Not a bridge port: no dot1dBasePortIfIndex row names it, no STP row
+    // beyond the bridge ports'.
+    auto bridge_ports = rec.Under(kBasePortIfIndex);
+    ASSERT_FALSE(bridge_ports.empty()) << s.name;
+    for (const auto& [port, if_index] : bridge_ports)
+      EXPECT_NE(if_index, std::to_string(mgmt0)) << s.name << ": bridge port " << port[0] << " is mgmt0";
+    EXPECT_EQ(rec.Under(kStpState).size(), bridge_ports.size()) << s.name;
+
+    bool v2 = HasQuirk(s, "lldp_v2");
+    const Oid& lldp = v2 ? kLldpV2 : kLldpV1;
+    if (!HasQuirk(s, "local_port_is_ifindex")) {
+      EXPECT_EQ(rec.Get(Cat(lldp, {3, 7, 1, 2, mgmt0})), "5") << s.name;
+      EXPECT_EQ(rec.Get(Cat(lldp, {3, 7, 1, 3, mgmt0})), "mgmt0") << s.name;
+    } else {
+      EXPECT_TRUE(rec.Under(Cat(lldp, {3, 7, 1})).empty()) << s.name;
+    }
+    std::vector<LldpRow> on_mgmt0;
+    for (const auto& [index, row] : RemoteLldp(rec, v2))
+      if (index[1] == mgmt0) on_mgmt0.push_back(row);
+    ASSERT_EQ(on_mgmt0.size(), 1u) << s.name << ": LLDP rows on mgmt0";
+    const std::string peer = Col(on_mgmt0[0], 9);
+    ASSERT_TRUE(management.count(peer)) << s.name << ": mgmt0's LLDP neighbour is '" << peer << "'";
+    Rec mrec(*management[peer]);
+    if (!HasQuirk(s, "text_chassis")) {
+      EXPECT_EQ(Col(on_mgmt0[0], 5), mrec.Get(kBridgeAddress)) << s.name;
+    }
+    // Its port ID is the management switch's port cabled to this mgmt0, and
+    // the row advertises the management switch's address.
+    std::optional<uint32_t> port;
+    for (const auto& [index, alias] : mrec.Under(kIfAlias))
+      if (alias == s.name + " mgmt0") port = index[0];
+    ASSERT_TRUE(port) << s.name << ": no port of " << peer << " is cabled to its mgmt0";
+    EXPECT_EQ(Col(on_mgmt0[0], 7), mrec.Get(Cat(kIfName, {*port}))) << s.name;
+    EXPECT_EQ(ManagementAddresses(rec, v2, mgmt0), std::vector<std::string>{management[peer]->mgmt_address}) << s.name;
+    // The management switch sees mgmt0 on that port (plain numbering: local
+    // port = ifIndex), with this switch's name and chassis.
+    int seen = 0;
+    for (const auto& [index, row] : RemoteLldp(mrec, false))
+      if (index[1] == *port) {
+        ++seen;
+        EXPECT_EQ(Col(row, 9), s.name);
+        EXPECT_EQ(Col(row, 7), "mgmt0");
+        EXPECT_EQ(Col(row, 5), rec.Get(kBridgeAddress)) << s.name;
+      }
+    EXPECT_EQ(seen, 1) << s.name;
+  }
+
+  // The star: mgmt0 has one LLDP row for each other management switch, each
+  // of which has one for mgmt0, and no other management neighbour.
+  for (const auto& [name, sw] : management) {
+    std::multiset<std::string> neighbours;
+    for (const auto& [index, row] : RemoteLldp(Rec(*sw), false))
+      if (management.count(Col(row, 9))) neighbours.insert(Col(row, 9));
+    if (name == "mgmt0")
+      EXPECT_EQ(neighbours, (std::multiset<std::string>{"mgmt1", "mgmt2", "mgmt3"}));
+    else
+      EXPECT_EQ(neighbours, (std::multiset<std::string>{"mgmt0"})) << name;
+  }
+
+  // By address, the management switches follow the data switches.
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("snmprec_gen_mgmt_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  WriteOptions by_address;
+  by_address.layout = Layout::kByAddress;
+  ASSERT_TRUE(WriteTree(*tree, dir.string(), by_address).ok());
+  EXPECT_EQ(ReadFile(dir / "public" / "1.3.6.1.6.1.1.7.snmprec"), tree->switches[7].snmprec);
+  std::vector<std::string> args = Lines(ReadFile(dir / "snmpsimd.args"));
+  ASSERT_EQ(args.size(), 11u);
+  EXPECT_EQ(args[10], "--agent-udpv4-endpoint=127.1.0.11:161");
+  YAML::Node switches = YAML::LoadFile((dir / "switches.yaml").string());
+  ASSERT_EQ(switches["switches"].size(), 11u);
+  EXPECT_FALSE(switches["switches"][6]["management"]);
+  EXPECT_TRUE(switches["switches"][7]["management"].as<bool>());
+  auto truth = LoadTopologyFile((dir / "truth.yaml").string());
+  ASSERT_TRUE(truth.ok()) << truth.status().ToString();
+  EXPECT_FALSE(truth->Find("mgmt0"));
+  fs::remove_all(dir);
+}
+
+TEST(SnmprecGen, EveryManagementMacIsOnTheManagementSwitchesOnly) {
+  auto topo = RandomSwitchTree(3, 7, 2, 3);
+  ASSERT_TRUE(topo.ok());
+  auto tree = GenerateTree(*topo, WithManagement(3, 8));
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  ASSERT_EQ(tree->host_mgmt_macs.size(), tree->host_macs.size());
+  std::set<std::string> data_macs;
+  for (const auto& [name, macs] : tree->host_macs) data_macs.insert(macs.begin(), macs.end());
+  std::set<std::string> fdb_only(tree->fdb_only_hosts.begin(), tree->fdb_only_hosts.end());
+  ASSERT_FALSE(fdb_only.empty());
+
+  std::set<std::string> data_fdb, mgmt0_fdb, oob_macs;
+  std::vector<std::pair<std::string, std::map<Oid, LldpRow>>> management_lldp;
+  for (const GeneratedSwitch& s : tree->switches) {
+    Rec rec(s);
+    if (s.management) {
+      management_lldp.emplace_back(s.name, RemoteLldp(rec, false));
+      if (s.name == "mgmt0") mgmt0_fdb = FdbMacs(rec);
+      continue;
+    }
+    std::set<std::string> fdb = FdbMacs(rec);
+    data_fdb.insert(fdb.begin(), fdb.end());
+    for (const auto& [index, name] : rec.Under(kIfName))
+      if (name == "mgmt0") oob_macs.insert(MacText(*rec.Get(Cat(kIfPhys, {index[0]}))));
+  }
+  ASSERT_EQ(oob_macs.size(), 7u);
+  for (const std::string& mac : oob_macs) {
+    EXPECT_TRUE(mgmt0_fdb.count(mac)) << "mgmt0 switch does not learn mgmt0 MAC " << mac;
+    EXPECT_FALSE(data_fdb.count(mac)) << "a data switch learns mgmt0 MAC " << mac;
+  }
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < tree->host_mgmt_macs.size(); ++i) {
+    const auto& [name, mac] = tree->host_mgmt_macs[i];
+    EXPECT_EQ(name, tree->host_macs[i].first);
+    EXPECT_EQ(mac.rfind("02:00:02:", 0), 0u) << name << " " << mac;
+    EXPECT_TRUE(distinct.insert(mac).second) << mac;
+    EXPECT_FALSE(data_macs.count(mac)) << mac;
+    EXPECT_TRUE(mgmt0_fdb.count(mac)) << name << ": management MAC " << mac << " not learned by mgmt0";
+    EXPECT_FALSE(data_fdb.count(mac)) << name << ": management MAC " << mac << " learned by a data switch";
+    // lldpd on the management NIC: the data NIC's chassis ID, port ID
+    // subtype 3 = the NIC's MAC; on exactly one management switch, and only
+    // for hosts that run lldpd at all.
+    int rows = 0;
+    for (const auto& [sw, lldp] : management_lldp)
+      for (const auto& [index, row] : lldp)
+        if (MacText(Col(row, 7)) == mac) {
+          ++rows;
+          EXPECT_EQ(Col(row, 6), "3") << name;
+          EXPECT_EQ(MacText(Col(row, 5)), tree->host_macs[i].second.front()) << name;
+          EXPECT_EQ(Col(row, 9), name);
+        }
+    EXPECT_EQ(rows, fdb_only.count(name) ? 0 : 1) << name << " " << mac;
+  }
+  EXPECT_EQ(distinct.size(), 14u);
+}
+
+TEST(SnmprecGen, ManagementNetworkLeavesTheDataTreeAsItIs) {
+  for (uint64_t seed : {1, 2, 5}) {
+    auto topo = RandomSwitchTree(seed, 8, 2, 3);
+    ASSERT_TRUE(topo.ok());
+    auto plain = GenerateTree(*topo, WithSeed(seed));
+    auto with = GenerateTree(*topo, WithManagement(seed, 48));
+    ASSERT_TRUE(plain.ok() && with.ok()) << "seed " << seed;
+    std::string where = "seed " + std::to_string(seed);
+    EXPECT_EQ(DumpTopology(with->truth), DumpTopology(plain->truth)) << where;
+    ExpectTruthEqualsInput(with->truth, *topo, where);
+    EXPECT_EQ(with->management_switches, std::vector<std::string>{"mgmt0"}) << where;
+    ASSERT_EQ(with->switches.size(), plain->switches.size() + 1) << where;
+    EXPECT_EQ(with->host_macs, plain->host_macs) << where;
+    EXPECT_EQ(with->fdb_only_hosts, plain->fdb_only_hosts) << where;
+    EXPECT_EQ(HostsYaml(*with), HostsYaml(*plain)) << where << ": hosts.yaml lists the data MACs only";
+    for (size_t i = 0; i < plain->switches.size(); ++i) {
+      const GeneratedSwitch& a = plain->switches[i];
+      const GeneratedSwitch& b = with->switches[i];
+      EXPECT_EQ(b.name, a.name);
+      EXPECT_EQ(b.mgmt_address, a.mgmt_address);
+      EXPECT_EQ(b.quirks, a.quirks) << a.name;
+      EXPECT_FALSE(b.management);
+      std::vector<std::string> more = Lines(b.snmprec);
+      std::set<std::string> lines(more.begin(), more.end());
+      size_t missing = 0;
+      for (const std::string& line : Lines(a.snmprec)) missing += lines.count(line) ? 0 : 1;
+      EXPECT_EQ(missing, 0u) << where << ", " << a.name << ": rows changed by the management network";
+      EXPECT_GT(more.size(), Lines(a.snmprec).size()) << a.name;
+    }
+    // Asked for, hosts.yaml adds each host's management MAC to its MACs.
+    HostsYamlOptions with_mgmt;
+    with_mgmt.with_mgmt_macs = true;
+    YAML::Node hosts = YAML::Load(HostsYaml(*with, with_mgmt));
+    ASSERT_EQ(hosts["hosts"].size(), with->host_macs.size());
+    for (size_t i = 0; i < with->host_macs.size(); ++i) {
+      std::vector<std::string> macs = with->host_macs[i].second;
+      macs.push_back(with->host_mgmt_macs[i].second);
+      EXPECT_EQ(hosts["hosts"][i]["macs"].as<std::vector<std::string>>(), macs) << where;
+    }
+  }
+}
+
+TEST(SnmprecGen, ManagementNetworkErrors) {
+  auto topo = RandomSwitchTree(3, 7, 2, 3);  // 21 management ports.
+  ASSERT_TRUE(topo.ok());
+  auto small = GenerateTree(*topo, WithManagement(3, 5));  // A star of 5-port switches holds 20.
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("use mgmt_ports >= 6"), std::string::npos) << small.status().message();
+  auto fits = GenerateTree(*topo, WithManagement(3, 6));  // 5 switches: 2 + 5 + 5 + 5 + 5 device ports.
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->management_switches.size(), 5u);
+  EXPECT_FALSE(GenerateTree(*topo, WithManagement(3, 0)).ok());
+  auto taken = testing::BuildTopology({"mgmt0"}, {{"h0", 1}}, {{"h0", "mgmt0", 1e9}});
+  auto named = GenerateTree(taken, WithManagement(1, 48));
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("'mgmt0'"), std::string::npos) << named.status().message();
+  EXPECT_TRUE(GenerateTree(taken, WithSeed(1)).ok());
 }
 
 }  // namespace
