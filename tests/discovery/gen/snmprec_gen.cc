@@ -42,7 +42,8 @@
 // 02:00:01:kk:kk:kk. With the management network: switch i's mgmt0 has MAC
 // 02:53:ii:ii:ff:00, host k's management NIC 02:00:02:kk:kk:kk, management
 // switch m (0-based) bridge MAC 02:54:mm:mm:00:00 (mm = m+1) and port MACs
-// 02:54:mm:mm:pp:pp. All are locally administered unicast addresses.
+// 02:54:mm:mm:pp:pp. A dual-homed host k's second data NIC has MAC
+// 02:00:03:kk:kk:kk. All are locally administered unicast addresses.
 #include "tests/discovery/gen/snmprec_gen.h"
 
 #include <fmt/format.h>
@@ -290,6 +291,7 @@ struct Port {
   int peer = -1;       // kSwitch, kLagMember, kBlocked, kStale: switch index.
   int peer_port = -1;  // The peer's port (attachment index until positions are drawn).
   int agg = -1;        // kLagMember: aggregate on this switch.
+  int nic = 0;         // kHost: 0 the host's first (MPI) NIC, 1 its second data NIC.
   int64_t mbps = 0;    // Speed when up.
   bool up = false;
   int stp = kStpDisabled;
@@ -346,6 +348,9 @@ struct HostModel {
   std::string nic;
   Mac mgmt_mac{};  // The management NIC (mgmt_network).
   std::string mgmt_nic;
+  bool dual_homed = false;  // A second data NIC (dual_homed_fraction).
+  Mac second_mac{};
+  std::string second_nic;
 };
 
 struct RemRow {
@@ -455,6 +460,14 @@ void NameAggregate(int style, int k, Aggregate& a) {
   a.if_descr = fmt::format(fmt::runtime(kDescrs[style]), number);
 }
 
+// The name of a dual-homed host's second data NIC, after its first.
+std::string SecondNicName(const std::string& first) {
+  if (first == "eth0") return "eth1";
+  if (first == "eno1") return "eno2";
+  if (!first.empty() && first.back() == '0') return first.substr(0, first.size() - 1) + "1";  // ens1f0, enp65s0f0.
+  return first + "b";
+}
+
 const char* VlanIfName(int style) {
   static const char* const kNames[kNumStyles] = {"Vlan1", "irb.1", "vlan1", "Vlan1", "DEFAULT_VLAN"};
   return kNames[style];
@@ -477,7 +490,7 @@ class Generator {
     for (size_t i = 0; i < switches_.size(); ++i) Describe(static_cast<int>(i));
     auto truth = BuildTruth();
     if (!truth.ok()) return truth.status();
-    GeneratedTree tree{{}, std::move(truth).value(), {}, {}, {}, {}};
+    GeneratedTree tree{{}, std::move(truth).value(), {}, {}, {}, {}, {}};
     for (size_t i = 0; i < switches_.size(); ++i) {
       auto text = Record(static_cast<int>(i));
       if (!text.ok()) return text.status();
@@ -496,8 +509,10 @@ class Generator {
     for (const HostModel& h : hosts_) {
       std::vector<std::string> macs;
       for (const Mac& m : h.macs) macs.push_back(MacText(m));
+      if (h.dual_homed) macs.push_back(MacText(h.second_mac));
       tree.host_macs.emplace_back(h.name, std::move(macs));
       if (!h.lldp) tree.fdb_only_hosts.push_back(h.name);
+      if (h.dual_homed) tree.dual_homed_hosts.push_back(h.name);
       if (opt_.mgmt_network) tree.host_mgmt_macs.emplace_back(h.name, MacText(h.mgmt_mac));
     }
     return tree;
@@ -514,6 +529,9 @@ class Generator {
     if (!(opt_.fdb_only_host_fraction >= 0 && opt_.fdb_only_host_fraction <= 1))
       return Status::InvalidArgument(
           fmt::format("fdb_only_host_fraction: {} is outside [0, 1]", opt_.fdb_only_host_fraction));
+    if (!(opt_.dual_homed_fraction >= 0 && opt_.dual_homed_fraction <= 1))
+      return Status::InvalidArgument(
+          fmt::format("dual_homed_fraction: {} is outside [0, 1]", opt_.dual_homed_fraction));
     if (opt_.mgmt_network && (opt_.mgmt_ports < 1 || opt_.mgmt_ports > kMaxMgmtPorts))
       return Status::InvalidArgument(fmt::format("mgmt_ports: {} is outside 1..{}", opt_.mgmt_ports, kMaxMgmtPorts));
     switch_of_.assign(topo_.num_nodes(), -1);
@@ -613,6 +631,49 @@ class Generator {
       Cable(a, b, PortUse::kSwitch, mbps);
     }
     if (opt_.add_blocked_link) AddBlockedLink();
+    if (opt_.dual_homed_fraction > 0) AddSecondNics();
+  }
+
+  // Dual-homed hosts (see GenOptions::dual_homed_fraction). The choice of
+  // hosts and switches has its own stream of the seed.
+  void AddSecondNics() {
+    Rng rng(opt_.seed ^ 0x9e3779b97f4a7c15ULL);
+    std::vector<int> edge;  // Switches with hosts, before any second NIC.
+    for (size_t s = 0; s < att_.size(); ++s)
+      if (std::any_of(att_[s].begin(), att_[s].end(), [](const Port& p) { return p.use == PortUse::kHost; }))
+        edge.push_back(static_cast<int>(s));
+    std::vector<int> order(hosts_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    rng.Shuffle(order);
+    size_t want = static_cast<size_t>(std::llround(opt_.dual_homed_fraction * static_cast<double>(hosts_.size())));
+    size_t done = 0;
+    for (size_t i = 0; i < order.size() && done < want; ++i) {
+      HostModel& h = hosts_[order[i]];
+      if (h.sw < 0) continue;
+      int64_t first = att_[h.sw][h.port].mbps;
+      if (first < 10) continue;
+      std::vector<int> others;
+      for (int s : edge)
+        if (s != h.sw) others.push_back(s);
+      if (others.empty())
+        for (int s = 0; s < static_cast<int>(switches_.size()); ++s)
+          if (s != h.sw) others.push_back(s);
+      if (others.empty()) return;  // A single switch.
+      int sw = rng.Pick(others);
+      Port p;
+      p.use = PortUse::kHost;
+      p.host = order[i];
+      p.nic = 1;
+      p.mbps = first > 1000 ? 1000 : first / 10;
+      p.up = true;
+      p.stp = kStpForwarding;
+      att_[sw].push_back(p);
+      uint32_t id = static_cast<uint32_t>(order[i] + 1);
+      h.dual_homed = true;
+      h.second_mac = {
+          0x02, 0x00, 0x03, static_cast<uint8_t>(id >> 16), static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id)};
+      ++done;
+    }
   }
 
   // The redundant link, blocked on one side (preferably between two switches
@@ -679,7 +740,7 @@ class Generator {
       for (size_t k = 0; k < att_[s].size(); ++k) {
         Port p = att_[s][k];
         if (p.use != PortUse::kStale && p.peer >= 0) p.peer_port = position[p.peer][p.peer_port];
-        if (p.use == PortUse::kHost) hosts_[p.host].port = position[s][k];
+        if (p.use == PortUse::kHost && p.nic == 0) hosts_[p.host].port = position[s][k];
         switches_[s].ports[position[s][k]] = p;
       }
       for (Aggregate& a : switches_[s].aggs)
@@ -722,6 +783,7 @@ class Generator {
       h.caps_variant = rng_.Below(3);
       h.vlan = k % 2 == 0 ? 10 : 20;
       h.nic = kNics[rng_.Below(4)];
+      if (h.dual_homed) h.second_nic = SecondNicName(h.nic);
     }
     if (!opt_.quirks) {
       for (SwitchModel& s : switches_) DrawLooks(s);
@@ -996,7 +1058,7 @@ class Generator {
         case PortUse::kUnused:
           break;
         case PortUse::kHost:
-          p.if_alias = fmt::format("{} {}", hosts_[p.host].name, hosts_[p.host].nic);
+          p.if_alias = fmt::format("{} {}", hosts_[p.host].name, NicName(p));
           break;
         case PortUse::kSwitch:
         case PortUse::kLagMember:
@@ -1114,10 +1176,23 @@ class Generator {
   // that device is an end point, not a bridge: a host's NIC or, on a
   // management switch, a data switch's mgmt0.
   std::optional<std::pair<Mac, uint32_t>> EndMac(const Port& p) const {
-    if (p.use == PortUse::kHost) return std::make_pair(hosts_[p.host].macs[0], hosts_[p.host].vlan);
-    if (p.use == PortUse::kMgmtHost) return std::make_pair(hosts_[p.host].mgmt_mac, kMgmtVlan);
+    if (p.use == PortUse::kHost) return std::make_pair(NicMac(p), hosts_[p.host].vlan);
+    if (p.use == PortUse::kMgmtHost) return std::make_pair(NicMac(p), kMgmtVlan);
     if (p.use == PortUse::kOob) return std::make_pair(switches_[p.peer].oob_mac, kMgmtVlan);
     return std::nullopt;
+  }
+
+  // The MAC and the name of the host NIC at the far end of `p` (kHost or
+  // kMgmtHost).
+  const Mac& NicMac(const Port& p) const {
+    const HostModel& h = hosts_[p.host];
+    if (p.use == PortUse::kMgmtHost) return h.mgmt_mac;
+    return p.nic == 1 ? h.second_mac : h.macs[0];
+  }
+  const std::string& NicName(const Port& p) const {
+    const HostModel& h = hosts_[p.host];
+    if (p.use == PortUse::kMgmtHost) return h.mgmt_nic;
+    return p.nic == 1 ? h.second_nic : h.nic;
   }
 
   // Every MAC reachable through a forwarding port is learned on it: hosts
@@ -1156,8 +1231,7 @@ class Generator {
       entries.push_back({Mac{0x00, 0x00, 0x5e, 0x00, 0x01, 0x01}, 0, kFdbLearned, 1});  // VRRP, on the CPU.
       int local_hosts = 0;
       for (const Port& p : s.ports)
-        if (p.use == PortUse::kHost && local_hosts++ < 3)
-          entries.push_back({hosts_[p.host].macs[0], 0, kFdbLearned, 1});
+        if (p.use == PortUse::kHost && local_hosts++ < 3) entries.push_back({NicMac(p), 0, kFdbLearned, 1});
     }
     if (!s.dot1q) {
       for (const FdbEntry& e : entries) {
@@ -1245,7 +1319,7 @@ class Generator {
       if (p.use == PortUse::kHost || p.use == PortUse::kMgmtHost) {
         const HostModel& h = hosts_[p.host];
         if (!h.lldp) continue;  // No lldpd on any of its NICs.
-        row = p.use == PortUse::kHost ? HostRow(h, h.macs[0], h.nic) : HostRow(h, h.mgmt_mac, h.mgmt_nic);
+        row = HostRow(h, NicMac(p), NicName(p));
       } else if (p.use == PortUse::kOob) {  // A data switch's mgmt0, seen from the management switch.
         const SwitchModel& y = switches_[p.peer];
         row.chassis_is_mac = true;
@@ -1469,7 +1543,10 @@ std::string HostsYaml(const GeneratedTree& tree, const HostsYamlOptions& options
         << YAML::Flow << YAML::BeginSeq;
     for (const std::string& m : macs) out << YAML::DoubleQuoted << m;
     if (auto it = mgmt_macs.find(name); it != mgmt_macs.end()) out << YAML::DoubleQuoted << it->second;
-    out << YAML::EndSeq << YAML::EndMap;
+    out << YAML::EndSeq;
+    if (options.with_mpi_mac && !macs.empty())
+      out << YAML::Key << "mpi_mac" << YAML::Value << YAML::DoubleQuoted << macs.front();
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

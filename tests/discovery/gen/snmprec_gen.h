@@ -84,6 +84,15 @@ struct GenOptions {
   // without mgmt_network is in its recording with it, unchanged.
   bool mgmt_network = false;
   int mgmt_ports = 48;
+  // Fraction of the input's hosts (round(fraction x hosts), drawn from the
+  // seed) that get a second data NIC 02:00:03:kk:kk:kk on another switch
+  // (one with hosts when there is one), at a lower speed than their link in
+  // the input: 1000 Mbit/s under a faster link, else a tenth of it (hosts on
+  // links under 10 Mbit/s are not chosen; with a single switch, none is).
+  // lldpd announces it with the host's usual chassis ID; the FDBs learn it
+  // towards its switch. The truth keeps the input link: a host's place is
+  // that of the NIC MPI uses, its first MAC.
+  double dual_homed_fraction = 0;
 };
 
 struct GeneratedSwitch {
@@ -99,8 +108,10 @@ struct GeneratedTree {
   // The data switches in topology order, then the management switches.
   std::vector<GeneratedSwitch> switches;
   Topology truth;  // what discovery must produce (the data network only).
-  // Host name -> its MACs ("02:00:00:00:00:01"), in topology host order. Some
-  // hosts have a second MAC (an unconnected NIC) that appears nowhere else.
+  // Host name -> its data MACs ("02:00:00:00:00:01"), in topology host order.
+  // The first is the NIC that MPI uses (the host's place in the truth). Some
+  // hosts have a second MAC (an unconnected NIC) that appears nowhere else;
+  // dual-homed hosts end with their second data NIC's MAC.
   std::vector<std::pair<std::string, std::vector<std::string>>> host_macs;
   // The hosts that send no LLDP (known only through the FDB), topology order.
   std::vector<std::string> fdb_only_hosts;
@@ -109,6 +120,8 @@ struct GeneratedTree {
   // Host name -> the MAC of its management NIC (mgmt_network; else empty), in
   // host_macs order.
   std::vector<std::pair<std::string, std::string>> host_mgmt_macs;
+  // The hosts with a second data NIC (dual_homed_fraction), topology order.
+  std::vector<std::string> dual_homed_hosts;
 };
 
 // The quirk table: the single source of quirk names and what each one does.
@@ -142,6 +155,9 @@ enum class Layout {
 struct HostsYamlOptions {
   // Also list the management NIC's MAC under `macs` (mgmt_network).
   bool with_mgmt_macs = false;
+  // Give each host `mpi_mac: "aa:bb:cc:dd:ee:ff"`, the MAC of the NIC MPI uses
+  // (its first MAC), which places a dual-homed host.
+  bool with_mpi_mac = false;
 };
 
 struct WriteOptions {

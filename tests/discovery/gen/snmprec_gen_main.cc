@@ -57,6 +57,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_flag("--hosts-mgmt-macs", write.hosts.with_mgmt_macs,
                "hosts.yaml also lists each host's management NIC MAC (--mgmt-network)");
+  app.add_option("--dual-homed", options.dual_homed_fraction,
+                 "fraction of hosts with a second, slower data NIC on another switch (truth: the first NIC's place)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--hosts-mpi-mac", write.hosts.with_mpi_mac,
+               "hosts.yaml gives each host mpi_mac, the MAC of the NIC MPI uses (its first MAC)");
   app.add_flag("--no-quirks", no_quirks, "no quirks, no blocked link, no LAG: the plainest recordings");
   app.add_flag("--no-lag", no_lag, "no LAG");
   app.add_flag("--no-blocked-link", no_blocked, "no STP-blocked redundant link (and no stale LLDP row)");
@@ -115,10 +121,13 @@ int main(int argc, char** argv) {
   size_t management = tree->management_switches.size();
   std::string management_text =
       management == 0 ? "" : fmt::format(" + {} management switches (not in the truth)", management);
+  std::string dual_text =
+      tree->dual_homed_hosts.empty() ? "" : fmt::format(", {} dual-homed", tree->dual_homed_hosts.size());
   std::cout << fmt::format(
-      "{} switches ({} with quirks){}, {} hosts ({} FDB-only), {} links, {:.1f} MiB of recordings, seed {} -> {} "
+      "{} switches ({} with quirks){}, {} hosts ({} FDB-only{}), {} links, {:.1f} MiB of recordings, seed {} -> {} "
       "({})\n",
       tree->switches.size() - management, quirky, management_text, tree->host_macs.size(), tree->fdb_only_hosts.size(),
-      tree->truth.links().size(), static_cast<double>(bytes) / (1024.0 * 1024.0), options.seed, out_dir, layout);
+      dual_text, tree->truth.links().size(), static_cast<double>(bytes) / (1024.0 * 1024.0), options.seed, out_dir,
+      layout);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -840,6 +841,100 @@ TEST(SnmprecGen, ManagementNetworkErrors) {
   ASSERT_FALSE(named.ok());
   EXPECT_NE(named.status().message().find("'mgmt0'"), std::string::npos) << named.status().message();
   EXPECT_TRUE(GenerateTree(taken, WithSeed(1)).ok());
+}
+
+// ---------------------------------------------------------------------------
+// Dual-homed hosts.
+
+TEST(SnmprecGen, DualHomedHostsHaveASlowerSecondNicOnAnotherSwitch) {
+  auto topo = RandomSwitchTree(4, 8, 3, 3);  // 24 hosts.
+  ASSERT_TRUE(topo.ok());
+  GenOptions options = WithSeed(4);
+  options.quirks = false;              // Plain numbering: an LLDP local port is its ifIndex.
+  options.fdb_only_host_fraction = 0;  // Every NIC is in LLDP.
+  options.dual_homed_fraction = 0.5;
+  auto tree = GenerateTree(*topo, options);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  ExpectTruthEqualsInput(tree->truth, *topo, "dual-homed");
+  ASSERT_EQ(tree->dual_homed_hosts.size(), 12u);
+  std::set<std::string> dual(tree->dual_homed_hosts.begin(), tree->dual_homed_hosts.end());
+
+  // Where each NIC is seen: LLDP rows with a MAC port ID (subtype 3), with
+  // the speed of the local port and the chassis ID.
+  struct Sighting {
+    std::string sw, mbps, chassis, sys_name;
+  };
+  std::map<std::string, std::vector<Sighting>> seen;
+  std::map<std::string, std::set<std::string>> fdb;
+  for (const GeneratedSwitch& s : tree->switches) {
+    Rec rec(s);
+    fdb[s.name] = FdbMacs(rec);
+    for (const auto& [index, row] : RemoteLldp(rec, false))
+      if (Col(row, 6) == "3")
+        seen[MacText(Col(row, 7))].push_back(
+            Sighting{s.name, rec.Get(Cat(kIfHighSpeed, {index[1]})).value_or("?"), MacText(Col(row, 5)), Col(row, 9)});
+  }
+  // Each host's place in the truth: switch and Mbit/s.
+  std::map<std::string, std::pair<std::string, std::string>> place;
+  const Topology& truth = tree->truth;
+  for (const Link& l : truth.links()) {
+    if (!truth.is_host(l.a) && !truth.is_host(l.b)) continue;
+    int h = truth.is_host(l.a) ? l.a : l.b;
+    place[truth.nodes()[h].name] = {truth.nodes()[h == l.a ? l.b : l.a].name,
+                                    std::to_string(std::llround(l.speed_bps / 1e6))};
+  }
+
+  int with_second = 0;
+  for (const auto& [name, macs] : tree->host_macs) {
+    ASSERT_FALSE(macs.empty());
+    const std::string& mpi = macs.front();
+    ASSERT_EQ(seen[mpi].size(), 1u) << name;
+    const Sighting first = seen[mpi][0];
+    EXPECT_EQ(first.sw, place[name].first) << name << ": the MPI NIC is where the truth puts the host";
+    EXPECT_EQ(first.mbps, place[name].second) << name;
+    EXPECT_EQ(first.chassis, mpi) << name;
+    size_t second_macs = 0;
+    for (const std::string& m : macs) second_macs += m.rfind("02:00:03:", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(second_macs, dual.count(name)) << name;
+    if (!dual.count(name)) continue;
+    ++with_second;
+    const std::string& second_mac = macs.back();
+    EXPECT_EQ(second_mac.rfind("02:00:03:", 0), 0u) << name;
+    ASSERT_EQ(seen[second_mac].size(), 1u) << name << " " << second_mac;
+    const Sighting second = seen[second_mac][0];
+    EXPECT_NE(second.sw, first.sw) << name << ": both NICs on one switch";
+    int64_t fast = std::stoll(first.mbps);
+    EXPECT_EQ(std::stoll(second.mbps), fast > 1000 ? 1000 : fast / 10) << name;
+    EXPECT_LT(std::stoll(second.mbps), fast) << name;
+    EXPECT_EQ(second.chassis, mpi) << name << ": lldpd's chassis ID is the same on every NIC";
+    EXPECT_EQ(second.sys_name, name);
+    EXPECT_TRUE(fdb[second.sw].count(second_mac)) << name << ": " << second.sw << " does not learn " << second_mac;
+  }
+  EXPECT_EQ(with_second, 12);
+
+  // hosts.yaml: mpi_mac only when asked for, and then the first (MPI) MAC.
+  EXPECT_EQ(HostsYaml(*tree).find("mpi_mac"), std::string::npos);
+  HostsYamlOptions mpi;
+  mpi.with_mpi_mac = true;
+  std::string text = HostsYaml(*tree, mpi);
+  EXPECT_NE(text.find("  - name: h0\n    macs: "), std::string::npos) << text;
+  EXPECT_NE(text.find("    mpi_mac: \"02:00:00:00:00:01\"\n"), std::string::npos) << text;
+  YAML::Node hosts = YAML::Load(text);
+  ASSERT_EQ(hosts["hosts"].size(), tree->host_macs.size());
+  for (size_t i = 0; i < tree->host_macs.size(); ++i) {
+    EXPECT_EQ(hosts["hosts"][i]["macs"].as<std::vector<std::string>>(), tree->host_macs[i].second);
+    EXPECT_EQ(hosts["hosts"][i]["mpi_mac"].as<std::string>(), tree->host_macs[i].second.front());
+  }
+
+  // Without the option, no host has a second data NIC.
+  options.dual_homed_fraction = 0;
+  auto single = GenerateTree(*topo, options);
+  ASSERT_TRUE(single.ok());
+  EXPECT_TRUE(single->dual_homed_hosts.empty());
+  for (const GeneratedSwitch& s : single->switches)
+    EXPECT_EQ(s.snmprec.find("|4x|020003"), std::string::npos) << s.name;
+  options.dual_homed_fraction = 1.5;
+  EXPECT_FALSE(GenerateTree(*topo, options).ok());
 }
 
 }  // namespace
