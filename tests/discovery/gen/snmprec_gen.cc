@@ -43,7 +43,9 @@
 // 02:53:ii:ii:ff:00, host k's management NIC 02:00:02:kk:kk:kk, management
 // switch m (0-based) bridge MAC 02:54:mm:mm:00:00 (mm = m+1) and port MACs
 // 02:54:mm:mm:pp:pp. A dual-homed host k's second data NIC has MAC
-// 02:00:03:kk:kk:kk. All are locally administered unicast addresses.
+// 02:00:03:kk:kk:kk. All are locally administered unicast addresses, but
+// those of the identity cases (GenOptions::duplicate_sysnames, mac_00),
+// which are real vendors' MACs, and 02:00:04:00:00:01 (control_bytes).
 #include "tests/discovery/gen/snmprec_gen.h"
 
 #include <fmt/format.h>
@@ -232,6 +234,9 @@ constexpr char kMgmtNic[] = "eno8303";
 constexpr int kMgmtStyle = 1;  // Junos-like port names ge-0/0/n.
 constexpr int kMaxMgmtPorts = 4096;
 
+// The identity cases' hosts' links.
+constexpr int64_t kIdentityMbps = 1000;
+
 // The quirk table (single source of names).
 enum QuirkId {
   kBridgePortNeIfIndex,
@@ -339,7 +344,13 @@ struct SwitchModel {
 };
 
 struct HostModel {
-  std::string name;
+  std::string name;  // In the truth and in hosts.yaml.
+  // What its lldpd announces: the name and the first MAC for the input's
+  // hosts; the identity cases differ.
+  std::string sys_name;
+  Mac chassis{};
+  bool identity = false;  // Added by an identity case, not in the input.
+  bool in_facts = true;   // Listed in hosts.yaml.
   int sw = -1, port = -1;
   std::vector<Mac> macs;
   bool lldp = true;
@@ -507,10 +518,12 @@ class Generator {
       tree.switches.push_back(std::move(g));
     }
     for (const HostModel& h : hosts_) {
-      std::vector<std::string> macs;
-      for (const Mac& m : h.macs) macs.push_back(MacText(m));
-      if (h.dual_homed) macs.push_back(MacText(h.second_mac));
-      tree.host_macs.emplace_back(h.name, std::move(macs));
+      if (h.in_facts) {
+        std::vector<std::string> macs;
+        for (const Mac& m : h.macs) macs.push_back(MacText(m));
+        if (h.dual_homed) macs.push_back(MacText(h.second_mac));
+        tree.host_macs.emplace_back(h.name, std::move(macs));
+      }
       if (!h.lldp) tree.fdb_only_hosts.push_back(h.name);
       if (h.dual_homed) tree.dual_homed_hosts.push_back(h.name);
       if (opt_.mgmt_network) tree.host_mgmt_macs.emplace_back(h.name, MacText(h.mgmt_mac));
@@ -552,6 +565,7 @@ class Generator {
         return Status::InvalidArgument(
             fmt::format("mgmt_base: {} + {} switches overflows IPv4", opt_.mgmt_base, i + 1));
       switch_of_[n] = i;
+      node_of_switch_.push_back(n);
       SwitchModel s;
       s.name = node.name;
       s.mgmt = *base + static_cast<uint32_t>(i) + 1;
@@ -563,6 +577,8 @@ class Generator {
       switches_.push_back(std::move(s));
     }
     if (switches_.empty()) return Status::InvalidArgument("topology: no switches");
+    input_hosts_ = hosts_.size();
+    TOPOTUNE_RETURN_IF_ERROR(AddIdentityHosts());
     if (hosts_.size() >= 0xffffff) return Status::InvalidArgument("topology: more than 16777214 hosts");
     for (size_t l = 0; l < topo_.links().size(); ++l) {
       const Link& link = topo_.links()[l];
@@ -573,6 +589,45 @@ class Generator {
         return Status::InvalidArgument(
             fmt::format("{}: speed {} is not a whole number of Mbit/s (>= 1Mbps), which ifHighSpeed cannot carry",
                         where, FormatSpeed(link.speed_bps)));
+    }
+    return Status::Ok();
+  }
+
+  // The hosts of the identity cases (see GenOptions), after the input's.
+  Status AddIdentityHosts() {
+    auto add = [&](const std::string& name, std::string sys_name, const Mac& chassis, const Mac& nic,
+                   bool in_facts) -> Status {
+      if (topo_.Find(name))
+        return Status::InvalidArgument(
+            fmt::format("topology: '{}' is the name of a host that an identity case adds", name));
+      HostModel h;
+      h.name = name;
+      h.sys_name = std::move(sys_name);
+      h.chassis = chassis;
+      h.macs = {nic};
+      h.identity = true;
+      h.in_facts = in_facts;
+      h.nic = "eth0";
+      hosts_.push_back(std::move(h));
+      return Status::Ok();
+    };
+    if (opt_.duplicate_sysnames) {
+      // As an HP ProCurve saw them: three freshly imaged nodes on one switch.
+      const std::vector<Mac> chassis = {{0xb8, 0xa4, 0x4f, 0xb9, 0x3d, 0x1a},
+                                        {0xb8, 0xa4, 0x4f, 0x1b, 0xe2, 0x1d},
+                                        {0xb8, 0xa4, 0x4f, 0x2b, 0xbb, 0x10}};
+      const Mac smallest = *std::min_element(chassis.begin(), chassis.end());
+      for (const Mac& c : chassis) {
+        std::string name = c == smallest ? "axis" : fmt::format("axis-{:02x}{:02x}{:02x}", c[3], c[4], c[5]);
+        TOPOTUNE_RETURN_IF_ERROR(add(name, "axis", c, c, false));
+      }
+    }
+    if (opt_.mac_00)
+      TOPOTUNE_RETURN_IF_ERROR(add("mac00", "mac00", Mac{0xec, 0x02, 0x73, 0x96, 0x21, 0x00},
+                                   Mac{0x3c, 0xec, 0xef, 0x76, 0x4c, 0x00}, true));
+    if (opt_.control_bytes) {
+      const Mac mac = {0x02, 0x00, 0x04, 0x00, 0x00, 0x01};
+      TOPOTUNE_RETURN_IF_ERROR(add("ctrlbytes", Bytes({0xff, 0xfe, 0x00, 0x41}), mac, mac, true));
     }
     return Status::Ok();
   }
@@ -630,6 +685,25 @@ class Generator {
       }
       Cable(a, b, PortUse::kSwitch, mbps);
     }
+    // The identity cases' hosts, on the switch of the input's first host.
+    int identity_sw = 0;
+    for (size_t k = 0; k < input_hosts_; ++k)
+      if (hosts_[k].sw >= 0) {
+        identity_sw = hosts_[k].sw;
+        break;
+      }
+    for (size_t k = input_hosts_; k < hosts_.size(); ++k) {
+      HostModel& h = hosts_[k];
+      h.sw = identity_sw;
+      h.port = static_cast<int>(att_[identity_sw].size());
+      Port p;
+      p.use = PortUse::kHost;
+      p.host = static_cast<int>(k);
+      p.mbps = kIdentityMbps;
+      p.up = true;
+      p.stp = kStpForwarding;
+      att_[identity_sw].push_back(p);
+    }
     if (opt_.add_blocked_link) AddBlockedLink();
     if (opt_.dual_homed_fraction > 0) AddSecondNics();
   }
@@ -642,10 +716,10 @@ class Generator {
     for (size_t s = 0; s < att_.size(); ++s)
       if (std::any_of(att_[s].begin(), att_[s].end(), [](const Port& p) { return p.use == PortUse::kHost; }))
         edge.push_back(static_cast<int>(s));
-    std::vector<int> order(hosts_.size());
+    std::vector<int> order(input_hosts_);
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     rng.Shuffle(order);
-    size_t want = static_cast<size_t>(std::llround(opt_.dual_homed_fraction * static_cast<double>(hosts_.size())));
+    size_t want = static_cast<size_t>(std::llround(opt_.dual_homed_fraction * static_cast<double>(input_hosts_)));
     size_t done = 0;
     for (size_t i = 0; i < order.size() && done < want; ++i) {
       HostModel& h = hosts_[order[i]];
@@ -764,15 +838,16 @@ class Generator {
 
   void AssignQuirks() {
     int n = static_cast<int>(switches_.size());
-    // Host LLDP/FDB-only split and host details first (they decide LLDP rows).
-    std::vector<int> order(hosts_.size());
+    // Host LLDP/FDB-only split and host details first (they decide LLDP rows);
+    // the identity cases' hosts have theirs already.
+    std::vector<int> order(input_hosts_);
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     rng_.Shuffle(order);
     size_t fdb_only =
-        static_cast<size_t>(std::llround(opt_.fdb_only_host_fraction * static_cast<double>(hosts_.size())));
+        static_cast<size_t>(std::llround(opt_.fdb_only_host_fraction * static_cast<double>(input_hosts_)));
     for (size_t i = 0; i < fdb_only && i < order.size(); ++i) hosts_[order[i]].lldp = false;
     static const char* const kNics[] = {"eth0", "ens1f0", "eno1", "enp65s0f0"};
-    for (size_t k = 0; k < hosts_.size(); ++k) {
+    for (size_t k = 0; k < input_hosts_; ++k) {
       HostModel& h = hosts_[k];
       uint32_t id = static_cast<uint32_t>(k + 1);
       h.macs.push_back(Mac{0x02, 0x00, 0x00, static_cast<uint8_t>(id >> 16), static_cast<uint8_t>(id >> 8),
@@ -784,6 +859,8 @@ class Generator {
       h.vlan = k % 2 == 0 ? 10 : 20;
       h.nic = kNics[rng_.Below(4)];
       if (h.dual_homed) h.second_nic = SecondNicName(h.nic);
+      h.sys_name = h.name;
+      h.chassis = h.macs[0];
     }
     if (!opt_.quirks) {
       for (SwitchModel& s : switches_) DrawLooks(s);
@@ -1104,12 +1181,21 @@ class Generator {
     }
   }
 
-  // The input with slots 1 and no latencies: all that SNMP can tell.
+  // The input with slots 1 and no latencies: all that SNMP can tell; then
+  // the identity cases' hosts.
   StatusOr<Topology> BuildTruth() const {
     std::vector<Node> nodes;
     for (const Node& n : topo_.nodes()) nodes.push_back(Node{n.name, n.kind, 1, {}});
     std::vector<Link> links;
     for (const Link& l : topo_.links()) links.push_back(Link{l.a, l.b, l.speed_bps, 0, {}});
+    for (size_t k = input_hosts_; k < hosts_.size(); ++k) {
+      nodes.push_back(Node{hosts_[k].name, NodeKind::kHost, 1, {}});
+      links.push_back(Link{node_of_switch_[hosts_[k].sw],
+                           static_cast<int>(nodes.size()) - 1,
+                           static_cast<double>(kIdentityMbps) * 1e6,
+                           0,
+                           {}});
+    }
     return Topology::Create(std::move(nodes), std::move(links), "<snmprec-gen truth>");
   }
 
@@ -1289,12 +1375,12 @@ class Generator {
   RemRow HostRow(const HostModel& h, const Mac& mac, const std::string& nic) const {
     RemRow row;
     row.chassis_is_mac = true;
-    row.chassis_mac = h.macs[0];
+    row.chassis_mac = h.chassis;
     row.port_subtype = kPortIdMac;
     row.port_id = MacBytes(mac);
     row.port_desc = nic;
-    row.sys_name = h.name;
-    row.sys_desc = fmt::format("Debian GNU/Linux 12 (bookworm) Linux 6.1.0-13-amd64 #1 SMP x86_64 ({})", h.name);
+    row.sys_name = h.sys_name;
+    row.sys_desc = fmt::format("Debian GNU/Linux 12 (bookworm) Linux 6.1.0-13-amd64 #1 SMP x86_64 ({})", h.sys_name);
     switch (h.caps_variant) {
       case 0:
         row.caps_supported = row.caps_enabled = Bytes({kCapStation});
@@ -1505,8 +1591,10 @@ class Generator {
   const GenOptions& opt_;
   Rng rng_;
   std::vector<int> switch_of_, host_of_;
+  std::vector<int> node_of_switch_;  // Switch index -> node of the input.
   std::vector<SwitchModel> switches_;
-  std::vector<HostModel> hosts_;
+  std::vector<HostModel> hosts_;  // The input's hosts (input_hosts_), then the identity cases'.
+  size_t input_hosts_ = 0;
   std::vector<std::vector<Port>> att_;
 };
 

@@ -93,6 +93,30 @@ struct GenOptions {
   // towards its switch. The truth keeps the input link: a host's place is
   // that of the NIC MPI uses, its first MAC.
   double dual_homed_fraction = 0;
+
+  // Identity cases, for tests of how discovery names hosts; never part of the
+  // quirk spread. Their hosts are added to the input (and so to the truth) on
+  // the switch of the input's first host, at 1000 Mbit/s, and send LLDP the
+  // way lldpd does (chassis ID subtype 4, port ID subtype 3 = the NIC's MAC).
+  //
+  // Three hosts that all call themselves "axis", with chassis IDs (and NIC
+  // MACs) B8A44FB93D1A, B8A44F1BE21D, B8A44F2BBB10, not in hosts.yaml. Their
+  // truth names follow the unique-name rule: the smallest chassis ID in byte
+  // order (B8A44F1BE21D) keeps "axis"; every other one becomes "axis-" and
+  // the last 6 hex digits of its chassis MAC in lower case: "axis-2bbb10",
+  // "axis-b93d1a".
+  bool duplicate_sysnames = false;
+  // A host "mac00" (sysName and hosts.yaml name) whose chassis ID is
+  // EC0273962100 and whose NIC's MAC (its port ID, its MAC in the FDB and in
+  // hosts.yaml) is 3CECEF764C00: MACs that end in a zero byte.
+  bool mac_00 = false;
+  // A host whose sysName is the four bytes FF FE 00 41, listed in hosts.yaml
+  // as "ctrlbytes" with MAC 02:00:04:00:00:01 (also its chassis ID), its
+  // truth name. Discovery must take the name from the hosts file and never
+  // let those bytes reach a name, a message or the YAML unescaped; without a
+  // hosts file its name is discovery's safe rendering of them, which the
+  // truth does not fix.
+  bool control_bytes = false;
 };
 
 struct GeneratedSwitch {
@@ -108,17 +132,19 @@ struct GeneratedTree {
   // The data switches in topology order, then the management switches.
   std::vector<GeneratedSwitch> switches;
   Topology truth;  // what discovery must produce (the data network only).
-  // Host name -> its data MACs ("02:00:00:00:00:01"), in topology host order.
-  // The first is the NIC that MPI uses (the host's place in the truth). Some
-  // hosts have a second MAC (an unconnected NIC) that appears nowhere else;
-  // dual-homed hosts end with their second data NIC's MAC.
+  // Host name -> its data MACs ("02:00:00:00:00:01"), in truth host order,
+  // for the hosts that hosts.yaml lists (all but the "axis" hosts of
+  // duplicate_sysnames). The first is the NIC that MPI uses (the host's place
+  // in the truth). Some hosts have a second MAC (an unconnected NIC) that
+  // appears nowhere else; dual-homed hosts end with their second data NIC's
+  // MAC.
   std::vector<std::pair<std::string, std::vector<std::string>>> host_macs;
   // The hosts that send no LLDP (known only through the FDB), topology order.
   std::vector<std::string> fdb_only_hosts;
   // The management switches' names (mgmt_network), in `switches` order.
   std::vector<std::string> management_switches;
-  // Host name -> the MAC of its management NIC (mgmt_network; else empty), in
-  // host_macs order.
+  // Host name -> the MAC of its management NIC (mgmt_network; else empty),
+  // every host of the truth in truth order.
   std::vector<std::pair<std::string, std::string>> host_mgmt_macs;
   // The hosts with a second data NIC (dual_homed_fraction), topology order.
   std::vector<std::string> dual_homed_hosts;

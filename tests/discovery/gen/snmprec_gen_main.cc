@@ -63,6 +63,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--hosts-mpi-mac", write.hosts.with_mpi_mac,
                "hosts.yaml gives each host mpi_mac, the MAC of the NIC MPI uses (its first MAC)");
+  app.add_flag("--duplicate-sysnames", options.duplicate_sysnames,
+               "identity case: three hosts named 'axis' with distinct chassis IDs (truth: axis, axis-2bbb10, "
+               "axis-b93d1a), not in hosts.yaml");
+  app.add_flag("--mac-00", options.mac_00,
+               "identity case: host mac00 with chassis ID EC0273962100 and NIC MAC 3CECEF764C00");
+  app.add_flag("--control-bytes", options.control_bytes,
+               "identity case: a host whose sysName is the bytes FF FE 00 41 (hosts.yaml: ctrlbytes)");
   app.add_flag("--no-quirks", no_quirks, "no quirks, no blocked link, no LAG: the plainest recordings");
   app.add_flag("--no-lag", no_lag, "no LAG");
   app.add_flag("--no-blocked-link", no_blocked, "no STP-blocked redundant link (and no stale LLDP row)");

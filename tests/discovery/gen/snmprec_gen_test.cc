@@ -937,5 +937,115 @@ TEST(SnmprecGen, DualHomedHostsHaveASlowerSecondNicOnAnotherSwitch) {
   EXPECT_FALSE(GenerateTree(*topo, options).ok());
 }
 
+// ---------------------------------------------------------------------------
+// Identity cases.
+
+TEST(SnmprecGen, IdentityCasesCarryTheExactBytes) {
+  auto topo = RandomSwitchTree(2, 3, 2, 2);
+  ASSERT_TRUE(topo.ok());
+  GenOptions options = WithSeed(2);
+  options.quirks = false;  // Binary chassis IDs, LLDP-MIB v1, LLDP local port = ifIndex.
+  options.duplicate_sysnames = options.mac_00 = options.control_bytes = true;
+  auto tree = GenerateTree(*topo, options);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+
+  // The truth: the input, then five hosts at 1 Gbit/s on the switch of the
+  // input's first host, named by the unique-name rule.
+  int h0 = topo->hosts()[0];
+  const std::string edge = topo->nodes()[topo->Other(topo->incident(h0)[0], h0)].name;
+  const Topology& truth = tree->truth;
+  ASSERT_EQ(truth.num_nodes(), topo->num_nodes() + 5);
+  for (int n = 0; n < topo->num_nodes(); ++n) EXPECT_EQ(truth.nodes()[n].name, topo->nodes()[n].name);
+  const std::vector<std::string> added = {"axis", "axis-2bbb10", "axis-b93d1a", "mac00", "ctrlbytes"};
+  for (size_t i = 0; i < added.size(); ++i) {
+    const Node& node = truth.nodes()[topo->num_nodes() + static_cast<int>(i)];
+    EXPECT_EQ(node.name, added[i]);
+    EXPECT_EQ(node.kind, NodeKind::kHost) << node.name;
+    int n = topo->num_nodes() + static_cast<int>(i);
+    ASSERT_EQ(truth.incident(n).size(), 1u) << node.name;
+    EXPECT_EQ(truth.nodes()[truth.Other(truth.incident(n)[0], n)].name, edge) << node.name;
+    EXPECT_EQ(truth.links()[truth.incident(n)[0]].speed_bps, 1e9) << node.name;
+  }
+
+  // The LLDP rows on that switch, by the ifAlias ("<host> eth0") of their port.
+  const GeneratedSwitch* sw = nullptr;
+  for (const GeneratedSwitch& s : tree->switches)
+    if (s.name == edge) sw = &s;
+  ASSERT_NE(sw, nullptr);
+  Rec rec(*sw);
+  std::map<uint32_t, std::string> alias;
+  for (const auto& [index, a] : rec.Under(kIfAlias)) alias[index[0]] = a;
+  std::map<std::string, LldpRow> by_alias;
+  for (const auto& [index, row] : RemoteLldp(rec, false))
+    if (alias.count(index[1])) by_alias[alias[index[1]]] = row;
+  auto expect_row = [&](const std::string& host, const std::string& chassis_hex, const std::string& port_hex,
+                        const std::string& sys_name) {
+    auto it = by_alias.find(host + " eth0");
+    ASSERT_TRUE(it != by_alias.end()) << host << ": no LLDP row";
+    EXPECT_EQ(Col(it->second, 4), "4") << host << ": chassis ID subtype MAC";
+    EXPECT_EQ(Col(it->second, 5), Unhex(chassis_hex)) << host;
+    EXPECT_EQ(Col(it->second, 6), "3") << host << ": port ID subtype MAC";
+    EXPECT_EQ(Col(it->second, 7), Unhex(port_hex)) << host;
+    EXPECT_EQ(Col(it->second, 9), sys_name) << host;
+  };
+  expect_row("axis", "b8a44f1be21d", "b8a44f1be21d", "axis");
+  expect_row("axis-2bbb10", "b8a44f2bbb10", "b8a44f2bbb10", "axis");
+  expect_row("axis-b93d1a", "b8a44fb93d1a", "b8a44fb93d1a", "axis");
+  expect_row("mac00", "ec0273962100", "3cecef764c00", "mac00");
+  const std::string control = {static_cast<char>(0xff), static_cast<char>(0xfe), '\0', 'A'};
+  expect_row("ctrlbytes", "020004000001", "020004000001", control);
+  // In the file, as snmpsim's recorder writes them: OCTET STRINGs that are
+  // not all letters and digits in hex (tag 4x), zero bytes included.
+  for (const char* line : {"|4x|b8a44fb93d1a\n", "|4x|b8a44f1be21d\n", "|4x|b8a44f2bbb10\n", "|4x|ec0273962100\n",
+                           "|4x|3cecef764c00\n", "|4x|fffe0041\n", "|4|axis\n", "|4|mac00\n"})
+    EXPECT_NE(sw->snmprec.find(line), std::string::npos) << line;
+  // The FDB learns the MACs that end in 00 like any other.
+  std::set<std::string> fdb = FdbMacs(rec);
+  EXPECT_TRUE(fdb.count("3c:ec:ef:76:4c:00"));
+  EXPECT_TRUE(fdb.count("b8:a4:4f:1b:e2:1d"));
+
+  // hosts.yaml lists mac00 and ctrlbytes by MAC, not the "axis" hosts.
+  YAML::Node hosts = YAML::Load(HostsYaml(*tree));
+  std::map<std::string, std::vector<std::string>> listed;
+  for (size_t i = 0; i < hosts["hosts"].size(); ++i)
+    listed[hosts["hosts"][i]["name"].as<std::string>()] = hosts["hosts"][i]["macs"].as<std::vector<std::string>>();
+  EXPECT_EQ(listed.size(), topo->hosts().size() + 2);
+  EXPECT_EQ(listed["mac00"], std::vector<std::string>{"3c:ec:ef:76:4c:00"});
+  EXPECT_EQ(listed["ctrlbytes"], std::vector<std::string>{"02:00:04:00:00:01"});
+  for (const char* name : {"axis", "axis-2bbb10", "axis-b93d1a"}) EXPECT_FALSE(listed.count(name)) << name;
+
+  // The cases are options, one by one, never part of the quirk spread.
+  GenOptions one = WithSeed(2);
+  one.mac_00 = true;
+  auto only_mac00 = GenerateTree(*topo, one);
+  ASSERT_TRUE(only_mac00.ok());
+  EXPECT_EQ(only_mac00->truth.num_nodes(), topo->num_nodes() + 1);
+  EXPECT_TRUE(only_mac00->truth.Find("mac00"));
+  EXPECT_EQ(GenerateTree(*topo, WithSeed(2))->truth.num_nodes(), topo->num_nodes());
+  // A name already in the input is an error.
+  auto taken = testing::BuildTopology({"s0"}, {{"axis", 1}}, {{"axis", "s0", 1e9}});
+  auto clash = GenerateTree(taken, options);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("'axis'"), std::string::npos) << clash.status().message();
+}
+
+// Identity hosts with a management network: their management NICs carry the
+// same odd chassis IDs and names into the management switch.
+TEST(SnmprecGen, IdentityCasesOnTheManagementNetwork) {
+  auto topo = RandomSwitchTree(2, 3, 2, 2);
+  ASSERT_TRUE(topo.ok());
+  GenOptions options = WithManagement(2, 48);
+  options.duplicate_sysnames = true;
+  auto tree = GenerateTree(*topo, options);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  ASSERT_EQ(tree->management_switches, std::vector<std::string>{"mgmt0"});
+  EXPECT_EQ(tree->host_mgmt_macs.size(), topo->hosts().size() + 3);
+  EXPECT_EQ(tree->host_macs.size(), topo->hosts().size());
+  std::multiset<std::string> chassis;
+  for (const auto& [index, row] : RemoteLldp(Rec(tree->switches.back()), false))
+    if (Col(row, 9) == "axis") chassis.insert(MacText(Col(row, 5)));
+  EXPECT_EQ(chassis, (std::multiset<std::string>{"b8:a4:4f:1b:e2:1d", "b8:a4:4f:2b:bb:10", "b8:a4:4f:b9:3d:1a"}));
+}
+
 }  // namespace
 }  // namespace topotune::snmprec_gen
