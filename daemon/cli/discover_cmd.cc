@@ -79,8 +79,8 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
       ->capture_default_str();
   cmd->add_flag("--no-crawl", args->no_crawl, "Walk the seeds only; do not follow LLDP management addresses");
   cmd->add_option("--hosts", args->hosts_file,
-                  "Hosts and their MACs (YAML 'hosts: [{name, macs: [..]}]'), to name LLDP hosts and find hosts "
-                  "known only by MAC")
+                  "Hosts and their MACs (YAML 'hosts: [{name, macs: [..], mpi_mac: ..}]'; mpi_mac, optional, is the "
+                  "MAC of the NIC MPI uses), to name LLDP hosts and find hosts known only by MAC")
       ->type_name("FILE")
       ->check(CLI::ExistingFile.description(""));
   cmd->add_option("--out", args->out, "Write the topology file here (default: stdout)")->type_name("FILE");

@@ -37,18 +37,34 @@
 
 namespace topotune::discovery {
 
-// What an agent (or a hosts file) says about a host: its name and NIC MACs.
+// What an agent (or a hosts file) says about a host: its name, NIC MACs and
+// the MAC of the NIC that carries MPI traffic.
 struct HostFact {
   std::string name;
   std::vector<Mac> macs;
+  // The MPI NIC's MAC, one of `macs`; nullopt when unknown. A host seen on
+  // several switches (a data and a management network, or two data NICs)
+  // belongs where this MAC is.
+  std::optional<Mac> mpi_mac = std::nullopt;
 };
 
 // Parses a hosts file:
 //   hosts:
 //     - name: n0
 //       macs: ["02:00:00:00:00:01", "02:00:00:00:01:01"]
+//       mpi_mac: "02:00:00:00:00:01"   # optional
+// mpi_mac is added to macs when it is not there. Errors name the file, the
+// line, the host and the key.
 StatusOr<std::vector<HostFact>> ParseHostFacts(const std::string& text, const std::string& source);
 StatusOr<std::vector<HostFact>> LoadHostFacts(const std::string& path);
+
+// The facts of a hosts file and of agents, merged by host name: a host of
+// `file` gains the MACs its agent reports and, when the file gives none, the
+// agent's mpi_mac (added to its MACs); the file's mpi_mac wins a conflict,
+// with a line in `warnings` (may be null). Agents' hosts that are not in the
+// file are appended, in order, when they have a MAC.
+std::vector<HostFact> MergeHostFacts(std::vector<HostFact> file, std::vector<HostFact> agents,
+                                     std::vector<std::string>* warnings);
 
 // One end of a link: a switch (or host) and its port.
 struct LinkEnd {

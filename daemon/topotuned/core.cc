@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "daemon/discovery/discover.h"
+#include "daemon/discovery/tree_builder.h"
 #include "daemon/topotuned/snmp_config.h"
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
@@ -672,24 +673,33 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   options.transport = SnmpTransportOf(dc);
   options.concurrency = dc.concurrency;
   options.cancel = &cancel_;
-  // Host MACs: the hosts file, then what agents registered.
+  // Host MACs and MPI NICs: the hosts file, then what agents registered,
+  // merged by host name (an agent fills its host's entry of the file).
   std::vector<discovery::HostFact> facts;
   if (!config_.hosts_file.empty()) {
     auto loaded = discovery::LoadHostFacts(config_.hosts_file);
     if (!loaded.ok()) return {grpc::StatusCode::FAILED_PRECONDITION, loaded.status().message()};
     facts = std::move(*loaded);
   }
+  std::vector<discovery::HostFact> from_agents;
   if (auto agents = store_.ListAgents(); agents.ok()) {
     for (const db::AgentInfo& a : *agents) {
       auto j = nlohmann::json::parse(a.facts_json, nullptr, false);
-      if (j.is_discarded() || !j.contains("host")) continue;
-      discovery::HostFact f{a.hostname, {}};
-      for (const auto& mac : j["host"].value("macs", nlohmann::json::array()))
+      if (j.is_discarded() || !j.contains("host") || !j["host"].is_object()) continue;
+      const nlohmann::json& host = j["host"];
+      discovery::HostFact f{a.hostname, {}, std::nullopt};
+      for (const auto& mac : host.value("macs", nlohmann::json::array()))
         if (mac.is_string())
           if (auto m = discovery::ParseMac(mac.get<std::string>())) f.macs.push_back(*m);
-      if (!f.macs.empty()) facts.push_back(std::move(f));
+      // The MAC of the NIC the agent found MPI on (agents.proto HostFacts.mpi_mac); absent when unknown.
+      if (auto mpi = host.find("mpi_mac"); mpi != host.end() && mpi->is_string())
+        f.mpi_mac = discovery::ParseMac(mpi->get<std::string>());
+      from_agents.push_back(std::move(f));
     }
   }
+  std::vector<std::string> merge_warnings;
+  facts = discovery::MergeHostFacts(std::move(facts), std::move(from_agents), &merge_warnings);
+  for (const std::string& w : merge_warnings) spdlog::warn("discovery: {}", w);
   spdlog::info("discovery from {} ({} known hosts)", fmt::join(seeds, ", "), facts.size());
   auto start = std::chrono::steady_clock::now();
   discovery::Diagnostics diagnostics;
