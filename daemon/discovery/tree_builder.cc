@@ -12,6 +12,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include "daemon/discovery/warnings.h"
 #include "tuner/dsu.h"
@@ -571,22 +573,155 @@ LldpPass ReadLldp(Builder& b) {
   return pass;
 }
 
-// The name of the host an LLDP row describes, and the HostFact it is (by a
-// MAC, else by name), or -1.
-std::pair<std::string, int> LldpHostName(const Builder& b, const LldpRemote& row) {
-  std::optional<Mac> mac;
-  if (row.port_subtype == 3) mac = ParseMac(row.port_raw);
-  if (!mac) mac = ParseMac(row.chassis_id);
-  if (mac)
-    if (auto it = b.fact_by_mac.find(*mac); it != b.fact_by_mac.end()) return {b.facts[it->second].name, it->second};
-  std::string name = SafeName(row.sys_name);
-  // A host whose LLDP MAC is not among its reported MACs (another NIC) is
-  // still the known host of that name.
-  for (size_t i = 0; i < b.facts.size(); ++i)
-    if (!name.empty() && b.facts[i].name == name) return {name, static_cast<int>(i)};
-  if (name.empty() && mac) name = MacName(*mac);
-  if (name.empty()) name = "host-" + SafeName(row.chassis_id);
-  return {name, -1};
+// A MAC given as a normalised ID ("aa:bb:cc:dd:ee:ff": NormaliseChassisId,
+// NormalisePortId), else nullopt. Never six bytes of text taken for a MAC.
+std::optional<Mac> IdMac(const std::string& id) { return id.size() == 17 ? ParseMac(id) : std::nullopt; }
+
+// FNV-1a, 32 bits: a short digest of an ID that stays the same everywhere.
+uint32_t Fnv1a32(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+// The HostFact that an LLDP row describes, by its port ID MAC (subtype 3),
+// else its chassis ID MAC; -1 when it is none.
+int FactOfRow(const Builder& b, const LldpRemote& row) {
+  for (const std::optional<Mac>& mac :
+       {row.port_subtype == 3 ? IdMac(row.port_id) : std::nullopt, IdMac(row.chassis_id)})
+    if (mac)
+      if (auto it = b.fact_by_mac.find(*mac); it != b.fact_by_mac.end()) return it->second;
+  return -1;
+}
+
+// What a host is, whatever its name (see the header): the HostFact it
+// matches, else its chassis ID, else (no chassis ID) its sysName.
+std::string IdentityKey(int fact, const LldpRemote* row) {
+  if (fact >= 0) return fmt::format("fact:{}", fact);
+  if (!row->chassis_id.empty()) return "chassis:" + row->chassis_id;
+  return "name:" + row->sys_name;
+}
+
+// A place where a host was seen: an LLDP row on a switch port, or a known
+// host's MAC learned on an edge port.
+struct HostSighting {
+  std::string identity;  // IdentityKey.
+  int fact = -1;         // The HostFact, or -1.
+  int sw = -1, if_index = 0;
+  std::string how;                  // "lldp" or "fdb".
+  std::optional<Mac> mac;           // The NIC's MAC: the port ID (subtype 3), or the FDB entry's.
+  const LldpRemote* row = nullptr;  // The LLDP row; null for an FDB entry.
+};
+
+// One host: every sighting with its identity.
+struct HostIdentity {
+  std::string key;
+  int fact = -1;
+  std::string chassis;            // The smallest chassis ID of its rows; "" when none has one.
+  std::string sys_name;           // The smallest non-empty sysName of its rows, as sent.
+  std::optional<Mac> mac;         // The smallest MAC of its sightings (port ID, else chassis ID; FDB entry).
+  std::vector<size_t> sightings;  // Indexes into the sightings, in the order seen.
+};
+
+// The sightings grouped by identity, in the order first seen.
+std::vector<HostIdentity> GroupIdentities(const std::vector<HostSighting>& sightings) {
+  auto keep_smaller = [](std::string& kept, const std::string& s) {
+    if (!s.empty() && (kept.empty() || s < kept)) kept = s;
+  };
+  std::map<std::string, size_t> index;
+  std::vector<HostIdentity> ids;
+  for (size_t i = 0; i < sightings.size(); ++i) {
+    const HostSighting& s = sightings[i];
+    auto [it, inserted] = index.emplace(s.identity, ids.size());
+    if (inserted) ids.push_back({s.identity, s.fact, "", "", std::nullopt, {}});
+    HostIdentity& id = ids[it->second];
+    id.sightings.push_back(i);
+    std::optional<Mac> mac = s.mac;
+    if (s.row) {
+      keep_smaller(id.chassis, s.row->chassis_id);
+      keep_smaller(id.sys_name, s.row->sys_name);
+      if (!mac) mac = IdMac(s.row->chassis_id);
+    }
+    if (mac && (!id.mac || *mac < *id.mac)) id.mac = mac;
+  }
+  return ids;
+}
+
+// The name a host asks for: its HostFact's, else its sysName made safe,
+// else one made of its MAC, else of its chassis ID.
+std::string WantedName(const Builder& b, const HostIdentity& id) {
+  if (id.fact >= 0) return b.facts[id.fact].name;
+  if (!id.sys_name.empty()) return SafeName(id.sys_name);
+  if (id.mac) return MacName(*id.mac);
+  return "host-" + SafeName(id.chassis);
+}
+
+// The MAC that names a host in messages and suffixes: its chassis ID's, else
+// that of a NIC.
+std::optional<Mac> NamingMac(const HostIdentity& id) {
+  if (auto mac = IdMac(id.chassis)) return mac;
+  return id.mac;
+}
+
+// What tells a host apart from others that want its name (the header's rule):
+// the last 6 hex digits of its MAC, else 8 of the FNV-1a-32 of its chassis ID
+// (of its sysName when it has none).
+std::string NameSuffix(const HostIdentity& id) {
+  if (auto mac = NamingMac(id)) return fmt::format("{:02x}{:02x}{:02x}", mac->b[3], mac->b[4], mac->b[5]);
+  return fmt::format("{:08x}", Fnv1a32(id.chassis.empty() ? id.sys_name : id.chassis));
+}
+
+// A host as a message names it: its MAC, else its chassis ID, else its
+// sysName.
+std::string IdentityText(const HostIdentity& id) {
+  if (auto mac = NamingMac(id)) return FormatMac(*mac);
+  if (!id.chassis.empty()) return id.chassis;
+  return fmt::format("'{}' (no chassis ID)", Printable(id.sys_name));
+}
+
+// Names the identities `which` by the unique-name rule (tree_builder.h): the
+// name of each, by index into `ids`. `taken`: names already in use (the
+// switches'). `warnings`, if given, receives one line per host that could
+// not have the name it wants.
+std::map<size_t, std::string> AssignHostNames(const Builder& b, const std::vector<HostIdentity>& ids,
+                                              const std::vector<size_t>& which, std::set<std::string> taken,
+                                              std::vector<std::string>* warnings) {
+  std::map<std::string, std::vector<size_t>> wanting;  // Name -> the identities that want it.
+  for (size_t i : which) wanting[WantedName(b, ids[i])].push_back(i);
+  auto before = [&](size_t x, size_t y) {
+    const bool fx = ids[x].fact < 0, fy = ids[y].fact < 0;  // A HostFact first.
+    return std::tie(fx, ids[x].chassis, ids[x].key) < std::tie(fy, ids[y].chassis, ids[y].key);
+  };
+  std::map<size_t, std::string> names;
+  std::map<std::string, size_t> keeper;  // Name -> the identity that keeps it.
+  for (auto& [name, group] : wanting) {
+    std::sort(group.begin(), group.end(), before);
+    if (taken.count(name)) continue;  // A switch's.
+    keeper.emplace(name, group.front());
+    names.emplace(group.front(), name);
+    taken.insert(name);  // Before any other host is renamed: a new name never takes a kept one.
+  }
+  for (const auto& [name, group] : wanting) {
+    for (size_t i : group) {
+      if (names.count(i)) continue;
+      const std::string base = fmt::format("{}-{}", name, NameSuffix(ids[i]));
+      std::string unique = base;
+      for (int n = 2; taken.count(unique); ++n) unique = fmt::format("{}-{}", base, n);
+      taken.insert(unique);
+      names.emplace(i, unique);
+      if (!warnings) continue;
+      auto k = keeper.find(name);
+      warnings->push_back(k != keeper.end()
+                              ? fmt::format("hosts {} and {} both call themselves '{}'; the second is named '{}'",
+                                            IdentityText(ids[k->second]), IdentityText(ids[i]), name, unique)
+                              : fmt::format("host {} calls itself '{}', the name of a switch; it is named '{}'",
+                                            IdentityText(ids[i]), name, unique));
+    }
+  }
+  return names;
 }
 
 // The error when every walk holds nothing (HoldsNothing).
@@ -627,63 +762,15 @@ std::string NoHostMessage(const Builder& b, const BuildOptions& options, int swi
   return s;
 }
 
-}  // namespace
-
-StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
-                                   const BuildOptions& options, Diagnostics* diagnostics) {
-  if (diagnostics) *diagnostics = Diagnostics{};
-  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
-  b.Index();
-  struct {
-    std::vector<DiscoveredLink> links;
-    std::vector<std::string> warnings;
-    int lldp_hosts = 0, fdb_hosts = 0, blocked_or_down_links = 0;
-  } out;
-  for (const SwitchWalk& w : walks) out.warnings.insert(out.warnings.end(), w.warnings.begin(), w.warnings.end());
-
-  // 0. The anchor: the first walk that holds anything. Walks that hold
-  // nothing are left out (and, when all do, the error says only that).
-  const auto first_data =
-      std::find_if(walks.begin(), walks.end(), [](const SwitchWalk& w) { return !HoldsNothing(w); });
-  if (first_data == walks.end()) {
-    if (diagnostics) diagnostics->warnings = out.warnings;
-    return Status::NotFound(NothingParsedMessage(walks));
-  }
-  const int anchor = static_cast<int>(first_data - walks.begin());
-  int with_data = 0;
-  for (const SwitchWalk& w : walks) {
-    if (!HoldsNothing(w)) {
-      ++with_data;
-      continue;
-    }
-    b.warnings.push_back(fmt::format(
-        "nothing could be parsed from {}: no system, IF-MIB, LLDP or BRIDGE-MIB rows; the walk is left out", w.source));
-  }
-
-  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
-  LldpPass pass = ReadLldp(b);
-  // Every warning so far and the neighbours not walked, for the caller, on
-  // failure too.
-  auto diagnose = [&] {
-    if (!diagnostics) return;
-    diagnostics->warnings = out.warnings;
-    diagnostics->warnings.insert(diagnostics->warnings.end(), b.warnings.begin(), b.warnings.end());
-    diagnostics->unwalked = pass.unwalked;
-  };
-  out.blocked_or_down_links = pass.blocked_or_down;
-  std::vector<HalfLink>& halves = pass.halves;
-  const std::vector<std::set<int>>& switch_facing = pass.switch_facing;
-  const std::vector<LldpHost>& lldp_hosts = pass.lldp_hosts;
-
-  // 2. Pair the half-links into switch links, one per (switch, port group) pair.
+// Step 2 of BuildTree: the half-links paired into switch links, one per
+// (switch, port group) pair; both ends known first, then one-sided rows.
+std::vector<SwitchLink> PairHalves(Builder& b, std::vector<HalfLink> halves) {
   std::vector<SwitchLink> links;
   std::map<std::pair<int, int>, int> link_of_end;  // (switch, group) -> link.
   auto find_end = [&](int sw, int g) -> int {
     auto it = link_of_end.find({sw, g});
     return it == link_of_end.end() ? -1 : it->second;
   };
-  // Both ends known first, then one-sided rows.
   std::stable_sort(halves.begin(), halves.end(),
                    [](const HalfLink& x, const HalfLink& y) { return x.gb.has_value() > y.gb.has_value(); });
   for (const HalfLink& h : halves) {
@@ -726,9 +813,16 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     link_of_end[{h.a, h.ga}] = static_cast<int>(links.size()) - 1;
     if (h.gb) link_of_end[{h.b, *h.gb}] = static_cast<int>(links.size()) - 1;
   }
-  // A one-sided row whose partner link has a known end on the other side is
-  // the same link seen once: merge links between the same pair where one end
-  // is unknown and the other matches.
+  return links;
+}
+
+// A one-sided row whose partner link has a known end on the other side is
+// the same link seen once: merges links between the same pair where one end
+// is unknown and the other matches. Then, as spanning tree leaves at most one
+// forwarding link between two switches (a LAG counts as one), drops a second
+// link whose far end could not be resolved: most likely the blocked one seen
+// from its forwarding side.
+void MergeOneSided(Builder& b, std::vector<SwitchLink>& links) {
   for (size_t i = 0; i < links.size(); ++i) {
     for (size_t j = 0; j < links.size(); ++j) {
       if (i == j || links[i].a < 0 || links[j].a < 0) continue;
@@ -741,9 +835,6 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     }
   }
   std::erase_if(links, [](const SwitchLink& l) { return l.a < 0; });
-  // Spanning tree leaves at most one forwarding link between two switches
-  // (a LAG counts as one). A second link whose far end could not be resolved
-  // is most likely the blocked one seen from its forwarding side: drop it.
   for (size_t i = 0; i < links.size(); ++i) {
     SwitchLink& x = links[i];
     if (x.gb || x.a < 0) continue;
@@ -759,83 +850,162 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     }
   }
   std::erase_if(links, [](const SwitchLink& l) { return l.a < 0; });
+}
 
-  // 3. Hosts: LLDP neighbours first, then FDB entries on edge ports.
-  struct HostAt {
-    std::string name;
-    int sw, if_index;
-    std::string how;
-  };
-  std::vector<HostAt> hosts;
-  std::map<std::string, size_t> host_index;
-  std::set<int> placed_facts;
-  auto add_host = [&](std::string name, int sw, int if_index, std::string how) {
-    auto [it, inserted] = host_index.emplace(name, hosts.size());
-    if (!inserted) {
-      const HostAt& first = hosts[it->second];
-      b.Warn(b.sws[sw], PortLabel(b.sws[sw], if_index),
-             fmt::format("host '{}' is also attached to {} port {} ({}); the first place is kept", name,
-                         b.sws[first.sw].name, PortLabel(b.sws[first.sw], first.if_index), first.how));
-      return;
-    }
-    hosts.push_back({std::move(name), sw, if_index, std::move(how)});
-  };
-  for (const LldpHost& lh : lldp_hosts) {
-    // Not a structured binding: clang 14 cannot capture one in the lambda below.
-    std::pair<std::string, int> named = LldpHostName(b, *lh.row);
-    std::string& name = named.first;
-    if (named.second >= 0) placed_facts.insert(named.second);
-    if (b.by_sysname.count(name) ||
-        std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
-      b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
-             fmt::format("LLDP neighbour '{}' has a switch's name but not its chassis ID; ignored", name));
+// "leaf0:Ethernet1", or "leaf0" when the port is unknown.
+std::string EndLabel(const Builder& b, int sw, std::optional<int> g) {
+  return g ? fmt::format("{}:{}", b.sws[sw].name, PortLabel(b.sws[sw], *g)) : b.sws[sw].name;
+}
+
+// The error when the links form a cycle, naming the links of the first cycle
+// found; nullopt when they form none.
+std::optional<std::string> CycleError(const Builder& b, const std::vector<SwitchLink>& links) {
+  const int nsw = static_cast<int>(b.sws.size());
+  Dsu dsu(nsw);
+  std::vector<std::vector<std::pair<int, int>>> adj(nsw);  // (neighbour, link) of accepted links.
+  for (size_t l = 0; l < links.size(); ++l) {
+    const SwitchLink& sl = links[l];
+    if (dsu.Union(sl.a, sl.b)) {
+      adj[sl.a].emplace_back(sl.b, static_cast<int>(l));
+      adj[sl.b].emplace_back(sl.a, static_cast<int>(l));
       continue;
     }
-    ++out.lldp_hosts;
-    add_host(name, lh.sw, lh.if_index, "lldp");
+    // Path from b to a over accepted links, then this link closes it.
+    std::vector<int> prev_link(nsw, -1), prev(nsw, -1);
+    std::vector<int> queue{sl.b};
+    prev[sl.b] = sl.b;
+    for (size_t q = 0; q < queue.size(); ++q)
+      for (auto [n, li] : adj[queue[q]])
+        if (prev[n] < 0) {
+          prev[n] = queue[q];
+          prev_link[n] = li;
+          queue.push_back(n);
+        }
+    std::vector<std::string> parts;
+    for (int x = sl.a; x != sl.b && prev[x] >= 0 && prev[x] != x; x = prev[x]) {
+      const SwitchLink& pl = links[prev_link[x]];
+      parts.push_back(fmt::format("{} -- {}", EndLabel(b, pl.a, pl.ga), EndLabel(b, pl.b, pl.gb)));
+    }
+    parts.push_back(fmt::format("{} -- {}", EndLabel(b, sl.a, sl.ga), EndLabel(b, sl.b, sl.gb)));
+    return fmt::format(
+        "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
+        "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported",
+        fmt::join(parts, ", "));
   }
-  std::map<int, std::vector<std::pair<int, int>>> fdb_candidates;  // fact -> (switch, ifIndex).
+  return std::nullopt;
+}
+
+// The switches that links join to `anchor`. The others are left out, each
+// with a warning (but walks that hold nothing, already warned of).
+std::vector<bool> KeepConnected(Builder& b, const std::vector<SwitchLink>& links, int anchor) {
+  const int nsw = static_cast<int>(b.sws.size());
+  Dsu dsu(nsw);
+  for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
+  std::vector<bool> keep(nsw);
+  for (int i = 0; i < nsw; ++i) {
+    keep[i] = dsu.Find(i) == dsu.Find(anchor);
+    if (!keep[i] && !HoldsNothing(b.walks[i]))
+      b.Warn(
+          b.sws[i], "",
+          fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[anchor].name));
+  }
+  return keep;
+}
+
+// Known hosts' MACs learned on edge ports: ports that are up and forwarding,
+// with no switch neighbour (`switch_facing`) and no switch MAC behind them.
+// FDB port 0 (the switch itself) and self entries are skipped.
+std::vector<HostSighting> FdbSightings(const Builder& b, const std::vector<std::set<int>>& switch_facing) {
+  std::vector<HostSighting> out;
   for (size_t si = 0; si < b.sws.size(); ++si) {
     const Sw& s = b.sws[si];
-    // Ports behind which a switch MAC was learned are uplinks, not edges.
-    std::set<int> uplink;
+    std::set<int> uplink;  // Port groups behind which a switch MAC was learned.
     std::vector<std::pair<const FdbEntry*, int>> entries;
     for (const FdbEntry& e : s.walk->fdb) {
-      if (e.bridge_port == 0 || e.status == 4) continue;  // Port 0: the switch itself; 4: self.
+      if (e.bridge_port == 0 || e.status == 4) continue;
       auto bp = s.walk->base_port_if_index.find(e.bridge_port);
       int if_index = bp != s.walk->base_port_if_index.end() ? bp->second : e.bridge_port;
       if (b.switch_macs.count(e.mac)) uplink.insert(Group(s, if_index));
       entries.emplace_back(&e, if_index);
     }
     for (auto [e, if_index] : entries) {
-      int g = Group(s, if_index);
-      if (switch_facing[si].count(g) || uplink.count(g)) continue;
-      auto it = b.fact_by_mac.find(e->mac);
-      if (it == b.fact_by_mac.end()) continue;
+      const int g = Group(s, if_index);
+      auto fact = b.fact_by_mac.find(e->mac);
+      if (fact == b.fact_by_mac.end() || switch_facing[si].count(g) || uplink.count(g)) continue;
       if (!NotForwarding(s, if_index).empty()) continue;
-      auto& cands = fdb_candidates[it->second];
-      if (std::find(cands.begin(), cands.end(), std::make_pair(static_cast<int>(si), if_index)) == cands.end())
-        cands.emplace_back(static_cast<int>(si), if_index);
+      out.push_back(
+          {IdentityKey(fact->second, nullptr), fact->second, static_cast<int>(si), if_index, "fdb", e->mac, nullptr});
     }
   }
-  for (auto& [fact, cands] : fdb_candidates) {
-    if (placed_facts.count(fact)) continue;
-    const auto [sw, if_index] = cands.front();
-    if (cands.size() > 1) {
-      std::string others;
-      for (size_t i = 1; i < cands.size(); ++i)
-        others += fmt::format("{}{} port {}", i > 1 ? ", " : "", b.sws[cands[i].first].name,
-                              PortLabel(b.sws[cands[i].first], cands[i].second));
-      b.Warn(b.sws[sw], PortLabel(b.sws[sw], if_index),
-             fmt::format("host '{}' is learned on several edge ports (also {}); this one is kept", b.facts[fact].name,
-                         others));
+  return out;
+}
+
+// Every sighting of a host: the LLDP host rows, then the FDB entries of
+// known hosts. A row with no chassis ID that bears a switch's name is that
+// switch seen oddly, not a host: dropped with a warning.
+std::vector<HostSighting> Sightings(Builder& b, const LldpPass& pass) {
+  std::vector<HostSighting> out;
+  for (const LldpHost& lh : pass.lldp_hosts) {
+    const LldpRemote& row = *lh.row;
+    const std::string name = SafeName(row.sys_name);
+    if (row.chassis_id.empty() &&
+        std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
+      b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
+             fmt::format("LLDP neighbour '{}' has a switch's name but no chassis ID; ignored", name));
+      continue;
     }
-    placed_facts.insert(fact);
-    ++out.fdb_hosts;
-    add_host(b.facts[fact].name, sw, if_index, "fdb");
+    const int fact = FactOfRow(b, row);
+    std::optional<Mac> mac = row.port_subtype == 3 ? IdMac(row.port_id) : std::nullopt;
+    out.push_back({IdentityKey(fact, &row), fact, lh.sw, lh.if_index, "lldp", mac, &row});
   }
+  std::vector<HostSighting> fdb = FdbSightings(b, pass.switch_facing);
+  out.insert(out.end(), fdb.begin(), fdb.end());
+  return out;
+}
+
+// A host in the tree: where it is and how it was found.
+struct HostAt {
+  std::string name;
+  int sw, if_index;
+  std::string how;
+  int fact = -1;
+};
+
+// Where a host may go: its LLDP sightings on kept switches, else its FDB
+// ones; one per port group, in the order seen.
+std::vector<const HostSighting*> Places(const Builder& b, const HostIdentity& id,
+                                        const std::vector<HostSighting>& sightings, const std::vector<bool>& keep) {
+  for (const char* how : {"lldp", "fdb"}) {
+    std::vector<const HostSighting*> out;
+    std::set<std::pair<int, int>> ports;
+    for (size_t i : id.sightings) {
+      const HostSighting& s = sightings[i];
+      if (s.how == how && keep[s.sw] && ports.insert({s.sw, Group(b.sws[s.sw], s.if_index)}).second) out.push_back(&s);
+    }
+    if (!out.empty()) return out;
+  }
+  return {};
+}
+
+// One host, at one of `places` (not empty).
+HostAt PlaceHost(Builder& b, const std::string& name, const std::vector<const HostSighting*>& places) {
+  const HostSighting& first = *places.front();
+  for (size_t k = 1; k < places.size(); ++k) {
+    const HostSighting& p = *places[k];
+    b.Warn(b.sws[p.sw], PortLabel(b.sws[p.sw], p.if_index),
+           fmt::format("host '{}' is also attached to {} port {} ({}); the first place is kept", name,
+                       b.sws[first.sw].name, PortLabel(b.sws[first.sw], first.if_index), first.how));
+  }
+  return {name, first.sw, first.if_index, first.how, first.fact};
+}
+
+// Warnings for the known hosts that are not in the tree, and for ports with
+// several hosts.
+void WarnOfHosts(Builder& b, const std::vector<HostAt>& hosts) {
+  std::set<int> placed;
+  for (const HostAt& h : hosts) placed.insert(h.fact);
   for (size_t i = 0; i < b.facts.size(); ++i) {
-    if (placed_facts.count(static_cast<int>(i))) continue;
+    if (placed.count(static_cast<int>(i))) continue;
     std::string macs;
     for (const Mac& m : b.facts[i].macs) macs += (macs.empty() ? "" : ", ") + FormatMac(m);
     b.warnings.push_back(fmt::format("host '{}' ({}) was found on no switch edge port (not in LLDP or any FDB)",
@@ -848,123 +1018,160 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
       b.Warn(b.sws[key.first], PortLabel(b.sws[key.first], key.second),
              fmt::format("{} hosts on one port ({}): an unmanaged switch or hub is probably behind it", names.size(),
                          fmt::format("{}", fmt::join(names, ", "))));
+}
 
-  // 4. Cycles, then the connected part around the first switch.
-  const int nsw = static_cast<int>(b.sws.size());
-  auto end_label = [&](int sw, std::optional<int> g) {
-    return g ? fmt::format("{}:{}", b.sws[sw].name, PortLabel(b.sws[sw], *g)) : b.sws[sw].name;
-  };
-  {
-    Dsu dsu(nsw);
-    std::vector<std::vector<std::pair<int, int>>> adj(nsw);  // (neighbour, link) of accepted links.
-    for (size_t l = 0; l < links.size(); ++l) {
-      const SwitchLink& sl = links[l];
-      if (dsu.Union(sl.a, sl.b)) {
-        adj[sl.a].emplace_back(sl.b, static_cast<int>(l));
-        adj[sl.b].emplace_back(sl.a, static_cast<int>(l));
-        continue;
-      }
-      // Path from b to a over accepted links, then this link closes it.
-      std::vector<int> prev_link(nsw, -1), prev(nsw, -1);
-      std::vector<int> queue{sl.b};
-      prev[sl.b] = sl.b;
-      for (size_t q = 0; q < queue.size(); ++q)
-        for (auto [n, li] : adj[queue[q]])
-          if (prev[n] < 0) {
-            prev[n] = queue[q];
-            prev_link[n] = li;
-            queue.push_back(n);
-          }
-      std::vector<std::string> parts;
-      for (int x = sl.a; x != sl.b && prev[x] >= 0 && prev[x] != x; x = prev[x]) {
-        const SwitchLink& pl = links[prev_link[x]];
-        parts.push_back(fmt::format("{} -- {}", end_label(pl.a, pl.ga), end_label(pl.b, pl.gb)));
-      }
-      parts.push_back(fmt::format("{} -- {}", end_label(sl.a, sl.ga), end_label(sl.b, sl.gb)));
-      diagnose();
-      return Status::FailedPrecondition(fmt::format(
-          "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
-          "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported",
-          fmt::join(parts, ", ")));
-    }
+// Step 5 of BuildTree: every host by identity (see the header), named by the
+// unique-name rule, on a kept switch.
+std::vector<HostAt> PlaceHosts(Builder& b, const LldpPass& pass, const std::vector<bool>& keep) {
+  const std::vector<HostSighting> sightings = Sightings(b, pass);
+  const std::vector<HostIdentity> ids = GroupIdentities(sightings);
+  std::vector<std::vector<const HostSighting*>> places(ids.size());
+  std::vector<size_t> in_tree;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    places[i] = Places(b, ids[i], sightings, keep);
+    if (!places[i].empty()) in_tree.push_back(i);
   }
-  Dsu dsu(nsw);
-  for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
-  std::vector<bool> keep(nsw);
-  for (int i = 0; i < nsw; ++i) {
-    keep[i] = dsu.Find(i) == dsu.Find(anchor);
-    if (!keep[i] && !HoldsNothing(walks[i]))
-      b.Warn(
-          b.sws[i], "",
-          fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[anchor].name));
-  }
+  std::set<std::string> switch_names;
+  for (const Sw& s : b.sws) switch_names.insert(s.name);
+  const std::map<size_t, std::string> names = AssignHostNames(b, ids, in_tree, switch_names, &b.warnings);
+  std::vector<HostAt> hosts;
+  for (size_t i : in_tree) hosts.push_back(PlaceHost(b, names.at(i), places[i]));
+  WarnOfHosts(b, hosts);
+  return hosts;
+}
 
-  // 5. The topology: kept switches, their hosts, switch links, host links.
+// The tree being assembled: its nodes and links, and how each link was seen.
+struct Assembly {
   std::vector<Node> nodes;
-  std::vector<Link> tlinks;
-  std::vector<int> node_of(nsw, -1);
-  for (int i = 0; i < nsw; ++i)
-    if (keep[i]) {
-      node_of[i] = static_cast<int>(nodes.size());
-      nodes.push_back({b.sws[i].name, NodeKind::kSwitch, 1, {}});
-    }
-  auto speed_of = [&](int sw, int group, const std::string& what, int* members) {
-    double bps = GroupSpeed(b.sws[sw], group, members);
-    if (bps <= 0) {
-      b.Warn(b.sws[sw], PortLabel(b.sws[sw], group),
-             fmt::format("ifHighSpeed is missing or 0 for the link to {}; assuming {}", what,
-                         FormatSpeed(kDefaultSpeedBps)));
-    }
-    return bps;
-  };
-  for (const SwitchLink& sl : links) {
-    if (!keep[sl.a]) continue;
-    int ma = 1, mb = 1;
-    double sa = GroupSpeed(b.sws[sl.a], sl.ga, &ma);
-    double sb = sl.gb ? GroupSpeed(b.sws[sl.b], *sl.gb, &mb) : 0;
-    double speed = sa > 0 && sb > 0 ? std::min(sa, sb) : std::max(sa, sb);
-    if (speed <= 0) {
-      b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
-             fmt::format("ifHighSpeed is missing or 0 at both ends of the link to {}; assuming {}", b.sws[sl.b].name,
-                         FormatSpeed(kDefaultSpeedBps)));
-      speed = kDefaultSpeedBps;
-    }
-    if (sa > 0 && sb > 0 && sa != sb)
-      b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
-             fmt::format("speed {} differs from the far end {} ({}); the lower is used", FormatSpeed(sa),
-                         end_label(sl.b, sl.gb), FormatSpeed(sb)));
-    tlinks.push_back({node_of[sl.a], node_of[sl.b], speed, 0, {}});
-    out.links.push_back({{b.sws[sl.a].name, PortLabel(b.sws[sl.a], sl.ga)},
-                         {b.sws[sl.b].name, sl.gb ? PortLabel(b.sws[sl.b], *sl.gb) : ""},
-                         speed,
-                         std::max(ma, mb),
-                         sl.both_sides || sl.gb ? "lldp" : "lldp (one side)"});
+  std::vector<Link> links;
+  std::vector<DiscoveredLink> seen;  // Same order as links.
+  std::vector<int> node_of;          // Per switch, its node; -1 when left out.
+};
+
+// The link `sl` between kept switches, at the lower of its two ends' speeds.
+void AddSwitchLink(Builder& b, const SwitchLink& sl, Assembly& a) {
+  int ma = 1, mb = 1;
+  double sa = GroupSpeed(b.sws[sl.a], sl.ga, &ma);
+  double sb = sl.gb ? GroupSpeed(b.sws[sl.b], *sl.gb, &mb) : 0;
+  double speed = sa > 0 && sb > 0 ? std::min(sa, sb) : std::max(sa, sb);
+  if (speed <= 0) {
+    b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
+           fmt::format("ifHighSpeed is missing or 0 at both ends of the link to {}; assuming {}", b.sws[sl.b].name,
+                       FormatSpeed(kDefaultSpeedBps)));
+    speed = kDefaultSpeedBps;
   }
+  if (sa > 0 && sb > 0 && sa != sb)
+    b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
+           fmt::format("speed {} differs from the far end {} ({}); the lower is used", FormatSpeed(sa),
+                       EndLabel(b, sl.b, sl.gb), FormatSpeed(sb)));
+  a.links.push_back({a.node_of[sl.a], a.node_of[sl.b], speed, 0, {}});
+  a.seen.push_back({{b.sws[sl.a].name, PortLabel(b.sws[sl.a], sl.ga)},
+                    {b.sws[sl.b].name, sl.gb ? PortLabel(b.sws[sl.b], *sl.gb) : ""},
+                    speed,
+                    std::max(ma, mb),
+                    sl.both_sides || sl.gb ? "lldp" : "lldp (one side)"});
+}
+
+// Step 6 of BuildTree: the kept switches and their links, then the hosts,
+// ordered by switch and port.
+Assembly Assemble(Builder& b, const std::vector<SwitchLink>& links, const std::vector<bool>& keep,
+                  std::vector<HostAt> hosts) {
+  Assembly a;
+  a.node_of.assign(b.sws.size(), -1);
+  for (size_t i = 0; i < b.sws.size(); ++i)
+    if (keep[i]) {
+      a.node_of[i] = static_cast<int>(a.nodes.size());
+      a.nodes.push_back({b.sws[i].name, NodeKind::kSwitch, 1, {}});
+    }
+  for (const SwitchLink& sl : links)
+    if (keep[sl.a]) AddSwitchLink(b, sl, a);
   std::stable_sort(hosts.begin(), hosts.end(), [](const HostAt& x, const HostAt& y) {
     return std::tie(x.sw, x.if_index, x.name) < std::tie(y.sw, y.if_index, y.name);
   });
   for (const HostAt& h : hosts) {
-    if (!keep[h.sw]) continue;
+    const Sw& s = b.sws[h.sw];
+    const int group = Group(s, h.if_index);
     int members = 1;
-    double speed = speed_of(h.sw, Group(b.sws[h.sw], h.if_index), "host " + h.name, &members);
-    if (speed <= 0) speed = kDefaultSpeedBps;
-    int node = static_cast<int>(nodes.size());
-    nodes.push_back({h.name, NodeKind::kHost, 1, {}});
-    tlinks.push_back({node, node_of[h.sw], speed, 0, {}});
-    out.links.push_back({{h.name, ""},
-                         {b.sws[h.sw].name, PortLabel(b.sws[h.sw], Group(b.sws[h.sw], h.if_index))},
-                         speed,
-                         members,
-                         h.how});
+    double speed = GroupSpeed(s, group, &members);
+    if (speed <= 0) {
+      b.Warn(s, PortLabel(s, group),
+             fmt::format("ifHighSpeed is missing or 0 for the link to host {}; assuming {}", h.name,
+                         FormatSpeed(kDefaultSpeedBps)));
+      speed = kDefaultSpeedBps;
+    }
+    const int node = static_cast<int>(a.nodes.size());
+    a.nodes.push_back({h.name, NodeKind::kHost, 1, {}});
+    a.links.push_back({node, a.node_of[h.sw], speed, 0, {}});
+    a.seen.push_back({{h.name, ""}, {s.name, PortLabel(s, group)}, speed, members, h.how});
   }
+  return a;
+}
+
+}  // namespace
+
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+                                   const BuildOptions& options, Diagnostics* diagnostics) {
+  if (diagnostics) *diagnostics = Diagnostics{};
+  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
+  b.Index();
+  std::vector<std::string> warnings;  // The walks' decoding warnings, then the builder's (b.warnings).
+  for (const SwitchWalk& w : walks) warnings.insert(warnings.end(), w.warnings.begin(), w.warnings.end());
+
+  // 0. The anchor: the first walk that holds anything. Walks that hold
+  // nothing are left out (and, when all do, the error says only that).
+  const auto first_data =
+      std::find_if(walks.begin(), walks.end(), [](const SwitchWalk& w) { return !HoldsNothing(w); });
+  if (first_data == walks.end()) {
+    if (diagnostics) diagnostics->warnings = warnings;
+    return Status::NotFound(NothingParsedMessage(walks));
+  }
+  const int anchor = static_cast<int>(first_data - walks.begin());
+  int with_data = 0;
+  for (const SwitchWalk& w : walks) {
+    if (!HoldsNothing(w)) {
+      ++with_data;
+      continue;
+    }
+    b.warnings.push_back(fmt::format(
+        "nothing could be parsed from {}: no system, IF-MIB, LLDP or BRIDGE-MIB rows; the walk is left out", w.source));
+  }
+
+  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
+  LldpPass pass = ReadLldp(b);
+  // Every warning so far and the neighbours not walked, for the caller, on
+  // failure too.
+  auto diagnose = [&] {
+    if (!diagnostics) return;
+    diagnostics->warnings = warnings;
+    diagnostics->warnings.insert(diagnostics->warnings.end(), b.warnings.begin(), b.warnings.end());
+    diagnostics->unwalked = pass.unwalked;
+  };
+  // 2. Pair the half-links into switch links.
+  std::vector<SwitchLink> links = PairHalves(b, std::move(pass.halves));
+  MergeOneSided(b, links);
+  // 3. Cycles.
+  if (std::optional<std::string> cycle = CycleError(b, links)) {
+    diagnose();
+    return Status::FailedPrecondition(*cycle);
+  }
+  // 4. The connected part around the anchor.
+  const std::vector<bool> keep = KeepConnected(b, links, anchor);
+  // 5. Hosts, on kept switches only.
+  std::vector<HostAt> hosts = PlaceHosts(b, pass, keep);
+  const auto count_how = [&](const char* how) {
+    return static_cast<int>(std::count_if(hosts.begin(), hosts.end(), [&](const HostAt& h) { return h.how == how; }));
+  };
+  const int lldp_hosts = count_how("lldp"), fdb_hosts = count_how("fdb");
+  // 6. The topology: kept switches, their links, the hosts.
+  Assembly a = Assemble(b, links, keep, std::move(hosts));
   diagnose();
-  out.warnings.insert(out.warnings.end(), b.warnings.begin(), b.warnings.end());
-  if (std::none_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.kind == NodeKind::kHost; }))
-    return Status::NotFound(NoHostMessage(b, options, with_data, pass.unwalked.size()));
-  auto topo = Topology::Create(std::move(nodes), std::move(tlinks), "discovery");
+  warnings.insert(warnings.end(), b.warnings.begin(), b.warnings.end());
+  if (lldp_hosts + fdb_hosts == 0) return Status::NotFound(NoHostMessage(b, options, with_data, pass.unwalked.size()));
+  auto topo = Topology::Create(std::move(a.nodes), std::move(a.links), "discovery");
   if (!topo.ok()) return topo.status();
-  return DiscoveredTree{std::move(*topo), std::move(out.links), std::move(out.warnings),
-                        out.lldp_hosts,   out.fdb_hosts,        out.blocked_or_down_links};
+  return DiscoveredTree{std::move(*topo), std::move(a.seen), std::move(warnings),
+                        lldp_hosts,       fdb_hosts,         pass.blocked_or_down};
 }
 
 std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
@@ -975,7 +1182,7 @@ std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const 
   std::set<int> placed;
   std::set<std::pair<int, int>> host_ports;  // (switch, port group) with an LLDP host.
   for (const LldpHost& lh : pass.lldp_hosts) {
-    if (int fact = LldpHostName(b, *lh.row).second; fact >= 0) placed.insert(fact);
+    if (int fact = FactOfRow(b, *lh.row); fact >= 0) placed.insert(fact);
     host_ports.insert({lh.sw, Group(b.sws[lh.sw], lh.if_index)});
   }
   if (placed.size() == facts.size()) return {};

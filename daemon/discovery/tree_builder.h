@@ -19,6 +19,25 @@
 //    neighbour and no switch MAC behind them (FDB port 0 and self entries
 //    are skipped).
 //
+// A host is its identity, never its name: the HostFact one of its MACs
+// belongs to (the LLDP port ID of subtype 3, else the chassis ID; or the FDB
+// entry's MAC), else its normalised chassis ID, else (no chassis ID) its
+// sysName. Two devices that send one sysName stay two hosts; the rows of one
+// device on several ports are one host, placed once. A row with no chassis ID
+// that bears a switch's name is that switch, not a host (a warning).
+//
+// Host names: a host wants its HostFact's name, else its sysName made safe
+// (SafeName), else "host-" and its MAC's 12 hex digits, else "host-" and its
+// chassis ID. The unique-name rule, the same whatever the order of the walks:
+// among the hosts that want one name, a HostFact keeps it; else the smallest
+// normalised chassis ID in byte order keeps it (no chassis ID counts as the
+// smallest). Every other one, and every host that wants a switch's name, is
+// named "<name>-<the last 6 hex digits of its chassis MAC, else of its port
+// MAC, lower case>" ("axis-2bbb10"), or with no MAC "<name>-<8 hex digits of
+// the FNV-1a-32 of its chassis ID (of its sysName without one)>"; when that
+// is taken too, "-2", "-3", ... follows. Each renamed host is a warning that
+// names both MACs and the new name.
+//
 // What cannot be resolved becomes a warning naming the switch, the port and
 // the reason. Links that still form a cycle are an error naming them.
 //

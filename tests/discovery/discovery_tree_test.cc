@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -53,10 +54,11 @@ std::vector<SwitchWalk> Walks(const gen::GeneratedTree& tree, std::vector<std::s
   return walks;
 }
 
-gen::GeneratedTree Generate(uint64_t seed, int switches, int hosts_per_switch, int depth) {
+// A random tree generated with `options` (its seed set to `seed`).
+gen::GeneratedTree Generate(uint64_t seed, int switches, int hosts_per_switch, int depth,
+                            gen::GenOptions options = {}) {
   auto topo = gen::RandomSwitchTree(seed, switches, hosts_per_switch, depth);
   EXPECT_TRUE(topo.ok()) << topo.status().message();
-  gen::GenOptions options;
   options.seed = seed;
   auto tree = gen::GenerateTree(*topo, options);
   EXPECT_TRUE(tree.ok()) << tree.status().message();
@@ -263,6 +265,64 @@ TEST(GeneratedTree, FdbIsWalkedOnlyWhereAKnownMacMayBe) {
       lldp_only.push_back(f);
   EXPECT_TRUE(SwitchesNeedingFdb(walks, lldp_only).empty());
   EXPECT_TRUE(SwitchesNeedingFdb(walks, {}).empty());
+}
+
+// ---- Host identity and names (issue 18) -----------------------------------------
+
+// Success when every byte of `text` is a newline or in 0x20-0x7e.
+::testing::AssertionResult OnlyPrintable(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c != '\n' && (c < 0x20 || c > 0x7e))
+      return ::testing::AssertionFailure() << "byte " << i << " is " << static_cast<int>(c) << ":\n" << text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Three devices that all call themselves "axis" (as an HP ProCurve saw them)
+// stay three hosts, named by the unique-name rule whatever the order of the
+// walks: the smallest chassis ID keeps the name, and each other one is one
+// warning naming both MACs and its new name.
+TEST(Identity, HostsThatShareASysNameStayApartWithUniqueNames) {
+  gen::GenOptions options;
+  options.duplicate_sysnames = true;
+  gen::GeneratedTree tree = Generate(4, 10, 2, 3, options);
+  for (const char* name : {"axis", "axis-2bbb10", "axis-b93d1a"}) ASSERT_TRUE(tree.truth.Find(name)) << name;
+  std::vector<SwitchWalk> walks = Walks(tree);
+  for (bool reversed : {false, true}) {
+    if (reversed) std::reverse(walks.begin(), walks.end());
+    auto built = BuildTree(walks, Facts(tree));
+    ASSERT_TRUE(built.ok()) << built.status().message();
+    EXPECT_TRUE(SameTree(built->topology, tree.truth)) << "reversed: " << reversed;
+    EXPECT_EQ(built->warnings,
+              (std::vector<std::string>{"hosts b8:a4:4f:1b:e2:1d and b8:a4:4f:2b:bb:10 both call themselves 'axis'; "
+                                        "the second is named 'axis-2bbb10'",
+                                        "hosts b8:a4:4f:1b:e2:1d and b8:a4:4f:b9:3d:1a both call themselves 'axis'; "
+                                        "the second is named 'axis-b93d1a'"}))
+        << "reversed: " << reversed;
+  }
+}
+
+// A chassis ID and a NIC MAC that end in a zero byte, and a sysName of bytes
+// FF FE 00 41: with the hosts file, the truth's names; without it, names
+// made of the MAC and of the bytes made safe. The YAML is printable.
+TEST(Identity, MacsEndingInZeroAndControlBytesGiveSafeNames) {
+  gen::GenOptions options;
+  options.mac_00 = options.control_bytes = true;
+  gen::GeneratedTree tree = Generate(6, 12, 1, 3, options);
+  auto built = BuildTree(Walks(tree), Facts(tree));
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(SameTree(built->topology, tree.truth));
+  EXPECT_TRUE(built->warnings.empty()) << fmt::format("{}", fmt::join(built->warnings, "\n"));
+  EXPECT_TRUE(built->topology.Find("mac00"));
+  EXPECT_TRUE(built->topology.Find("ctrlbytes"));
+  EXPECT_TRUE(OnlyPrintable(FormatDiscoveredTree(*built)));
+  auto anonymous = BuildTree(Walks(tree), {});
+  ASSERT_TRUE(anonymous.ok()) << anonymous.status().message();
+  EXPECT_TRUE(anonymous->topology.Find("mac00"));
+  EXPECT_TRUE(anonymous->topology.Find("---A"));
+  EXPECT_FALSE(anonymous->topology.Find("ctrlbytes"));
+  EXPECT_TRUE(OnlyPrintable(FormatDiscoveredTree(*anonymous)));
 }
 
 // ---- Faults -------------------------------------------------------------------
