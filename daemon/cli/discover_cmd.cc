@@ -27,7 +27,9 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
        "switches at once. It keeps links that are up and STP-forwarding, folds LAG members into one link (the sum\n"
        "of their speeds), and finds hosts as LLDP neighbours that are not bridges or routers and, with --hosts, as\n"
        "known MACs learned on edge ports. What it cannot resolve is a warning naming the switch, port and reason;\n"
-       "forwarding links that form a cycle are an error naming them.\n"
+       "forwarding links that form a cycle are an error naming them. Ports that are not bridge ports (an\n"
+       "out-of-band mgmt0) are management ports: their LLDP neighbours are not crawled and not in the tree, and\n"
+       "'note:' lines count them and the management network left out.\n"
        "\n"
        "With --from-walks it reads recorded walks instead (one file per switch: .snmprec, or the output of\n"
        "'snmpwalk -On'), with no network: a walk saved with --save-walks reproduces a discovery exactly.\n"
@@ -202,8 +204,10 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
     report = dsc::Discover(options, facts, &diagnostics);
   }
   if (!report.ok()) {
-    // Every warning computed, and the neighbours not walked: they say why no
-    // tree came out (switches behind unwalked neighbours, an unparsable walk).
+    // Every note and warning computed, and the neighbours not walked: they
+    // say why no tree came out (a seed on the management network, switches
+    // behind unwalked neighbours, an unparsable walk).
+    for (const std::string& n : diagnostics.notes) err << "note: " << dsc::ScrubLine(n) << "\n";
     for (const std::string& w : diagnostics.warnings) err << "warning: " << dsc::ScrubLine(w) << "\n";
     for (const std::string& line : dsc::UnwalkedLines(diagnostics.unwalked)) err << dsc::ScrubLine(line) << "\n";
     err << "topotune discover: " << report.status().message() << "\n";
@@ -222,6 +226,8 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
       return kExitFailure;
     }
   }
+  // Notes (what was left out on purpose: the management network) before warnings.
+  for (const std::string& n : tree.notes) err << "note: " << dsc::ScrubLine(n) << "\n";
   for (const std::string& w : tree.warnings) err << "warning: " << dsc::ScrubLine(w) << "\n";
   const Topology& t = tree.topology;
   int switches = t.num_nodes() - static_cast<int>(t.hosts().size());

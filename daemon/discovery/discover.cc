@@ -16,12 +16,16 @@
 namespace topotune::discovery {
 namespace {
 
-// "6 LLDP neighbours: 2 switches, 4 hosts".
-std::string NeighbourCounts(int neighbours, int switches) {
+// "6 LLDP neighbours: 2 switches, 4 hosts", then ", 1 on a management port"
+// when some are.
+std::string NeighbourCounts(int neighbours, int switches, int management) {
   if (neighbours == 0) return "0 LLDP neighbours";
-  int hosts = neighbours - switches;
-  return fmt::format("{} LLDP neighbour{}: {} switch{}, {} host{}", neighbours, neighbours == 1 ? "" : "s", switches,
-                     switches == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
+  int hosts = neighbours - switches - management;
+  std::string s = fmt::format("{} LLDP neighbour{}: {} switch{}, {} host{}", neighbours, neighbours == 1 ? "" : "s",
+                              switches, switches == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s");
+  if (management == 1) return s + ", 1 on a management port";
+  if (management > 1) return s + fmt::format(", {} on management ports", management);
+  return s;
 }
 
 }  // namespace
@@ -110,6 +114,9 @@ CrawlResult Crawl(const CrawlOptions& options) {
       if (walk.ok() && !options.save_walks_dir.empty()) {
         std::ofstream(std::filesystem::path(options.save_walks_dir) / (address + ".snmprec")) << FormatSnmprec(raw);
       }
+      // Rows on management ports are not followed: the management network is
+      // not part of the tree (tree_builder.h).
+      const std::vector<bool> on_management_port = walk.ok() ? RowsOnManagementPorts(*walk) : std::vector<bool>();
       std::lock_guard<std::mutex> lock(mu);
       --in_flight;
       --progress.pending;
@@ -129,15 +136,20 @@ CrawlResult Crawl(const CrawlOptions& options) {
         // already walked, or a bridge or router, is a switch; any other one a
         // host. A neighbour with no capabilities is still followed, as a
         // switch that advertises none is one once walked.
-        int switches = 0;
-        for (const LldpRemote& r : walk->remotes) {
+        int switches = 0, management = 0;
+        for (size_t k = 0; k < walk->remotes.size(); ++k) {
+          const LldpRemote& r = walk->remotes[k];
+          if (on_management_port[k]) {
+            ++management;
+            continue;
+          }
           if (r.is_switch_like() || chassis.count(r.chassis_id)) ++switches;
           bool host_like = r.caps_enabled && !r.is_switch_like();
           if (!options.follow_lldp || host_like || chassis.count(r.chassis_id)) continue;
           for (const std::string& a : r.mgmt_addresses) enqueue(a);
         }
         progress.last = fmt::format("{} at {}: {} interfaces, {}", walk->label(), address, walk->interfaces.size(),
-                                    NeighbourCounts(static_cast<int>(walk->remotes.size()), switches));
+                                    NeighbourCounts(static_cast<int>(walk->remotes.size()), switches, management));
         done.emplace(order[address], std::move(*walk));
       }
       if (options.progress) options.progress(progress);

@@ -1,6 +1,8 @@
 // Discovery end to end: crawl the switches from seed addresses through LLDP
 // management addresses, walking many at once, then build the tree
-// (tree_builder.h). Also the same from recorded walks, with no socket.
+// (tree_builder.h). Also the same from recorded walks, with no socket. The
+// crawl does not follow LLDP neighbours seen on management ports (ports that
+// are not bridge ports), so that the management network is not walked.
 //
 // The crawl never throws and never fails as a whole because of one switch:
 // an unreachable seed, a switch that times out or answers garbage becomes a
@@ -28,9 +30,11 @@ struct CrawlProgress {
   int walked = 0;   // Switches walked successfully.
   int failed = 0;   // Addresses that could not be walked.
   int pending = 0;  // Addresses queued or being walked.
-  // What just happened, e.g. "s3 at 127.1.0.3: 48 interfaces, 6 LLDP
-  // neighbours: 2 switches, 4 hosts" (BuildTree's classes: a bridge or
-  // router, or a switch already walked, is a switch; any other one a host).
+  // What just happened, e.g. "s3 at 127.1.0.3: 48 interfaces, 7 LLDP
+  // neighbours: 2 switches, 4 hosts, 1 on a management port" (BuildTree's
+  // classes: a bridge or router, or a switch already walked, is a switch; any
+  // other one a host; rows on management ports, IsManagementPort, are counted
+  // apart and not followed).
   std::string last;
 };
 

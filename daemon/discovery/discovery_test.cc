@@ -447,6 +447,25 @@ TEST_P(VendorTest, NeighboursPortsAndChassisMatchTheFile) {
   std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
   for (const std::string& m : missing) ADD_FAILURE() << name << ": expected but not decoded: " << m;
   for (const std::string& x : extra) ADD_FAILURE() << name << ": decoded but not expected: " << x;
+
+  // Where the file lists them: the local ports of LLDP rows that are
+  // management ports (not bridge ports), as IsManagementPort and the crawl
+  // (RowsOnManagementPorts) see them.
+  if (const YAML::Node listed = e["management_ports"]) {
+    std::set<std::string> want_ports, got_ports, crawl_ports;
+    for (const YAML::Node& p : listed) want_ports.insert(p.as<std::string>());
+    const std::vector<bool> on_management_port = RowsOnManagementPorts(*walk);
+    ASSERT_EQ(on_management_port.size(), walk->remotes.size());
+    for (size_t i = 0; i < walk->remotes.size(); ++i) {
+      auto local = LocalPortOf(*walk, walk->remotes[i]);
+      if (!local) continue;
+      const std::string label = walk->interfaces.at(*local).label();
+      if (IsManagementPort(*walk, *local)) got_ports.insert(label);
+      if (on_management_port[i]) crawl_ports.insert(label);
+    }
+    EXPECT_EQ(got_ports, want_ports) << name;
+    EXPECT_EQ(crawl_ports, want_ports) << name;
+  }
 }
 
 std::vector<std::string> VendorNames() {
@@ -664,6 +683,107 @@ TEST(Diagnostics, AWalkFromWhichNothingCouldBeParsedSaysSo) {
   EXPECT_EQ(diagnostics.warnings, built->warnings);
   std::filesystem::remove(empty);
   std::filesystem::remove(noise);
+}
+
+// ---- Management ports (issue 18) ------------------------------------------------
+
+// leaf0 with a bridge table: Ethernet1 (ifIndex 1, bridge port 1) to the
+// host h1, and mgmt0 (ifIndex 100, no bridge port) to `neighbour`, the rows
+// of one LLDP neighbour on local port 100.
+std::string LeafWithMgmt0(const std::string& neighbour) {
+  return std::string(kLeaf) +
+         "1.3.6.1.2.1.2.2.1.8.100|2|1\n"
+         "1.3.6.1.2.1.31.1.1.1.1.100|4|mgmt0\n"
+         "1.3.6.1.2.1.31.1.1.1.15.100|66|1000\n"
+         "1.3.6.1.2.1.17.1.4.1.2.1|2|1\n"
+         "1.0.8802.1.1.2.1.4.1.1.4.0.1.1|2|4\n"
+         "1.0.8802.1.1.2.1.4.1.1.5.0.1.1|4x|020000000101\n"
+         "1.0.8802.1.1.2.1.4.1.1.6.0.1.1|2|3\n"
+         "1.0.8802.1.1.2.1.4.1.1.7.0.1.1|4x|020000000101\n"
+         "1.0.8802.1.1.2.1.4.1.1.9.0.1.1|4|h1\n"
+         "1.0.8802.1.1.2.1.4.1.1.12.0.1.1|4x|0100\n" +
+         neighbour;
+}
+
+// On mgmt0: the out-of-band switch oob-sw, a bridge at 10.0.0.9.
+const char kOobSwitch[] =
+    "1.0.8802.1.1.2.1.4.1.1.4.0.100.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.100.1|4x|141877dd6fca\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.100.1|2|5\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.100.1|4|ge-0/0/7\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.100.1|4|oob-sw\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.100.1|4x|2000\n"
+    "1.0.8802.1.1.2.1.4.2.1.3.0.100.1.1.4.10.0.0.9|2|2\n";
+
+// On mgmt0: bmc1, a station (a host's management NIC).
+const char kOobHost[] =
+    "1.0.8802.1.1.2.1.4.1.1.4.0.100.1|2|4\n"
+    "1.0.8802.1.1.2.1.4.1.1.5.0.100.1|4x|020000000901\n"
+    "1.0.8802.1.1.2.1.4.1.1.6.0.100.1|2|3\n"
+    "1.0.8802.1.1.2.1.4.1.1.7.0.100.1|4x|020000000901\n"
+    "1.0.8802.1.1.2.1.4.1.1.9.0.100.1|4|bmc1\n"
+    "1.0.8802.1.1.2.1.4.1.1.12.0.100.1|4x|0100\n";
+
+// A neighbour on a port that is not a bridge port is on the management
+// network: not walked, not warned of, not in the tree, but counted in notes
+// and listed in the YAML.
+TEST(Management, ANeighbourOnAPortThatIsNotABridgePortIsLeftOutWithANote) {
+  SwitchWalk leaf = Decode(LeafWithMgmt0(kOobSwitch));
+  ASSERT_EQ(leaf.remotes.size(), 2u);
+  EXPECT_FALSE(IsManagementPort(leaf, 1));
+  EXPECT_TRUE(IsManagementPort(leaf, 100));
+  EXPECT_EQ(RowsOnManagementPorts(leaf), (std::vector<bool>{false, true}));
+  Diagnostics diagnostics;
+  auto built = BuildTree({leaf}, {}, {}, &diagnostics);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->warnings.empty()) << built->warnings.front();
+  EXPECT_TRUE(diagnostics.unwalked.empty());
+  EXPECT_EQ(built->topology.num_nodes(), 2);
+  EXPECT_TRUE(built->topology.Find("h1"));
+  const std::vector<std::string> notes = {
+      "management links: 1 (ports that are not bridge ports), not crawled and not in the tree",
+      "management network: 1 switch, 0 hosts, not used"};
+  EXPECT_EQ(built->notes, notes);
+  EXPECT_EQ(diagnostics.notes, notes);
+  EXPECT_EQ(built->management.links, 1);
+  EXPECT_EQ(built->management.switches,
+            std::vector<std::string>{"oob-sw (14:18:77:dd:6f:ca), not walked, on leaf0 port mgmt0"});
+  EXPECT_TRUE(built->management.hosts.empty());
+  EXPECT_NE(FormatDiscoveredTree(*built).find(
+                "# note: management links: 1 (ports that are not bridge ports), not crawled and not in the tree\n"
+                "# note: management network: 1 switch, 0 hosts, not used\n"
+                "# Management network (not used):\n"
+                "#   switch oob-sw (14:18:77:dd:6f:ca), not walked, on leaf0 port mgmt0\n"),
+            std::string::npos)
+      << FormatDiscoveredTree(*built);
+
+  // With no bridge table nothing is known: mgmt0 is a data port, and oob-sw a
+  // switch not walked, as before.
+  std::string no_bridge = LeafWithMgmt0(kOobSwitch);
+  const std::string bridge_row = "1.3.6.1.2.1.17.1.4.1.2.1|2|1\n";
+  no_bridge.erase(no_bridge.find(bridge_row), bridge_row.size());
+  SwitchWalk unknown = Decode(no_bridge);
+  EXPECT_TRUE(unknown.base_port_if_index.empty());
+  EXPECT_FALSE(IsManagementPort(unknown, 100));
+  built = BuildTree({unknown}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->notes.empty());
+  EXPECT_EQ(built->warnings,
+            std::vector<std::string>{"leaf0 port mgmt0: LLDP neighbour oob-sw (14:18:77:dd:6f:ca) is a bridge or "
+                                     "router that was not walked (no SNMP access, or not reached); the subtree behind "
+                                     "it is missing"});
+}
+
+// A host seen only on a management port is a host of the management network.
+TEST(Management, AHostSeenOnlyOnAManagementPortIsListedNotPlaced) {
+  auto built = BuildTree({Decode(LeafWithMgmt0(kOobHost))}, {});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_TRUE(built->warnings.empty()) << built->warnings.front();
+  EXPECT_FALSE(built->topology.Find("bmc1"));
+  EXPECT_EQ(built->notes, (std::vector<std::string>{
+                              "management links: 1 (ports that are not bridge ports), not crawled and not in the tree",
+                              "management network: 0 switches, 1 host, not used"}));
+  EXPECT_EQ(built->management.hosts, std::vector<std::string>{"bmc1 (02:00:00:00:09:01), on leaf0 port mgmt0"});
 }
 
 // ---- A port name shared by two interfaces (issue 18) ------------------------------

@@ -471,12 +471,42 @@ struct LldpHost {
   const LldpRemote* row;
 };
 
+// An LLDP row with an end on a management port (IsManagementPort): part of
+// no link and no host of the tree.
+struct ManagementRow {
+  int sw = -1, if_index = 0;           // The switch that lists it, and its port.
+  std::pair<int, int> management_end;  // (switch, ifIndex) of the management port: the link, once per link.
+  int peer = -1;                       // The walked switch it names, or -1.
+  int bridge_end = -1;                 // The walked switch whose end is a bridge port, or -1 when unknown.
+  const LldpRemote* row = nullptr;
+};
+
+// The row `row` that switch `si` lists on its port `local`, naming the walked
+// switch `peer` (-1: none) at its port `remote`, when one of the two ends is
+// a management port.
+ManagementRow ManagementRowOf(const Builder& b, int si, int local, int peer, std::optional<int> remote,
+                              const LldpRemote& row) {
+  const bool local_mgmt = IsManagementPort(*b.sws[si].walk, local);
+  const bool remote_mgmt = remote && IsManagementPort(*b.sws[peer].walk, *remote);
+  ManagementRow m{si, local, {si, local}, peer, -1, &row};
+  if (!local_mgmt) {
+    m.management_end = {peer, *remote};
+    m.bridge_end = si;
+  } else if (remote_mgmt) {
+    m.management_end = std::min(m.management_end, std::make_pair(peer, *remote));
+  } else if (remote) {
+    m.bridge_end = peer;
+  }
+  return m;
+}
+
 // What the LLDP rows of all switches say (step 1 of BuildTree).
 struct LldpPass {
   std::vector<HalfLink> halves;
   std::vector<std::set<int>> switch_facing;  // Per switch, port groups with a switch behind them.
   std::vector<LldpHost> lldp_hosts;
   std::vector<UnwalkedSwitch> unwalked;
+  std::vector<ManagementRow> management;
   int blocked_or_down = 0;
 };
 
@@ -527,11 +557,16 @@ LldpPass ReadLldp(Builder& b) {
       }
       auto peer = b.IdentifySwitch(row);
       if (peer && *peer == static_cast<int>(si)) continue;  // Hears itself (a loop through a hub): ignore.
+      const bool on_management_port = IsManagementPort(*s.walk, *local);
       if (peer) {
-        switch_facing[si].insert(Group(s, *local));
         const Sw& r = b.sws[*peer];
         std::string remote_shared;
         auto remote = ResolveRemotePort(r, row, &remote_shared);
+        if (on_management_port || (remote && IsManagementPort(*r.walk, *remote))) {
+          pass.management.push_back(ManagementRowOf(b, static_cast<int>(si), *local, *peer, remote, row));
+          continue;
+        }
+        switch_facing[si].insert(Group(s, *local));
         // A row on a port that is down may be stale: it says nothing of the far port.
         if (remote && NotForwarding(s, *local).empty()) switch_facing[*peer].insert(Group(r, *remote));
         std::string why = NotForwarding(s, *local);
@@ -548,6 +583,8 @@ LldpPass ReadLldp(Builder& b) {
                  fmt::format("LLDP neighbour {}: its port '{}' (subtype {}, description '{}') matches no interface of "
                              "{}; the link's speed is taken from this side only",
                              who, Printable(row.port_raw), row.port_subtype, Printable(row.port_desc), r.name));
+      } else if (on_management_port) {
+        pass.management.push_back(ManagementRowOf(b, static_cast<int>(si), *local, -1, std::nullopt, row));
       } else if (row.is_switch_like()) {
         switch_facing[si].insert(Group(s, *local));
         not_walked(s, PortLabel(s, *local), row);
@@ -614,6 +651,7 @@ struct HostSighting {
   std::string how;                  // "lldp" or "fdb".
   std::optional<Mac> mac;           // The NIC's MAC: the port ID (subtype 3), or the FDB entry's.
   const LldpRemote* row = nullptr;  // The LLDP row; null for an FDB entry.
+  bool management = false;          // On a management port: never a place in the tree.
 };
 
 // One host: every sighting with its identity.
@@ -889,27 +927,12 @@ std::optional<std::string> CycleError(const Builder& b, const std::vector<Switch
     parts.push_back(fmt::format("{} -- {}", EndLabel(b, sl.a, sl.ga), EndLabel(b, sl.b, sl.gb)));
     return fmt::format(
         "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
-        "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported",
+        "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported; if one of them is a "
+        "management switch cabled to ports that are bridge ports (so not taken for management ports), leave its "
+        "walk out",
         fmt::join(parts, ", "));
   }
   return std::nullopt;
-}
-
-// The switches that links join to `anchor`. The others are left out, each
-// with a warning (but walks that hold nothing, already warned of).
-std::vector<bool> KeepConnected(Builder& b, const std::vector<SwitchLink>& links, int anchor) {
-  const int nsw = static_cast<int>(b.sws.size());
-  Dsu dsu(nsw);
-  for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
-  std::vector<bool> keep(nsw);
-  for (int i = 0; i < nsw; ++i) {
-    keep[i] = dsu.Find(i) == dsu.Find(anchor);
-    if (!keep[i] && !HoldsNothing(b.walks[i]))
-      b.Warn(
-          b.sws[i], "",
-          fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[anchor].name));
-  }
-  return keep;
 }
 
 // Known hosts' MACs learned on edge ports: ports that are up and forwarding,
@@ -933,34 +956,122 @@ std::vector<HostSighting> FdbSightings(const Builder& b, const std::vector<std::
       auto fact = b.fact_by_mac.find(e->mac);
       if (fact == b.fact_by_mac.end() || switch_facing[si].count(g) || uplink.count(g)) continue;
       if (!NotForwarding(s, if_index).empty()) continue;
-      out.push_back(
-          {IdentityKey(fact->second, nullptr), fact->second, static_cast<int>(si), if_index, "fdb", e->mac, nullptr});
+      out.push_back({IdentityKey(fact->second, nullptr), fact->second, static_cast<int>(si), if_index, "fdb", e->mac,
+                     nullptr, false});
     }
   }
   return out;
 }
 
-// Every sighting of a host: the LLDP host rows, then the FDB entries of
-// known hosts. A row with no chassis ID that bears a switch's name is that
+// The host that LLDP row `row` on port `if_index` of switch `sw` describes,
+// into `out`. A row with no chassis ID that bears a switch's name is that
 // switch seen oddly, not a host: dropped with a warning.
-std::vector<HostSighting> Sightings(Builder& b, const LldpPass& pass) {
-  std::vector<HostSighting> out;
-  for (const LldpHost& lh : pass.lldp_hosts) {
-    const LldpRemote& row = *lh.row;
-    const std::string name = SafeName(row.sys_name);
-    if (row.chassis_id.empty() &&
-        std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
-      b.Warn(b.sws[lh.sw], PortLabel(b.sws[lh.sw], lh.if_index),
-             fmt::format("LLDP neighbour '{}' has a switch's name but no chassis ID; ignored", name));
-      continue;
-    }
-    const int fact = FactOfRow(b, row);
-    std::optional<Mac> mac = row.port_subtype == 3 ? IdMac(row.port_id) : std::nullopt;
-    out.push_back({IdentityKey(fact, &row), fact, lh.sw, lh.if_index, "lldp", mac, &row});
+void AddLldpSighting(Builder& b, int sw, int if_index, const LldpRemote& row, bool management,
+                     std::vector<HostSighting>& out) {
+  const std::string name = SafeName(row.sys_name);
+  if (row.chassis_id.empty() && std::any_of(b.sws.begin(), b.sws.end(), [&](const Sw& s) { return s.name == name; })) {
+    b.Warn(b.sws[sw], PortLabel(b.sws[sw], if_index),
+           fmt::format("LLDP neighbour '{}' has a switch's name but no chassis ID; ignored", name));
+    return;
   }
+  const int fact = FactOfRow(b, row);
+  std::optional<Mac> mac = row.port_subtype == 3 ? IdMac(row.port_id) : std::nullopt;
+  out.push_back({IdentityKey(fact, &row), fact, sw, if_index, "lldp", mac, &row, management});
+}
+
+// The hosts seen, by identity.
+struct Hosts {
+  std::vector<HostSighting> sightings;  // The LLDP host rows, those on management ports, then the FDB entries.
+  std::vector<HostIdentity> ids;
+};
+
+Hosts FindHosts(Builder& b, const LldpPass& pass) {
+  Hosts hosts;
+  for (const LldpHost& lh : pass.lldp_hosts) AddLldpSighting(b, lh.sw, lh.if_index, *lh.row, false, hosts.sightings);
+  for (const ManagementRow& m : pass.management)
+    if (m.peer < 0 && !m.row->is_switch_like()) AddLldpSighting(b, m.sw, m.if_index, *m.row, true, hosts.sightings);
   std::vector<HostSighting> fdb = FdbSightings(b, pass.switch_facing);
-  out.insert(out.end(), fdb.begin(), fdb.end());
+  hosts.sightings.insert(hosts.sightings.end(), fdb.begin(), fdb.end());
+  hosts.ids = GroupIdentities(hosts.sightings);
+  return hosts;
+}
+
+// The switches as parts (the switches that data links join), and which of
+// them the tree keeps.
+struct Network {
+  std::vector<int> part;           // Per switch, its part (a switch of it).
+  std::set<int> management_parts;  // Parts that hold the bridge-port end of a management link (see the header).
+  std::vector<bool> keep;          // Per switch: in the tree.
+  bool on_management_network(int sw) const { return !keep[sw] && management_parts.count(part[sw]) > 0; }
+};
+
+// The hosts seen in a part (not on management ports): whether any is, and
+// whether one is seen there and in no other part (a host of its own).
+struct HostsOfPart {
+  bool any = false, own = false;
+};
+
+HostsOfPart HostsIn(const Hosts& hosts, const std::vector<int>& part, int p) {
+  HostsOfPart out;
+  for (const HostIdentity& id : hosts.ids) {
+    std::set<int> parts;
+    for (size_t i : id.sightings)
+      if (!hosts.sightings[i].management) parts.insert(part[hosts.sightings[i].sw]);
+    if (!parts.count(p)) continue;
+    out.any = true;
+    if (parts.size() == 1) {
+      out.own = true;
+      break;
+    }
+  }
   return out;
+}
+
+// The switch the tree is built around (see the header): `first`, unless its
+// part has no host of its own and is the management side of management links
+// (or has no data link and no host at all): a management switch. Then the
+// first switch of the largest other part, with a note.
+int ChooseAnchor(const Builder& b, const Network& net, const Hosts& hosts, int first, std::vector<std::string>& notes) {
+  const int p0 = net.part[first];
+  auto size = [&](int p) { return std::count(net.part.begin(), net.part.end(), p); };
+  const HostsOfPart seen = HostsIn(hosts, net.part, p0);
+  if (seen.own || !(net.management_parts.count(p0) || (size(p0) == 1 && !seen.any))) return first;
+  int best = -1;
+  for (size_t i = 0; i < b.sws.size(); ++i) {
+    if (net.part[i] == p0 || HoldsNothing(b.walks[i])) continue;
+    if (best < 0 || size(net.part[i]) > size(net.part[best])) best = static_cast<int>(i);
+  }
+  if (best < 0) return first;
+  notes.push_back(fmt::format(
+      "the first switch walked, {}, has no host of its own and is on the management network only; the tree is built "
+      "around {}",
+      b.sws[first].name, b.sws[best].name));
+  return best;
+}
+
+// Steps 4 and 5 of BuildTree: the parts, the anchor, and the switches kept:
+// those in the anchor's part. The others are left out, each with a warning,
+// but the management network (noted) and walks that hold nothing (warned of
+// already).
+Network FindNetwork(Builder& b, const std::vector<SwitchLink>& links, const std::vector<ManagementRow>& management,
+                    const Hosts& hosts, int first, std::vector<std::string>& notes) {
+  const int nsw = static_cast<int>(b.sws.size());
+  Dsu dsu(nsw);
+  for (const SwitchLink& sl : links) dsu.Union(sl.a, sl.b);
+  Network net;
+  for (int i = 0; i < nsw; ++i) net.part.push_back(dsu.Find(i));
+  for (const ManagementRow& m : management)
+    if (m.bridge_end >= 0 && net.part[m.bridge_end] != net.part[m.management_end.first])
+      net.management_parts.insert(net.part[m.bridge_end]);
+  const int anchor = ChooseAnchor(b, net, hosts, first, notes);
+  for (int i = 0; i < nsw; ++i) {
+    net.keep.push_back(net.part[i] == net.part[anchor]);
+    if (!net.keep[i] && !HoldsNothing(b.walks[i]) && !net.on_management_network(i))
+      b.Warn(
+          b.sws[i], "",
+          fmt::format("no forwarding LLDP link connects it to {}; it and its hosts are left out", b.sws[anchor].name));
+  }
+  return net;
 }
 
 // A host in the tree: where it is and how it was found.
@@ -971,8 +1082,8 @@ struct HostAt {
   int fact = -1;
 };
 
-// Where a host may go: its LLDP sightings on kept switches, else its FDB
-// ones; one per port group, in the order seen.
+// Where a host may go: its LLDP sightings on data ports of kept switches,
+// else its FDB ones; one per port group, in the order seen.
 std::vector<const HostSighting*> Places(const Builder& b, const HostIdentity& id,
                                         const std::vector<HostSighting>& sightings, const std::vector<bool>& keep) {
   for (const char* how : {"lldp", "fdb"}) {
@@ -980,7 +1091,8 @@ std::vector<const HostSighting*> Places(const Builder& b, const HostIdentity& id
     std::set<std::pair<int, int>> ports;
     for (size_t i : id.sightings) {
       const HostSighting& s = sightings[i];
-      if (s.how == how && keep[s.sw] && ports.insert({s.sw, Group(b.sws[s.sw], s.if_index)}).second) out.push_back(&s);
+      if (s.how == how && !s.management && keep[s.sw] && ports.insert({s.sw, Group(b.sws[s.sw], s.if_index)}).second)
+        out.push_back(&s);
     }
     if (!out.empty()) return out;
   }
@@ -999,13 +1111,13 @@ HostAt PlaceHost(Builder& b, const std::string& name, const std::vector<const Ho
   return {name, first.sw, first.if_index, first.how, first.fact};
 }
 
-// Warnings for the known hosts that are not in the tree, and for ports with
-// several hosts.
-void WarnOfHosts(Builder& b, const std::vector<HostAt>& hosts) {
-  std::set<int> placed;
-  for (const HostAt& h : hosts) placed.insert(h.fact);
+// Warnings for the known hosts that are neither in the tree nor on the
+// management network (`aside`: their HostFacts), and for ports with several
+// hosts.
+void WarnOfHosts(Builder& b, const std::vector<HostAt>& hosts, std::set<int> aside) {
+  for (const HostAt& h : hosts) aside.insert(h.fact);
   for (size_t i = 0; i < b.facts.size(); ++i) {
-    if (placed.count(static_cast<int>(i))) continue;
+    if (aside.count(static_cast<int>(i))) continue;
     std::string macs;
     for (const Mac& m : b.facts[i].macs) macs += (macs.empty() ? "" : ", ") + FormatMac(m);
     b.warnings.push_back(fmt::format("host '{}' ({}) was found on no switch edge port (not in LLDP or any FDB)",
@@ -1020,24 +1132,97 @@ void WarnOfHosts(Builder& b, const std::vector<HostAt>& hosts) {
                          fmt::format("{}", fmt::join(names, ", "))));
 }
 
-// Step 5 of BuildTree: every host by identity (see the header), named by the
-// unique-name rule, on a kept switch.
-std::vector<HostAt> PlaceHosts(Builder& b, const LldpPass& pass, const std::vector<bool>& keep) {
-  const std::vector<HostSighting> sightings = Sightings(b, pass);
-  const std::vector<HostIdentity> ids = GroupIdentities(sightings);
-  std::vector<std::vector<const HostSighting*>> places(ids.size());
-  std::vector<size_t> in_tree;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    places[i] = Places(b, ids[i], sightings, keep);
-    if (!places[i].empty()) in_tree.push_back(i);
+// The hosts of the management network: seen nowhere but on management ports
+// and management switches (`aside`: identities not in the tree), named after
+// the tree's hosts (`taken`: every name in the tree) by the same rule, without
+// warnings. One line each (ManagementNetwork::hosts); their HostFacts into
+// `facts`.
+std::vector<std::string> ManagementHosts(const Builder& b, const Hosts& hosts, const Network& net,
+                                         const std::vector<size_t>& aside, const std::set<std::string>& taken,
+                                         std::set<int>& facts) {
+  std::vector<size_t> which;
+  std::map<size_t, const HostSighting*> seen_at;
+  for (size_t i : aside)
+    for (size_t k : hosts.ids[i].sightings) {
+      const HostSighting& s = hosts.sightings[k];
+      if ((s.management || net.on_management_network(s.sw)) && seen_at.emplace(i, &s).second) which.push_back(i);
+    }
+  const std::map<size_t, std::string> names = AssignHostNames(b, hosts.ids, which, taken, nullptr);
+  std::vector<std::string> lines;
+  for (size_t i : which) {
+    const HostSighting& s = *seen_at.at(i);
+    lines.push_back(fmt::format("{} ({}), on {} port {}", names.at(i), IdentityText(hosts.ids[i]), b.sws[s.sw].name,
+                                PortLabel(b.sws[s.sw], s.if_index)));
+    facts.insert(hosts.ids[i].fact);
   }
-  std::set<std::string> switch_names;
-  for (const Sw& s : b.sws) switch_names.insert(s.name);
-  const std::map<size_t, std::string> names = AssignHostNames(b, ids, in_tree, switch_names, &b.warnings);
-  std::vector<HostAt> hosts;
-  for (size_t i : in_tree) hosts.push_back(PlaceHost(b, names.at(i), places[i]));
-  WarnOfHosts(b, hosts);
-  return hosts;
+  return lines;
+}
+
+// Step 6 of BuildTree: every host by identity (see the header), named by the
+// unique-name rule, on a data port of a kept switch. The management
+// network's hosts into `management_hosts`.
+std::vector<HostAt> PlaceHosts(Builder& b, const Hosts& hosts, const Network& net,
+                               std::vector<std::string>* management_hosts) {
+  std::vector<std::vector<const HostSighting*>> places(hosts.ids.size());
+  std::vector<size_t> in_tree, aside;
+  for (size_t i = 0; i < hosts.ids.size(); ++i) {
+    places[i] = Places(b, hosts.ids[i], hosts.sightings, net.keep);
+    (places[i].empty() ? aside : in_tree).push_back(i);
+  }
+  std::set<std::string> taken;
+  for (const Sw& s : b.sws) taken.insert(s.name);
+  const std::map<size_t, std::string> names = AssignHostNames(b, hosts.ids, in_tree, taken, &b.warnings);
+  std::vector<HostAt> placed;
+  for (size_t i : in_tree) {
+    placed.push_back(PlaceHost(b, names.at(i), places[i]));
+    taken.insert(names.at(i));
+  }
+  std::set<int> management_facts;
+  *management_hosts = ManagementHosts(b, hosts, net, aside, taken, management_facts);
+  WarnOfHosts(b, placed, std::move(management_facts));
+  return placed;
+}
+
+// "NAME (CHASSIS)", or either alone when the other is empty.
+std::string NameAndChassis(const std::string& name, const std::string& chassis) {
+  if (name.empty() || chassis.empty()) return name.empty() ? chassis : name;
+  return fmt::format("{} ({})", name, chassis);
+}
+
+// "1 switch", "2 switches".
+std::string Count(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+// The management network's links and switches (ManagementNetwork): the walked
+// switches left out as such, then those seen on management ports and not
+// walked, once each.
+void FindManagementSwitches(const Builder& b, const Network& net, const std::vector<ManagementRow>& rows,
+                            ManagementNetwork& out) {
+  std::set<std::pair<int, int>> ends;
+  for (const ManagementRow& m : rows) ends.insert(m.management_end);
+  out.links = static_cast<int>(ends.size());
+  for (size_t i = 0; i < b.sws.size(); ++i)
+    if (!HoldsNothing(b.walks[i]) && net.on_management_network(static_cast<int>(i)))
+      out.switches.push_back(NameAndChassis(b.sws[i].name, b.walks[i].chassis_id) + ", walked");
+  std::set<std::string> listed;
+  for (const ManagementRow& m : rows) {
+    const LldpRemote& row = *m.row;
+    if (m.peer >= 0 || !row.is_switch_like() ||
+        !listed.insert(row.chassis_id.empty() ? "name:" + row.sys_name : row.chassis_id).second)
+      continue;
+    out.switches.push_back(fmt::format("{}, not walked, on {} port {}",
+                                       NameAndChassis(Printable(row.sys_name), row.chassis_id), b.sws[m.sw].name,
+                                       PortLabel(b.sws[m.sw], m.if_index)));
+  }
+}
+
+// The notes on the management network (DiscoveredTree::notes).
+void NoteManagement(const ManagementNetwork& m, std::vector<std::string>& notes) {
+  if (m.links > 0)
+    notes.push_back(fmt::format(
+        "management links: {} (ports that are not bridge ports), not crawled and not in the tree", m.links));
+  if (!m.switches.empty() || !m.hosts.empty())
+    notes.push_back(fmt::format("management network: {}, {}, not used", Count(m.switches.size(), "switch", "switches"),
+                                Count(m.hosts.size(), "host", "hosts")));
 }
 
 // The tree being assembled: its nodes and links, and how each link was seen.
@@ -1137,14 +1322,17 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
         "nothing could be parsed from {}: no system, IF-MIB, LLDP or BRIDGE-MIB rows; the walk is left out", w.source));
   }
 
-  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing ports.
+  // 1. Read every LLDP row: switch half-links, host candidates, switch-facing
+  // ports, management rows.
   LldpPass pass = ReadLldp(b);
-  // Every warning so far and the neighbours not walked, for the caller, on
-  // failure too.
+  std::vector<std::string> notes;
+  // Every warning and note so far and the neighbours not walked, for the
+  // caller, on failure too.
   auto diagnose = [&] {
     if (!diagnostics) return;
     diagnostics->warnings = warnings;
     diagnostics->warnings.insert(diagnostics->warnings.end(), b.warnings.begin(), b.warnings.end());
+    diagnostics->notes = notes;
     diagnostics->unwalked = pass.unwalked;
   };
   // 2. Pair the half-links into switch links.
@@ -1155,23 +1343,27 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
     diagnose();
     return Status::FailedPrecondition(*cycle);
   }
-  // 4. The connected part around the anchor.
-  const std::vector<bool> keep = KeepConnected(b, links, anchor);
-  // 5. Hosts, on kept switches only.
-  std::vector<HostAt> hosts = PlaceHosts(b, pass, keep);
+  // 4, 5. The hosts seen; the parts and the one around the anchor, kept.
+  const Hosts seen = FindHosts(b, pass);
+  const Network net = FindNetwork(b, links, pass.management, seen, anchor, notes);
+  // 6. Hosts, on data ports of kept switches; the management network.
+  ManagementNetwork management;
+  std::vector<HostAt> hosts = PlaceHosts(b, seen, net, &management.hosts);
+  FindManagementSwitches(b, net, pass.management, management);
+  NoteManagement(management, notes);
   const auto count_how = [&](const char* how) {
     return static_cast<int>(std::count_if(hosts.begin(), hosts.end(), [&](const HostAt& h) { return h.how == how; }));
   };
   const int lldp_hosts = count_how("lldp"), fdb_hosts = count_how("fdb");
-  // 6. The topology: kept switches, their links, the hosts.
-  Assembly a = Assemble(b, links, keep, std::move(hosts));
+  // 7. The topology: kept switches, their links, the hosts.
+  Assembly a = Assemble(b, links, net.keep, std::move(hosts));
   diagnose();
   warnings.insert(warnings.end(), b.warnings.begin(), b.warnings.end());
   if (lldp_hosts + fdb_hosts == 0) return Status::NotFound(NoHostMessage(b, options, with_data, pass.unwalked.size()));
   auto topo = Topology::Create(std::move(a.nodes), std::move(a.links), "discovery");
   if (!topo.ok()) return topo.status();
-  return DiscoveredTree{std::move(*topo), std::move(a.seen), std::move(warnings),
-                        lldp_hosts,       fdb_hosts,         pass.blocked_or_down};
+  return DiscoveredTree{std::move(*topo), std::move(a.seen),    std::move(warnings), lldp_hosts,
+                        fdb_hosts,        pass.blocked_or_down, std::move(notes),    std::move(management)};
 }
 
 std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
@@ -1189,13 +1381,10 @@ std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const 
   std::vector<int> out;
   for (size_t si = 0; si < b.sws.size(); ++si) {
     const Sw& s = b.sws[si];
-    std::set<int> bridge_ports;  // ifIndexes that are bridge ports; empty: unknown, all count.
-    for (const auto& [port, idx] : s.walk->base_port_if_index) bridge_ports.insert(idx);
     for (const auto& [idx, itf] : s.walk->interfaces) {
       (void)itf;
       int g = Group(s, idx);
-      if (!bridge_ports.empty() && !bridge_ports.count(idx) && !bridge_ports.count(g)) continue;
-      if (!NotForwarding(s, idx).empty()) continue;
+      if (IsManagementPort(*s.walk, idx) || !NotForwarding(s, idx).empty()) continue;
       if (pass.switch_facing[si].count(g) || host_ports.count({static_cast<int>(si), g})) continue;
       out.push_back(static_cast<int>(si));
       break;
@@ -1208,6 +1397,27 @@ std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row) {
   return ResolveLocalPort(MakeSw(walk), row.local_port_num);
 }
 
+bool IsManagementPort(const SwitchWalk& walk, int if_index) {
+  if (walk.base_port_if_index.empty()) return false;
+  auto is_bridge_port = [&](int i) {
+    return std::any_of(walk.base_port_if_index.begin(), walk.base_port_if_index.end(),
+                       [&](const std::pair<const int, int>& e) { return e.second == i; });
+  };
+  auto itf = walk.interfaces.find(if_index);
+  const int lag = itf == walk.interfaces.end() ? 0 : itf->second.lag_id;
+  return !is_bridge_port(if_index) && !(lag != 0 && is_bridge_port(lag));
+}
+
+std::vector<bool> RowsOnManagementPorts(const SwitchWalk& walk) {
+  const Sw s = MakeSw(walk);
+  std::vector<bool> out;
+  for (const LldpRemote& row : walk.remotes) {
+    std::optional<int> local = ResolveLocalPort(s, row.local_port_num);
+    out.push_back(local && IsManagementPort(walk, *local));
+  }
+  return out;
+}
+
 std::string FormatDiscoveredTree(const DiscoveredTree& tree) {
   std::string s = DumpTopology(tree.topology);
   s += "# Ports of each link, as discovered:\n";
@@ -1216,6 +1426,13 @@ std::string FormatDiscoveredTree(const DiscoveredTree& tree) {
     s += ScrubLine(fmt::format("#   {} -- {}  {}{}  ({})", end(l.a), end(l.b), FormatSpeed(l.speed_bps),
                                l.members > 1 ? fmt::format(", LAG of {}", l.members) : "", l.how)) +
          "\n";
+  }
+  for (const std::string& n : tree.notes) s += ScrubLine("# note: " + n) + "\n";
+  const ManagementNetwork& m = tree.management;
+  if (!m.switches.empty() || !m.hosts.empty()) {
+    s += "# Management network (not used):\n";
+    for (const std::string& sw : m.switches) s += ScrubLine("#   switch " + sw) + "\n";
+    for (const std::string& h : m.hosts) s += ScrubLine("#   host " + h) + "\n";
   }
   if (!tree.warnings.empty()) {
     s += fmt::format("# {} warning(s):\n", tree.warnings.size());

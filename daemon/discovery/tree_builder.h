@@ -38,6 +38,24 @@
 // is taken too, "-2", "-3", ... follows. Each renamed host is a warning that
 // names both MACs and the new name.
 //
+// Only data links form the tree. A management port is one that is not a
+// bridge port (IsManagementPort: an out-of-band mgmt0 or eth0). An LLDP row
+// with an end on one is a management link: neither a link nor a host of the
+// tree, and the crawl does not follow it. The tree is built around the first
+// walk's part (the switches joined to it by data links), unless that part is
+// a management switch's: it has no host of its own (one seen there and in no
+// other part), and it holds the bridge-port end of management links whose
+// management ports are elsewhere (or it has no data link and no host at all).
+// The seed was a management switch: the tree is built around the part with
+// the most switches, and a note says so. Walked switches left out whose part
+// holds the bridge-port end of a management link are the management network,
+// and so are the switches seen on management ports but not walked; hosts
+// seen only there, or on management ports, too. They are counted in notes
+// (DiscoveredTree::notes), not warnings. Known limits: a management port that
+// is a bridge port (Arista's Management1 is bridge port 97) is a data port,
+// and a routed data port (no bridge port, as on NX-OS) or a LAG member whose
+// LAG is not reported (Aruba CX) is taken for a management port.
+//
 // What cannot be resolved becomes a warning naming the switch, the port and
 // the reason. Links that still form a cycle are an error naming them.
 //
@@ -98,6 +116,18 @@ struct DiscoveredLink {
   std::string how;  // "lldp", "lldp (one side)", "fdb".
 };
 
+// The management network, left out of the tree on purpose (see the top).
+struct ManagementNetwork {
+  int links = 0;  // Management links: distinct management ports with an LLDP row.
+  // Its switches: "mgmt0 (02:54:00:01:00:00), walked" (walked, left out),
+  // "mgmt0 (02:54:00:01:00:00), not walked, on leaf0 port mgmt0" (seen on a
+  // management port), walked ones first.
+  std::vector<std::string> switches;
+  // Its hosts (seen nowhere else), named by the unique-name rule after the
+  // tree's: "bmc1 (02:00:00:00:09:01), on leaf0 port mgmt0".
+  std::vector<std::string> hosts;
+};
+
 struct DiscoveredTree {
   Topology topology;
   std::vector<DiscoveredLink> links;  // Same order as topology.links().
@@ -105,6 +135,12 @@ struct DiscoveredTree {
   int lldp_hosts = 0;
   int fdb_hosts = 0;
   int blocked_or_down_links = 0;  // Switch links left out: a port down or not STP-forwarding.
+  // What was left out on purpose, not a fault (not warnings): "management
+  // links: N (ports that are not bridge ports), not crawled and not in the
+  // tree", "management network: S switch(es), H host(s), not used", and why
+  // the tree is not built around the first switch walked.
+  std::vector<std::string> notes = {};
+  ManagementNetwork management = {};
 };
 
 // A bridge or router that some switch lists as an LLDP neighbour but that no
@@ -123,6 +159,7 @@ struct UnwalkedSwitch {
 // succeeds or fails, so that a run that finds no host can still say why.
 struct Diagnostics {
   std::vector<std::string> warnings;     // Every warning, in the order of DiscoveredTree::warnings.
+  std::vector<std::string> notes;        // The notes computed (DiscoveredTree::notes).
   std::vector<UnwalkedSwitch> unwalked;  // One per neighbour (by chassis ID), in the order first seen.
 };
 
@@ -133,14 +170,15 @@ struct BuildOptions {
   bool fdb_on_request = false;
 };
 
-// Builds the tree. The first walk that holds any data anchors it: switches
-// and hosts not connected to it are left out with a warning, and so are walks
-// from which nothing could be parsed (no system, IF-MIB, LLDP or BRIDGE-MIB
-// rows). Fails when no switch was walked, when nothing could be parsed from
-// any walk, when no host was found (the message says what would find one:
-// host MACs where the walks hold an FDB, else lldpd on the hosts), or when the
-// links form a cycle. `diagnostics`, if given, receives every warning and the
-// neighbours not walked, on failure too.
+// Builds the tree. The first walk that holds any data anchors it (unless it
+// is a management switch, see the top): switches and hosts not connected to
+// it are left out with a warning (the management network with a note), and so
+// are walks from which nothing could be parsed (no system, IF-MIB, LLDP or
+// BRIDGE-MIB rows). Fails when no switch was walked, when nothing could be
+// parsed from any walk, when no host was found (the message says what would
+// find one: host MACs where the walks hold an FDB, else lldpd on the hosts),
+// or when the links form a cycle. `diagnostics`, if given, receives every
+// warning, the notes and the neighbours not walked, on failure too.
 StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
                                    const BuildOptions& options = {}, Diagnostics* diagnostics = nullptr);
 
@@ -162,9 +200,22 @@ std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const 
 // nullopt when it resolves to no interface.
 std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row);
 
+// True iff `if_index` is a management port of `walk`: its bridge table
+// (dot1dBasePortIfIndex) is not empty, and neither the port nor its LAG is a
+// bridge port. An empty bridge table says nothing (Linux snmpd, agents
+// without BRIDGE-MIB): every port is then a data port.
+bool IsManagementPort(const SwitchWalk& walk, int if_index);
+
+// For each row of walk.remotes, in order, whether its local port
+// (LocalPortOf) is a management port. For the crawl, which does not follow
+// those rows.
+std::vector<bool> RowsOnManagementPorts(const SwitchWalk& walk);
+
 // The tree as topology YAML (DumpTopology), followed by comments that name
-// the switch ports of every link and list the warnings. A comment line holds
-// only bytes 0x20-0x7e (ScrubLine), whatever the switches sent.
+// the switch ports of every link, give the notes ("# note: ..."), list the
+// management network under "# Management network (not used):" and list the
+// warnings. A comment line holds only bytes 0x20-0x7e (ScrubLine), whatever
+// the switches sent.
 std::string FormatDiscoveredTree(const DiscoveredTree& tree);
 
 }  // namespace topotune::discovery

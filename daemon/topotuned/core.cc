@@ -709,6 +709,7 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
     metrics_->DiscoveryFailed(seconds);
     // What the run computed says why no tree came out: log all of it, and
     // give the caller the neighbours not walked with the reason.
+    for (const std::string& n : diagnostics.notes) spdlog::info("discovery: note: {}", discovery::ScrubLine(n));
     for (const std::string& w : diagnostics.warnings) spdlog::warn("discovery: {}", discovery::ScrubLine(w));
     for (const std::string& line : discovery::UnwalkedLines(diagnostics.unwalked))
       spdlog::warn("discovery: {}", discovery::ScrubLine(line));
@@ -719,6 +720,8 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
     return {grpc::StatusCode::UNAVAILABLE, message};
   }
   const discovery::DiscoveredTree& tree = report->tree;
+  // What was left out on purpose (the management network): not warnings.
+  for (const std::string& n : tree.notes) spdlog::info("discovery: note: {}", discovery::ScrubLine(n));
   auto canonical = Canonical(tree.topology);
   if (!canonical.ok()) return ToGrpc(canonical.status());
   auto set = SetTopology(*canonical, fmt::format("{}{}", kDiscoverySource, fmt::join(seeds, ",")));

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -231,6 +232,10 @@ TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
   EXPECT_NE(built.status().message().find("the forwarding links form a cycle: "), std::string::npos)
       << built.status().message();
   EXPECT_NE(built.status().message().find(" -- "), std::string::npos);
+  EXPECT_NE(built.status().message().find("; if one of them is a management switch cabled to ports that are bridge "
+                                          "ports (so not taken for management ports), leave its walk out"),
+            std::string::npos)
+      << built.status().message();
 }
 
 TEST(GeneratedTree, FdbIsWalkedOnlyWhereAKnownMacMayBe) {
@@ -323,6 +328,122 @@ TEST(Identity, MacsEndingInZeroAndControlBytesGiveSafeNames) {
   EXPECT_TRUE(anonymous->topology.Find("---A"));
   EXPECT_FALSE(anonymous->topology.Find("ctrlbytes"));
   EXPECT_TRUE(OnlyPrintable(FormatDiscoveredTree(*anonymous)));
+}
+
+// ---- The management network (issue 18) -----------------------------------------
+
+// A tree with an out-of-band management network: every switch's mgmt0 (not
+// a bridge port) and every host's management NIC on management switches.
+gen::GeneratedTree GenerateWithManagement(uint64_t seed, int switches, int hosts_per_switch,
+                                          gen::GenOptions options = {}) {
+  options.mgmt_network = true;
+  gen::GeneratedTree tree = Generate(seed, switches, hosts_per_switch, 3, options);
+  EXPECT_FALSE(tree.management_switches.empty()) << "seed " << seed;
+  return tree;
+}
+
+// The notes of a tree whose every data switch's mgmt0 has an LLDP row, with
+// `switches` management switches and no management host.
+std::vector<std::string> ManagementNotes(const gen::GeneratedTree& tree, size_t switches) {
+  const size_t data = tree.switches.size() - tree.management_switches.size();
+  return {fmt::format("management links: {} (ports that are not bridge ports), not crawled and not in the tree", data),
+          fmt::format("management network: {} switch{}, 0 hosts, not used", switches, switches == 1 ? "" : "es")};
+}
+
+// Success when no line of `warnings` speaks of the management network (of a
+// management switch, or a mgmt0 port).
+::testing::AssertionResult NoneOnTheManagementNetwork(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings)
+    if (w.find("mgmt") != std::string::npos) return ::testing::AssertionFailure() << w;
+  return ::testing::AssertionSuccess();
+}
+
+// "mgmt0 (02:54:00:01:00:00)": management switch m and its chassis ID.
+std::string ManagementSwitch(size_t m) {
+  return fmt::format("mgmt{} (02:54:{:02x}:{:02x}:00:00)", m, (m + 1) >> 8, (m + 1) & 0xff);
+}
+
+// The property over random trees, with the walks of the management switches
+// too (as --from-walks of every recording): the data tree, the management
+// network in notes, and no warning.
+TEST(Management, AllWalksWithTheManagementNetworkGiveTheDataTree) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    gen::GeneratedTree tree =
+        GenerateWithManagement(seed, 6 + static_cast<int>(seed % 7), 1 + static_cast<int>(seed % 3));
+    auto built = BuildTree(Walks(tree), Facts(tree));
+    ASSERT_TRUE(built.ok()) << "seed " << seed << ": " << built.status().message();
+    EXPECT_TRUE(SameTree(built->topology, tree.truth)) << "seed " << seed;
+    EXPECT_TRUE(built->warnings.empty()) << "seed " << seed << ": "
+                                         << fmt::format("{}", fmt::join(built->warnings, "\n"));
+    EXPECT_EQ(built->notes, ManagementNotes(tree, tree.management_switches.size())) << "seed " << seed;
+    std::vector<std::string> walked;
+    for (size_t m = 0; m < tree.management_switches.size(); ++m) walked.push_back(ManagementSwitch(m) + ", walked");
+    EXPECT_EQ(built->management.switches, walked) << "seed " << seed;
+    EXPECT_TRUE(built->management.hosts.empty()) << "seed " << seed;
+    EXPECT_EQ(built->fdb_hosts, static_cast<int>(tree.fdb_only_hosts.size())) << "seed " << seed;
+  }
+}
+
+// A crawl from a data switch does not follow mgmt0's neighbour: no
+// management switch is ever opened, and the progress line counts the row.
+TEST(Management, ACrawlFromADataSwitchNeverOpensTheManagementNetwork) {
+  gen::GeneratedTree tree = GenerateWithManagement(11, 10, 3);
+  ASSERT_EQ(tree.management_switches, std::vector<std::string>{"mgmt0"});
+  std::set<std::string> management_addresses;
+  for (const gen::GeneratedSwitch& s : tree.switches)
+    if (s.management) management_addresses.insert(s.mgmt_address);
+  CrawlOptions options = RecordedCrawl(tree);
+  options.concurrency = 1;  // One opener call at a time: `opened` needs no lock.
+  auto opened = std::make_shared<std::vector<std::string>>();
+  options.open = [opened, recorded = options.open](const std::string& address) {
+    opened->push_back(address);
+    return recorded(address);
+  };
+  std::vector<std::string> progress;
+  options.progress = [&](const CrawlProgress& p) { progress.push_back(p.last); };
+  auto report = Discover(options, Facts(tree));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  for (const std::string& a : *opened) EXPECT_FALSE(management_addresses.count(a)) << a << " was opened";
+  EXPECT_EQ(report->switches_walked, 10);
+  EXPECT_TRUE(SameTree(report->tree.topology, tree.truth));
+  EXPECT_TRUE(NoneOnTheManagementNetwork(report->tree.warnings));
+  EXPECT_EQ(report->tree.notes, ManagementNotes(tree, 1));
+  EXPECT_EQ(report->tree.management.switches, std::vector<std::string>{ManagementSwitch(0) + ", not walked, on " +
+                                                                       tree.switches[0].name + " port mgmt0"});
+  int walk_lines = 0;
+  for (const std::string& line : progress) {
+    if (line.find(" interfaces, ") == std::string::npos) continue;
+    ++walk_lines;
+    EXPECT_TRUE(line.ends_with(", 1 on a management port")) << line;
+  }
+  EXPECT_EQ(walk_lines, 10);
+  const std::string yaml = FormatDiscoveredTree(report->tree);
+  EXPECT_NE(yaml.find("# note: management network: 1 switch, 0 hosts, not used\n# Management network (not used):\n"
+                      "#   switch " +
+                      ManagementSwitch(0) + ", not walked, on " + tree.switches[0].name + " port mgmt0\n"),
+            std::string::npos)
+      << yaml;
+}
+
+// A crawl seeded at the management switch walks everything through it; the
+// tree is still the data network's, with a note saying why.
+TEST(Management, ASeedOnTheManagementSwitchGivesTheDataTreeAndANote) {
+  gen::GeneratedTree tree = GenerateWithManagement(11, 10, 3);
+  ASSERT_EQ(tree.management_switches, std::vector<std::string>{"mgmt0"});
+  std::map<std::string, std::string> by_address;
+  for (const gen::GeneratedSwitch& s : tree.switches) by_address[s.mgmt_address] = s.snmprec;
+  auto report = Discover(CrawlOverRecordings(by_address, tree.switches.back().mgmt_address), Facts(tree));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->switches_walked, 11);
+  EXPECT_TRUE(SameTree(report->tree.topology, tree.truth));
+  EXPECT_TRUE(NoneOnTheManagementNetwork(report->tree.warnings));
+  std::vector<std::string> notes = ManagementNotes(tree, 1);
+  notes.insert(notes.begin(),
+               "the first switch walked, mgmt0, has no host of its own and is on the management network only; the tree "
+               "is built around " +
+                   tree.switches[0].name);
+  EXPECT_EQ(report->tree.notes, notes);
+  EXPECT_EQ(report->tree.management.switches, std::vector<std::string>{ManagementSwitch(0) + ", walked"});
 }
 
 // ---- Faults -------------------------------------------------------------------
