@@ -147,6 +147,12 @@ std::optional<int> MatchName(const Sw& s, const std::string& text) {
   return std::nullopt;
 }
 
+// "a, b and c" (not empty).
+std::string JoinAnd(const std::vector<std::string>& parts) {
+  if (parts.size() == 1) return parts.front();
+  return fmt::format("{} and {}", fmt::join(parts.begin(), parts.end() - 1, ", "), parts.back());
+}
+
 // "10G" for 10000 Mbit/s.
 std::string ShortSpeed(int64_t mbps) {
   std::string s = FormatSpeed(static_cast<double>(mbps) * 1e6);
@@ -199,10 +205,7 @@ int PickShared(const Sw& s, const std::string& text, const std::vector<int>& can
         state += ", " + ShortSpeed(it->second.high_speed_mbps);
       parts.push_back(fmt::format("{} ({})", i, state));
     }
-    std::string list = parts.back();
-    if (parts.size() > 1)
-      list = fmt::format("{} and {}", fmt::join(parts.begin(), parts.end() - 1, ", "), parts.back());
-    *note = fmt::format("port name '{}' is ifIndex {}; {}", Printable(text), list, rule);
+    *note = fmt::format("port name '{}' is ifIndex {}; {}", Printable(text), JoinAnd(parts), rule);
   }
   return chosen;
 }
@@ -1099,16 +1102,51 @@ std::vector<const HostSighting*> Places(const Builder& b, const HostIdentity& id
   return {};
 }
 
-// One host, at one of `places` (not empty).
-HostAt PlaceHost(Builder& b, const std::string& name, const std::vector<const HostSighting*>& places) {
-  const HostSighting& first = *places.front();
-  for (size_t k = 1; k < places.size(); ++k) {
-    const HostSighting& p = *places[k];
-    b.Warn(b.sws[p.sw], PortLabel(b.sws[p.sw], p.if_index),
-           fmt::format("host '{}' is also attached to {} port {} ({}); the first place is kept", name,
-                       b.sws[first.sw].name, PortLabel(b.sws[first.sw], first.if_index), first.how));
+// A place of a host, as PlaceHost ranks them: the fastest link first, then
+// by switch name and port label.
+struct RankedPlace {
+  const HostSighting* at;
+  double bps;  // GroupSpeed of its port; 0 when unknown.
+  std::string sw, port;
+  bool operator<(const RankedPlace& o) const {
+    if (bps != o.bps) return bps > o.bps;
+    return std::tie(sw, port) < std::tie(o.sw, o.port);
   }
-  return {name, first.sw, first.if_index, first.how, first.fact};
+};
+
+// One host, at one of `places` (not empty; see the header): where the MAC of
+// its MPI NIC (HostFact::mpi_mac) is seen; else on the faster link, else on
+// the lowest (switch name, port label), with a warning that says so.
+HostAt PlaceHost(Builder& b, const std::string& name, std::vector<const HostSighting*> places) {
+  const int fact = places.front()->fact;
+  if (const std::optional<Mac> mpi = fact >= 0 ? b.facts[fact].mpi_mac : std::nullopt) {
+    std::vector<const HostSighting*> on_mpi;
+    for (const HostSighting* p : places)
+      if (p->mac == mpi) on_mpi.push_back(p);
+    if (!on_mpi.empty()) places = std::move(on_mpi);
+  }
+  std::vector<RankedPlace> ranked;
+  for (const HostSighting* p : places) {
+    const Sw& s = b.sws[p->sw];
+    const int group = Group(s, p->if_index);
+    ranked.push_back({p, GroupSpeed(s, group, nullptr), s.name, PortLabel(s, group)});
+  }
+  std::sort(ranked.begin(), ranked.end());
+  const HostSighting& at = *ranked.front().at;
+  if (ranked.size() > 1) {
+    std::vector<std::string> where;
+    for (const RankedPlace& r : ranked)
+      where.push_back(fmt::format("{} port {} ({})", r.sw, r.port,
+                                  r.bps > 0 ? ShortSpeed(static_cast<int64_t>(r.bps / 1e6)) : "speed unknown"));
+    const std::string rule = ranked[0].bps == ranked[1].bps
+                                 ? fmt::format("placed on {} (equal speeds; by name order)", ranked[0].sw)
+                                 : fmt::format("placed on the faster, {}", ranked[0].sw);
+    b.warnings.push_back(
+        fmt::format("host '{}' is attached to {}; {}; give its MPI NIC (hosts file mpi_mac, or the agent's "
+                    "interface) to decide",
+                    name, JoinAnd(where), rule));
+  }
+  return {name, at.sw, at.if_index, at.how, at.fact};
 }
 
 // Warnings for the known hosts that are neither in the tree nor on the

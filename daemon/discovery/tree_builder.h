@@ -26,6 +26,14 @@
 // device on several ports are one host, placed once. A row with no chassis ID
 // that bears a switch's name is that switch, not a host (a warning).
 //
+// A host seen in several places (data ports of kept switches: its LLDP rows,
+// else its FDB entries; a dual-homed host, or one whose NICs are all cabled)
+// goes where the MAC of its MPI NIC (HostFact::mpi_mac) is seen, as the LLDP
+// port ID (subtype 3: lldpd sends the NIC's MAC there) or as the FDB entry,
+// with no warning. Else it goes on the fastest link, else (equal speeds) on
+// the lowest (switch name, port label), with a warning that names every
+// place and asks for the MPI NIC.
+//
 // Host names: a host wants its HostFact's name, else its sysName made safe
 // (SafeName), else "host-" and its MAC's 12 hex digits, else "host-" and its
 // chassis ID. The unique-name rule, the same whatever the order of the walks:

@@ -446,6 +446,130 @@ TEST(Management, ASeedOnTheManagementSwitchGivesTheDataTreeAndANote) {
   EXPECT_EQ(report->tree.management.switches, std::vector<std::string>{ManagementSwitch(0) + ", walked"});
 }
 
+// ---- Dual-homed hosts (issue 18) --------------------------------------------------
+
+// .snmprec rows of a host's lldpd on local port `port` (= ifIndex): chassis
+// ID and port ID (subtype 3) MACs as 12 hex digits, a station.
+std::string HostNeighbour(int port, const std::string& chassis_hex, const std::string& mac_hex,
+                          const std::string& sys_name) {
+  return fmt::format(
+      "1.0.8802.1.1.2.1.4.1.1.4.0.{0}.1|2|4\n"
+      "1.0.8802.1.1.2.1.4.1.1.5.0.{0}.1|4x|{1}\n"
+      "1.0.8802.1.1.2.1.4.1.1.6.0.{0}.1|2|3\n"
+      "1.0.8802.1.1.2.1.4.1.1.7.0.{0}.1|4x|{2}\n"
+      "1.0.8802.1.1.2.1.4.1.1.9.0.{0}.1|4|{3}\n"
+      "1.0.8802.1.1.2.1.4.1.1.12.0.{0}.1|4x|{4}\n",
+      port, chassis_hex, mac_hex, sys_name, kStation);
+}
+
+// leaf0 (198.18.0.1) and leaf1 (198.18.0.2) joined by their Ethernet1 at
+// 100G, and the host n3 (one chassis ID) on leaf0's Ethernet5 at 25G with its
+// NIC 02:00:00:00:00:03, and on leaf1's Ethernet9 at `second_mbps` with its
+// NIC 02:00:00:00:01:03.
+std::vector<SwitchWalk> DualHomedWalks(int second_mbps) {
+  auto walk = [](const std::string& snmprec, const std::string& address) {
+    RecordedSource src(address + ":161", ParseSnmprec(snmprec, address).vars);
+    return *WalkSwitch(src);
+  };
+  const std::string leaf0 = "1.3.6.1.2.1.1.5.0|4|leaf0\n" + UpPort(1, "Ethernet1", 100000) +
+                            UpPort(5, "Ethernet5", 25000) +
+                            Neighbour(1, "020000000012", "Ethernet1", "leaf1", kBridge, "198.18.0.2") +
+                            HostNeighbour(5, "020000000003", "020000000003", "n3");
+  const std::string leaf1 = "1.3.6.1.2.1.1.5.0|4|leaf1\n" + UpPort(1, "Ethernet1", 100000) +
+                            UpPort(9, "Ethernet9", second_mbps) +
+                            Neighbour(1, "020000000011", "Ethernet1", "leaf0", kBridge, "198.18.0.1") +
+                            HostNeighbour(9, "020000000003", "020000000103", "n3");
+  return {walk(leaf0, "198.18.0.1"), walk(leaf1, "198.18.0.2")};
+}
+
+// How the warning about a host seen in several places ends.
+const std::string kAskForTheMpiNic = "; give its MPI NIC (hosts file mpi_mac, or the agent's interface) to decide";
+
+// "leaf0:Ethernet5": the switch port of host `host` in `tree`, or "".
+std::string PortOfHost(const DiscoveredTree& tree, const std::string& host) {
+  for (const DiscoveredLink& l : tree.links)
+    if (l.a.node == host) return l.b.node + ":" + l.b.port;
+  return "";
+}
+
+// A host on two switches goes where its MPI NIC is, with no warning; else on
+// the faster link, else by name order, whatever the order of the walks, with
+// a warning that asks for the MPI NIC.
+TEST(DualHomed, AHostGoesWhereItsMpiNicIsElseOnTheFasterLink) {
+  auto faster = BuildTree(DualHomedWalks(10000), {});
+  ASSERT_TRUE(faster.ok()) << faster.status().message();
+  EXPECT_EQ(faster->warnings, std::vector<std::string>{"host 'n3' is attached to leaf0 port Ethernet5 (25G) and leaf1 "
+                                                       "port Ethernet9 (10G); placed on the faster, leaf0" +
+                                                       kAskForTheMpiNic});
+  EXPECT_EQ(PortOfHost(*faster, "n3"), "leaf0:Ethernet5");
+
+  const HostFact n3{
+      "n3", {*ParseMac("02:00:00:00:00:03"), *ParseMac("02:00:00:00:01:03")}, *ParseMac("02:00:00:00:01:03")};
+  auto by_mpi_nic = BuildTree(DualHomedWalks(10000), {n3});
+  ASSERT_TRUE(by_mpi_nic.ok()) << by_mpi_nic.status().message();
+  EXPECT_TRUE(by_mpi_nic->warnings.empty()) << by_mpi_nic->warnings.front();
+  EXPECT_EQ(PortOfHost(*by_mpi_nic, "n3"), "leaf1:Ethernet9");
+
+  std::vector<SwitchWalk> equal = DualHomedWalks(25000);
+  for (bool reversed : {false, true}) {
+    if (reversed) std::reverse(equal.begin(), equal.end());
+    auto built = BuildTree(equal, {});
+    ASSERT_TRUE(built.ok()) << built.status().message();
+    EXPECT_EQ(built->warnings, std::vector<std::string>{"host 'n3' is attached to leaf0 port Ethernet5 (25G) and leaf1 "
+                                                        "port Ethernet9 (25G); placed on leaf0 (equal speeds; by name "
+                                                        "order)" +
+                                                        kAskForTheMpiNic})
+        << "reversed: " << reversed;
+    EXPECT_EQ(PortOfHost(*built, "n3"), "leaf0:Ethernet5") << "reversed: " << reversed;
+  }
+}
+
+// The name of the switch that host `host` hangs off in `truth`.
+std::string SwitchOfHost(const Topology& truth, const std::string& host) {
+  const int n = *truth.Find(host);
+  return truth.nodes()[truth.Other(truth.incident(n)[0], n)].name;
+}
+
+// Generated trees with a management network where half the hosts have a
+// second, slower data NIC on another switch: with hosts.yaml's mpi_mac every
+// host is where its MPI NIC is, with no warning; without, on the faster link
+// (the truth too), with one warning per dual-homed host.
+TEST(DualHomed, GeneratedTreesWithAManagementNetworkEqualTheTruth) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    gen::GenOptions options;
+    options.dual_homed_fraction = 0.5;
+    gen::GeneratedTree tree =
+        GenerateWithManagement(seed, 6 + static_cast<int>(seed % 7), 1 + static_cast<int>(seed % 3), options);
+    ASSERT_FALSE(tree.dual_homed_hosts.empty()) << "seed " << seed;
+    gen::HostsYamlOptions with_mpi_mac;
+    with_mpi_mac.with_mpi_mac = true;
+    auto facts = ParseHostFacts(gen::HostsYaml(tree, with_mpi_mac), "hosts.yaml");
+    ASSERT_TRUE(facts.ok()) << facts.status().message();
+    const std::vector<SwitchWalk> walks = Walks(tree);
+    auto built = BuildTree(walks, *facts);
+    ASSERT_TRUE(built.ok()) << "seed " << seed << ": " << built.status().message();
+    EXPECT_TRUE(SameTree(built->topology, tree.truth)) << "seed " << seed;
+    EXPECT_TRUE(built->warnings.empty()) << "seed " << seed << ": "
+                                         << fmt::format("{}", fmt::join(built->warnings, "\n"));
+    EXPECT_EQ(built->notes, ManagementNotes(tree, tree.management_switches.size())) << "seed " << seed;
+    EXPECT_EQ(built->fdb_hosts, static_cast<int>(tree.fdb_only_hosts.size())) << "seed " << seed;
+
+    auto unsure = BuildTree(walks, Facts(tree));
+    ASSERT_TRUE(unsure.ok()) << "seed " << seed << ": " << unsure.status().message();
+    EXPECT_TRUE(SameTree(unsure->topology, tree.truth)) << "seed " << seed;
+    EXPECT_EQ(unsure->warnings.size(), tree.dual_homed_hosts.size())
+        << "seed " << seed << ": " << fmt::format("{}", fmt::join(unsure->warnings, "\n"));
+    for (const std::string& host : tree.dual_homed_hosts) {
+      const std::string head = "host '" + host + "' is attached to " + SwitchOfHost(tree.truth, host) + " port ";
+      const std::string tail = "; placed on the faster, " + SwitchOfHost(tree.truth, host) + kAskForTheMpiNic;
+      EXPECT_EQ(std::count_if(unsure->warnings.begin(), unsure->warnings.end(),
+                              [&](const std::string& w) { return w.starts_with(head) && w.ends_with(tail); }),
+                1)
+          << "seed " << seed << ", host " << host << ": " << fmt::format("{}", fmt::join(unsure->warnings, "\n"));
+    }
+  }
+}
+
 // ---- Faults -------------------------------------------------------------------
 
 TEST(Faults, SwitchThatTimesOutAndUnreachableSeedGiveWarnings) {
