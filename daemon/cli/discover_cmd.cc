@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <ostream>
+#include <string_view>
 
 #include "daemon/discovery/discover.h"
 #include "daemon/discovery/tree_builder.h"
@@ -31,6 +32,13 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
        "out-of-band mgmt0) are management ports: their LLDP neighbours are not crawled and not in the tree, and\n"
        "'note:' lines count them and the management network left out.\n"
        "\n"
+       "Where that rule is not enough (a management switch cabled to bridge ports, as Arista's Management1 is),\n"
+       "--exclude-switch leaves a switch out by sysName or address: an address is never walked, a neighbour so\n"
+       "named is not followed, and neither is in the tree ('note:' counts them; an entry that matches no switch\n"
+       "is a warning). --data-vlan walks only that VLAN's Q-BRIDGE forwarding database, so that MACs learned in\n"
+       "a management or storage VLAN place no host. See the sysadmin guide, 'Clusters with a management\n"
+       "network'.\n"
+       "\n"
        "With --from-walks it reads recorded walks instead (one file per switch: .snmprec, or the output of\n"
        "'snmpwalk -On'), with no network: a walk saved with --save-walks reproduces a discovery exactly.\n"
        "\n"
@@ -38,7 +46,9 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
        "with its own SNMP settings, from --seed or else its configured seeds, and stores the tree as a new\n"
        "topology version when it changed. This prints the version, whether it changed, the switches walked,\n"
        "the hosts found and the warnings. Only --seed, --timeout (then the deadline of the call, default\n"
-       "300 s), --json and the connection options apply; it needs the admin token when topotuned has one.\n");
+       "300 s), --json and the connection options apply (topotuned's discovery.exclude_switches and\n"
+       "discovery.data_vlan stand in for --exclude-switch and --data-vlan); it needs the admin token when\n"
+       "topotuned has one.\n");
   cmd->add_option("--seed", args->seeds, "Switch address(es) to start from (comma-separated)")
       ->delimiter(',')
       ->type_name("ADDR[,ADDR...]");
@@ -80,6 +90,16 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cmd->add_flag("--no-crawl", args->no_crawl, "Walk the seeds only; do not follow LLDP management addresses");
+  cmd->add_option("--exclude-switch", args->exclude_switches,
+                  "Leave out this switch, by sysName or address: never walked, not followed, not in the tree "
+                  "(repeatable, or comma-separated)")
+      ->delimiter(',')
+      ->type_name("NAME|ADDR");
+  cmd->add_option("--data-vlan", args->data_vlan,
+                  "Place hosts known by MAC only from this VLAN's forwarding database (Q-BRIDGE); default: every "
+                  "VLAN")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4094));
   cmd->add_option("--hosts", args->hosts_file,
                   "Hosts and their MACs (YAML 'hosts: [{name, macs: [..], mpi_mac: ..}]'; mpi_mac, optional, is the "
                   "MAC of the NIC MPI uses), to name LLDP hosts and find hosts known only by MAC")
@@ -104,6 +124,8 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
       "  topotune discover --seed 10.0.0.2,10.0.0.3 --v3-user topotune --v3-auth 'auth pass' \\\n"
       "      --v3-priv 'priv pass' --hosts hosts.yaml --save-walks walks/\n"
       "  topotune discover --from-walks walks/*.snmprec --hosts hosts.yaml\n"
+      "  topotune discover --seed 10.0.0.2 --exclude-switch mgmt-sw1,10.0.0.250 --data-vlan 10 \\\n"
+      "      --hosts hosts.yaml --out cluster.yaml\n"
       "  topotune discover --remote --token-file /etc/topotune/token\n"
       "  topotune discover --server head01:50051 --seed 198.18.0.1 --timeout 900\n");
 }
@@ -111,12 +133,20 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
 int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) {
   const CLI::App& cmd = *args.command;
   if (args.remote || cmd.count("--server") > 0) {
-    for (const char* local : {"--from-walks", "--community", "--v3-user", "--v3-auth", "--v3-priv",
-                              "--v3-auth-protocol", "--v3-priv-protocol", "--port", "--retries", "--max-repetitions",
-                              "--concurrency", "--max-switches", "--no-crawl", "--hosts", "--out", "--save-walks"}) {
+    for (const char* local :
+         {"--from-walks", "--community", "--v3-user", "--v3-auth", "--v3-priv", "--v3-auth-protocol",
+          "--v3-priv-protocol", "--port", "--retries", "--max-repetitions", "--concurrency", "--max-switches",
+          "--no-crawl", "--exclude-switch", "--data-vlan", "--hosts", "--out", "--save-walks"}) {
       if (cmd.count(local) > 0) {
+        // The escape hatches have their own keys in topotuned.yaml.
+        const std::string_view flag = local;
+        const char* key = flag == "--exclude-switch" ? "discovery.exclude_switches"
+                          : flag == "--data-vlan"    ? "discovery.data_vlan"
+                                                     : nullptr;
         err << "topotune discover: " << local
-            << " applies to a local discovery; with --remote (or --server) topotuned uses its own settings\n"
+            << " applies to a local discovery; with --remote (or --server) topotuned uses its own settings"
+            << (key ? fmt::format(" (set {} in topotuned.yaml)", key) : "")
+            << "\n"
                "Run 'topotune discover --help' for usage.\n";
         return kExitUsage;
       }
@@ -165,7 +195,10 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
     int64_t requests = 0;
     for (const dsc::SwitchWalk& w : *walks) requests += w.requests;
     int n = static_cast<int>(walks->size());
-    auto tree = dsc::BuildTree(*walks, facts, {}, &diagnostics);
+    dsc::BuildOptions build;
+    build.exclude_switches = args.exclude_switches;
+    build.data_vlan = args.data_vlan;
+    auto tree = dsc::BuildTree(*walks, facts, build, &diagnostics);
     if (tree.ok())
       report = dsc::DiscoveryReport{std::move(*tree), n, 0, requests, 0.0};
     else
@@ -194,6 +227,8 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
     options.concurrency = args.concurrency;
     options.max_switches = args.max_switches;
     options.follow_lldp = !args.no_crawl;
+    options.build.exclude_switches = args.exclude_switches;
+    options.build.data_vlan = args.data_vlan;
     options.save_walks_dir = args.save_walks;
     if (!args.quiet) {
       options.progress = [&err](const dsc::CrawlProgress& p) {

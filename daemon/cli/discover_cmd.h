@@ -2,7 +2,9 @@
 // from cli.cc so that the SNMP options do not crowd the topology commands.
 // With --remote (or --server) the discovery runs in topotuned instead
 // (Admin.Discover, server_cmd.h RunRemoteDiscover): only --seed and the
-// connection options then apply, and --timeout is the call's deadline.
+// connection options then apply, and --timeout is the call's deadline
+// (topotuned's own discovery settings, such as discovery.exclude_switches,
+// stand in for the others).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,6 +33,10 @@ struct DiscoverArgs {
   int concurrency = 16;
   int max_switches = 4096;
   bool no_crawl = false;
+  // --exclude-switch NAME|ADDR (repeatable, comma lists) and --data-vlan N
+  // (0: every VLAN): discovery::BuildOptions.
+  std::vector<std::string> exclude_switches;
+  int data_vlan = 0;
   std::string hosts_file;
   std::string out;
   std::string save_walks;

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -53,12 +55,32 @@ CrawlResult Crawl(const CrawlOptions& options) {
   int in_flight = 0;
   CrawlProgress progress;
   // Walk results land in slots in queue order, so the output order does not
-  // depend on thread timing.
-  std::map<size_t, SwitchWalk> done;
+  // depend on thread timing; so do the walks set aside by exclude_switches.
+  std::map<size_t, SwitchWalk> done, excluded;
   std::map<std::string, size_t> order;
+
+  // exclude_switches: an address it names is never walked; a neighbour it
+  // names (by sysName or address) is not followed; a walked switch it names
+  // is set aside (CrawlResult::excluded) and not followed.
+  const std::vector<std::string>& exclude = options.build.exclude_switches;
+  auto excluded_address = [&](const std::string& address) {
+    return std::find(exclude.begin(), exclude.end(), address) != exclude.end();
+  };
+  auto excluded_neighbour = [&](const LldpRemote& row) {
+    return std::any_of(exclude.begin(), exclude.end(), [&](const std::string& e) { return ExcludesNeighbour(e, row); });
+  };
+  auto excluding_entry = [&](const SwitchWalk& walk) -> const std::string* {
+    for (const std::string& e : exclude)
+      if (ExcludesSwitch(e, walk)) return &e;
+    return nullptr;
+  };
 
   auto enqueue = [&](const std::string& address) {
     if (address.empty() || queued.count(address)) return;
+    if (excluded_address(address)) {
+      result.not_walked.emplace(address, "excluded (exclude_switches)");
+      return;
+    }
     if (static_cast<int>(queued.size()) >= options.max_switches) {
       if (static_cast<int>(queued.size()) == options.max_switches)
         result.warnings.push_back(
@@ -77,7 +99,15 @@ CrawlResult Crawl(const CrawlOptions& options) {
   };
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (const std::string& s : options.seeds) enqueue(s);
+    for (const std::string& s : options.seeds) {
+      if (!excluded_address(s)) {
+        enqueue(s);
+      } else if (std::find(result.excluded_seeds.begin(), result.excluded_seeds.end(), s) ==
+                 result.excluded_seeds.end()) {
+        result.warnings.push_back(fmt::format("seed {} is in exclude_switches; it is not walked", s));
+        result.excluded_seeds.push_back(s);
+      }
+    }
   }
 
   auto worker = [&] {
@@ -105,8 +135,8 @@ CrawlResult Crawl(const CrawlOptions& options) {
       int64_t requests = 0;
       auto source = open(address);
       if (source.ok()) {
-        walk =
-            WalkSwitch(**source, WalkOptions{.fdb = options.walk_fdb}, options.save_walks_dir.empty() ? nullptr : &raw);
+        walk = WalkSwitch(**source, WalkOptions{.fdb = options.walk_fdb, .data_vlan = options.build.data_vlan},
+                          options.save_walks_dir.empty() ? nullptr : &raw);
         requests = (*source)->requests();
       } else {
         walk = source.status();
@@ -129,6 +159,11 @@ CrawlResult Crawl(const CrawlOptions& options) {
         progress.last = fmt::format("{}: not walked", address);
       } else if (!walk->chassis_id.empty() && chassis.count(walk->chassis_id)) {
         progress.last = fmt::format("{}: {} again (already walked at another address)", address, walk->label());
+      } else if (const std::string* entry = excluding_entry(*walk)) {
+        if (!walk->chassis_id.empty()) chassis.insert(walk->chassis_id);
+        progress.last = fmt::format("{} at {}: excluded (exclude_switches: '{}'), not followed", walk->label(), address,
+                                    Printable(*entry));
+        excluded.emplace(order[address], std::move(*walk));
       } else {
         if (!walk->chassis_id.empty()) chassis.insert(walk->chassis_id);
         ++progress.walked;
@@ -145,7 +180,7 @@ CrawlResult Crawl(const CrawlOptions& options) {
           }
           if (r.is_switch_like() || chassis.count(r.chassis_id)) ++switches;
           bool host_like = r.caps_enabled && !r.is_switch_like();
-          if (!options.follow_lldp || host_like || chassis.count(r.chassis_id)) continue;
+          if (!options.follow_lldp || host_like || chassis.count(r.chassis_id) || excluded_neighbour(r)) continue;
           for (const std::string& a : r.mgmt_addresses) enqueue(a);
         }
         progress.last = fmt::format("{} at {}: {} interfaces, {}", walk->label(), address, walk->interfaces.size(),
@@ -161,6 +196,7 @@ CrawlResult Crawl(const CrawlOptions& options) {
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   for (auto& [i, w] : done) result.walks.push_back(std::move(w));
+  for (auto& [i, w] : excluded) result.excluded.push_back(std::move(w));
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
@@ -189,7 +225,7 @@ namespace {
 // Phase 2 of a discovery with host MACs: walks the FDB of the switches that
 // SwitchesNeedingFdb picks, `concurrency` at a time, into `crawl`.
 void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& facts, CrawlResult& crawl) {
-  std::vector<int> need = SwitchesNeedingFdb(crawl.walks, facts);
+  std::vector<int> need = SwitchesNeedingFdb(crawl.walks, facts, options.build);
   auto start = std::chrono::steady_clock::now();
   SourceOpener open = options.open;
   if (!open) {
@@ -213,7 +249,7 @@ void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& fa
       Status status = Status::Ok();
       auto source = open(address);
       if (source.ok()) {
-        status = WalkFdb(**source, walk, options.save_walks_dir.empty() ? nullptr : &raw);
+        status = WalkFdb(**source, walk, options.save_walks_dir.empty() ? nullptr : &raw, options.build.data_vlan);
         requests = (*source)->requests();
       } else {
         status = source.status();
@@ -265,11 +301,22 @@ StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vecto
   if (crawl.walks.empty()) {
     std::string why;
     for (const std::string& w : crawl.warnings) why += "\n  " + w;
+    for (const SwitchWalk& w : crawl.excluded)
+      why += fmt::format("\n  {}: walked, but excluded (exclude_switches)", w.label());
     return Status::NotFound(fmt::format("no switch could be walked from the seeds:{}", why));
   }
   if (options.walk_fdb && !facts.empty()) WalkNeededFdbs(options, facts, crawl);
+  BuildOptions build = options.build;
+  build.fdb_on_request = options.walk_fdb && facts.empty();
+  build.exclusions_matched.insert(build.exclusions_matched.end(), crawl.excluded_seeds.begin(),
+                                  crawl.excluded_seeds.end());
+  // The walks set aside go last: BuildTree leaves them out again and notes them.
+  const int walked = static_cast<int>(crawl.walks.size());
+  std::vector<SwitchWalk> walks = std::move(crawl.walks);
+  walks.insert(walks.end(), std::make_move_iterator(crawl.excluded.begin()),
+               std::make_move_iterator(crawl.excluded.end()));
   Diagnostics built;
-  auto tree = BuildTree(crawl.walks, facts, BuildOptions{.fdb_on_request = options.walk_fdb && facts.empty()}, &built);
+  auto tree = BuildTree(walks, facts, build, &built);
   if (diagnostics) {
     // The crawl's reason for each address it could not reach.
     for (UnwalkedSwitch& u : built.unwalked) {
@@ -288,7 +335,7 @@ StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vecto
   if (!tree.ok()) return tree.status();
   DiscoveryReport report{std::move(*tree)};
   report.tree.warnings.insert(report.tree.warnings.begin(), crawl.warnings.begin(), crawl.warnings.end());
-  report.switches_walked = static_cast<int>(crawl.walks.size());
+  report.switches_walked = walked;
   report.unreachable = crawl.unreachable;
   report.requests = crawl.requests;
   report.seconds = crawl.seconds;

@@ -2,7 +2,10 @@
 // management addresses, walking many at once, then build the tree
 // (tree_builder.h). Also the same from recorded walks, with no socket. The
 // crawl does not follow LLDP neighbours seen on management ports (ports that
-// are not bridge ports), so that the management network is not walked.
+// are not bridge ports), so that the management network is not walked, nor
+// the switches that BuildOptions::exclude_switches names: an excluded
+// address is never walked, and a walked switch whose sysName (or address) is
+// excluded is set aside and not followed.
 //
 // The crawl never throws and never fails as a whole because of one switch:
 // an unreachable seed, a switch that times out or answers garbage becomes a
@@ -52,17 +55,26 @@ struct CrawlOptions {
   std::function<void(const CrawlProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // Set to stop queueing and return what was walked.
   SourceOpener open;                          // How to reach an address; default: OpenNetSnmp with the options above.
+  // How to build the tree (Discover); its exclude_switches also limit the
+  // crawl, and its data_vlan the FDB walk (WalkFdb).
+  BuildOptions build = {};
 };
 
 struct CrawlResult {
   std::vector<SwitchWalk> walks;  // Seeds' switches first, in crawl order.
   std::vector<std::string> warnings;
   // Addresses that were queued or found but not walked, and why: the SNMP
-  // error ("198.18.0.9:161: no response (timeout)"), or the address limit.
+  // error ("198.18.0.9:161: no response (timeout)"), the address limit, or
+  // "excluded (exclude_switches)".
   std::map<std::string, std::string> not_walked;
   int64_t requests = 0;  // SNMP requests over all switches.
   int unreachable = 0;
   double seconds = 0;
+  // Switches walked but excluded by name (build.exclude_switches names their
+  // sysName or own address): not followed and not in `walks`, in crawl order.
+  std::vector<SwitchWalk> excluded = {};
+  // Seeds that build.exclude_switches names, not walked (a warning each).
+  std::vector<std::string> excluded_seeds = {};
 };
 
 CrawlResult Crawl(const CrawlOptions& options);
@@ -83,7 +95,9 @@ struct DiscoveryReport {
 };
 
 // Crawl without the FDB; then, with host facts, walk the FDB of the switches
-// that SwitchesNeedingFdb picks; then BuildTree. Crawl warnings come first in
+// that SwitchesNeedingFdb picks (only build.data_vlan's part, when set); then
+// BuildTree with options.build, the walks the crawl set aside included (so
+// that they count as matched and are noted). Crawl warnings come first in
 // the tree's warnings. `diagnostics`, if given, receives them and BuildTree's
 // (on failure too), and the neighbours not walked, with the crawl's reason
 // for each address it could not walk. When no switch could be walked at all,

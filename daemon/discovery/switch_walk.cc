@@ -292,6 +292,29 @@ std::string IdText(const std::string& raw) {
   return Printable(text);
 }
 
+// How a switch's own warnings name it: "sysName (source)", else the source.
+std::string WarningLabel(const SwitchWalk& sw) {
+  return sw.sys_name.empty() ? sw.source : fmt::format("{} ({})", sw.label(), sw.source);
+}
+
+// The warnings of data_vlan (WalkFdb, LimitFdbToVlan).
+std::string NoQBridgeWarning(const SwitchWalk& sw) {
+  return fmt::format(
+      "{}: data_vlan ignored: no Q-BRIDGE FDB (dot1qTpFdbTable); its dot1dTpFdbTable is used whatever the VLAN",
+      WarningLabel(sw));
+}
+std::string AssumedFdbIdWarning(const SwitchWalk& sw, int vlan) {
+  return fmt::format("{}: data_vlan {}: no dot1qVlanFdbId row for VLAN {}; FdbId {} is assumed", WarningLabel(sw), vlan,
+                     vlan, vlan);
+}
+
+// The FdbId of `vlan` from dot1qVlanFdbId rows, if they have one.
+std::optional<int> FdbIdOfVlan(const std::map<int, int>& vlan_fdb_id, int vlan) {
+  auto it = vlan_fdb_id.find(vlan);
+  if (it == vlan_fdb_id.end() || it->second < 0) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace
 
 std::vector<Oid> SwitchWalkRoots() {
@@ -457,30 +480,64 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
     DecodeRemotes(vars, kLldpV2Rem, kLldpV2RemMan, 2, sw, warn);
   }
   if (sw.chassis_id.empty() && sw.bridge_address) sw.chassis_id = FormatMac(*sw.bridge_address);
-  const std::string label = sw.sys_name.empty() ? sw.source : fmt::format("{} ({})", sw.label(), sw.source);
+  const std::string label = WarningLabel(sw);
   for (const std::string& line : warn.Lines()) sw.warnings.push_back(fmt::format("{}: {}", label, line));
   return sw;
 }
 
-Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw) {
+Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw, int data_vlan) {
   // Only the port column: the MAC is in the index, and self entries sit on
-  // port 0. Q-BRIDGE first (every VLAN); the plain BRIDGE-MIB table, often a
-  // subset (the default VLAN), only when Q-BRIDGE has none.
+  // port 0. Q-BRIDGE first (every VLAN, or data_vlan's FdbId); the plain
+  // BRIDGE-MIB table, often a subset (the default VLAN), only when Q-BRIDGE
+  // has none.
   int64_t before = source.requests();
-  auto vars = source.Walk(QBridgeFdbWalkRoots());
+  std::vector<std::string> vlan_warnings;
+  auto vars = source.Walk(data_vlan > 0 ? std::vector<Oid>{kQVlanFdbId} : QBridgeFdbWalkRoots());
   if (!vars.ok()) return vars.status();
-  if (!HasRows(*vars, kQTpFdbPort)) {
+  bool qbridge = HasRows(*vars, kQTpFdbPort);
+  if (data_vlan > 0) {
+    // The VLAN's filtering database, then only its rows.
+    const std::map<int, int> fdb_ids = DecodeSwitchWalk(*vars, sw.source).vlan_fdb_id;
+    const std::optional<int> fdb_id = FdbIdOfVlan(fdb_ids, data_vlan);
+    Oid root = kQTpFdbPort;
+    root.push_back(static_cast<uint32_t>(fdb_id.value_or(data_vlan)));
+    auto rows = source.Walk({root});
+    if (!rows.ok()) return rows.status();
+    qbridge = !rows->empty() || !fdb_ids.empty();
+    if (qbridge && !fdb_id) vlan_warnings.push_back(AssumedFdbIdWarning(sw, data_vlan));
+    vars->insert(vars->end(), rows->begin(), rows->end());
+    sw.fdb_vlan = data_vlan;
+  }
+  if (!qbridge) {
     auto d = source.Walk(BridgeFdbWalkRoots());
     if (!d.ok()) return d.status();
+    if (data_vlan > 0 && !d->empty()) vlan_warnings.push_back(NoQBridgeWarning(sw));
     vars->insert(vars->end(), d->begin(), d->end());
   }
   SwitchWalk f = DecodeSwitchWalk(*vars, sw.source);
   sw.fdb.insert(sw.fdb.end(), f.fdb.begin(), f.fdb.end());
   sw.vlan_fdb_id.insert(f.vlan_fdb_id.begin(), f.vlan_fdb_id.end());
   for (const std::string& w : f.warnings) sw.warnings.push_back(w);
+  sw.warnings.insert(sw.warnings.end(), vlan_warnings.begin(), vlan_warnings.end());
   sw.requests += source.requests() - before;
   if (raw) raw->insert(raw->end(), vars->begin(), vars->end());
   return Status::Ok();
+}
+
+void LimitFdbToVlan(SwitchWalk& sw, int vlan) {
+  if (vlan <= 0 || sw.fdb.empty() || sw.fdb_vlan == vlan) return;
+  sw.fdb_vlan = vlan;
+  // dot1dTpFdbTable entries have FdbId 0 (FdbEntry::fdb_id).
+  const bool qbridge = !sw.vlan_fdb_id.empty() ||
+                       std::any_of(sw.fdb.begin(), sw.fdb.end(), [](const FdbEntry& e) { return e.fdb_id != 0; });
+  if (!qbridge) {
+    sw.warnings.push_back(NoQBridgeWarning(sw));
+    return;
+  }
+  const std::optional<int> fdb_id = FdbIdOfVlan(sw.vlan_fdb_id, vlan);
+  if (!fdb_id) sw.warnings.push_back(AssumedFdbIdWarning(sw, vlan));
+  const int keep = fdb_id.value_or(vlan);
+  std::erase_if(sw.fdb, [keep](const FdbEntry& e) { return e.fdb_id != keep; });
 }
 
 StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, const WalkOptions& options, std::vector<VarBind>* raw) {
@@ -494,7 +551,7 @@ StatusOr<SwitchWalk> WalkSwitch(SnmpSource& source, const WalkOptions& options, 
   SwitchWalk sw = DecodeSwitchWalk(*vars, source.name());
   sw.requests = source.requests();
   if (raw) *raw = std::move(*vars);
-  if (options.fdb) TOPOTUNE_RETURN_IF_ERROR(WalkFdb(source, sw, raw));
+  if (options.fdb) TOPOTUNE_RETURN_IF_ERROR(WalkFdb(source, sw, raw, options.data_vlan));
   return sw;
 }
 

@@ -35,6 +35,8 @@ struct WalkOptions {
   // Walk the FDB. It is by far the largest table (every MAC the switch has
   // learned) and serves only to place hosts known by MAC (HostFact).
   bool fdb = true;
+  // Walk only this VLAN's part of the FDB (WalkFdb); 0: every VLAN.
+  int data_vlan = 0;
 };
 
 struct Interface {
@@ -96,6 +98,7 @@ struct SwitchWalk {
   std::map<int, int> stp_state;                   // dot1dStpPortState by bridge port.
   std::vector<FdbEntry> fdb;                      // Both FDB tables.
   std::map<int, int> vlan_fdb_id;                 // dot1qVlanFdbId: VLAN -> FDB id.
+  int fdb_vlan = 0;                               // The VLAN `fdb` is limited to (WalkFdb, LimitFdbToVlan); 0: all.
   std::vector<std::string> local_mgmt_addresses;  // lldpLocManAddrTable, IPv4.
   std::vector<std::string> warnings;              // "SWITCH: reason", "SWITCH: KIND: N more like these (M in all)".
   int64_t requests = 0;                           // SNMP requests the walk took.
@@ -120,7 +123,25 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
 
 // Walks the FDB of a switch already walked without it, and adds its entries
 // (and decoding warnings) to `sw`. `raw`, if given, receives the bindings.
-Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw = nullptr);
+//
+// With `data_vlan` (1-4094, discovery's data_vlan) only that VLAN's part of
+// the Q-BRIDGE FDB is walked: dot1qVlanFdbId first, which gives the VLAN's
+// filtering database (FdbId), then only the dot1qTpFdbPort rows of that
+// FdbId. With no dot1qVlanFdbId row for the VLAN, FdbId = the VLAN number is
+// assumed, with a warning. A switch with no Q-BRIDGE at all (neither table
+// has a row) gets its BRIDGE-MIB dot1dTpFdbTable walked instead, whole, with
+// the warning "data_vlan ignored: no Q-BRIDGE FDB". sw.fdb_vlan is then set
+// to `data_vlan`.
+Status WalkFdb(SnmpSource& source, SwitchWalk& sw, std::vector<VarBind>* raw = nullptr, int data_vlan = 0);
+
+// Limits the FDB of a walk that holds every VLAN (a recorded walk) to VLAN
+// `vlan`, as WalkFdb with data_vlan would have walked it: keeps the entries
+// of the VLAN's FdbId (its dot1qVlanFdbId row, else the VLAN number, with a
+// warning); keeps every entry, with the warning "data_vlan ignored: no
+// Q-BRIDGE FDB", when none is from Q-BRIDGE. Does nothing when `vlan` is 0,
+// when the FDB is empty or when it is already limited to `vlan` (fdb_vlan).
+// Warnings go to sw.warnings.
+void LimitFdbToVlan(SwitchWalk& sw, int vlan);
 
 // Walks a switch through `source`: the common roots, LLDP-V2-MIB if the v1
 // tables are empty, then the FDB. An error only when the agent cannot be read

@@ -402,6 +402,61 @@ std::string SafeName(std::string s) {
   return s;
 }
 
+// exclude_switches (BuildOptions) as a build applies it.
+struct Exclusions {
+  std::vector<std::string> entries;
+  std::vector<bool> used;          // Per entry: it named a walk, an LLDP neighbour or (exclusions_matched) a seed.
+  std::vector<std::string> walks;  // The walks left out, by label (SwitchWalk::label).
+  int rows = 0;                    // LLDP rows that name an excluded switch.
+
+  // Whether some entry names `row`; marks every entry that does, and counts
+  // the row.
+  bool Names(const LldpRemote& row) {
+    bool named = false;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!ExcludesNeighbour(entries[i], row)) continue;
+      used[i] = true;
+      named = true;
+    }
+    if (named) ++rows;
+    return named;
+  }
+};
+
+Exclusions ExclusionsOf(const BuildOptions& options) {
+  Exclusions ex;
+  ex.entries = options.exclude_switches;
+  for (const std::string& e : ex.entries)
+    ex.used.push_back(std::find(options.exclusions_matched.begin(), options.exclusions_matched.end(), e) !=
+                      options.exclusions_matched.end());
+  return ex;
+}
+
+// The walks a build uses: `walks` itself when neither exclude_switches nor
+// data_vlan is set; else, in `storage`, the walks that no entry names, each
+// with its FDB limited to data_vlan (LimitFdbToVlan). Marks the entries that
+// name a walk, and lists the walks left out in `ex`.
+const std::vector<SwitchWalk>& PrepareWalks(const std::vector<SwitchWalk>& walks, const BuildOptions& options,
+                                            Exclusions& ex, std::vector<SwitchWalk>& storage) {
+  if (ex.entries.empty() && options.data_vlan <= 0) return walks;
+  storage.reserve(walks.size());
+  for (const SwitchWalk& w : walks) {
+    bool excluded = false;
+    for (size_t i = 0; i < ex.entries.size(); ++i) {
+      if (!ExcludesSwitch(ex.entries[i], w)) continue;
+      ex.used[i] = true;
+      excluded = true;
+    }
+    if (excluded) {
+      ex.walks.push_back(w.label());
+      continue;
+    }
+    storage.push_back(w);
+    LimitFdbToVlan(storage.back(), options.data_vlan);
+  }
+  return storage;
+}
+
 struct Builder {
   const std::vector<SwitchWalk>& walks;
   const std::vector<HostFact>& facts;
@@ -411,6 +466,7 @@ struct Builder {
   std::map<Mac, int> fact_by_mac;
   std::set<Mac> switch_macs;
   std::set<std::string> empty_addresses;  // Addresses of walks that hold nothing (HoldsNothing).
+  Exclusions exclusions;
 
   void Warn(const Sw& s, const std::string& port, const std::string& why) {
     warnings.push_back(port.empty() ? fmt::format("{}: {}", s.name, why)
@@ -545,6 +601,14 @@ LldpPass ReadLldp(Builder& b) {
     if (s.walk->lldp_mib == 0 && !HoldsNothing(*s.walk))
       b.Warn(s, "", "no LLDP-MIB or LLDP-V2-MIB rows; its links are known only from its neighbours");
     for (const LldpRemote& row : s.walk->remotes) {
+      if (b.exclusions.Names(row)) {
+        // A switch that exclude_switches names: no link, no host and no
+        // switch not walked (counted in a note). Its port still faces a
+        // switch, so that the MACs learned behind it place no host there.
+        if (auto local = ResolveLocalPort(s, row.local_port_num); local && !IsManagementPort(*s.walk, *local))
+          switch_facing[si].insert(Group(s, *local));
+        continue;
+      }
       std::string shared;
       auto local = ResolveLocalPort(s, row.local_port_num, &shared);
       note_shared(static_cast<int>(si), shared);
@@ -931,8 +995,8 @@ std::optional<std::string> CycleError(const Builder& b, const std::vector<Switch
     return fmt::format(
         "the forwarding links form a cycle: {}; spanning tree should block one of them (check dot1dStpPortState), "
         "or they are a LAG whose membership (dot3adAggPortAttachedAggID) is not reported; if one of them is a "
-        "management switch cabled to ports that are bridge ports (so not taken for management ports), leave its "
-        "walk out",
+        "management switch cabled to ports that are bridge ports (so not taken for management ports), exclude it "
+        "(--exclude-switch NAME, or discovery.exclude_switches in topotuned.yaml)",
         fmt::join(parts, ", "));
   }
   return std::nullopt;
@@ -1253,6 +1317,28 @@ void FindManagementSwitches(const Builder& b, const Network& net, const std::vec
   }
 }
 
+// What exclude_switches did: a warning for each entry that matched nothing,
+// and a note counting the walks and the LLDP rows left out.
+void ReportExclusions(Builder& b, std::vector<std::string>& notes) {
+  const Exclusions& ex = b.exclusions;
+  for (size_t i = 0; i < ex.entries.size(); ++i)
+    if (!ex.used[i])
+      b.warnings.push_back(fmt::format("exclude_switches: '{}' matched no switch", Printable(ex.entries[i])));
+  std::vector<std::string> parts;
+  if (!ex.walks.empty()) {
+    constexpr size_t kNamed = 10;
+    std::vector<std::string> names(ex.walks.begin(),
+                                   ex.walks.begin() + static_cast<std::ptrdiff_t>(std::min(ex.walks.size(), kNamed)));
+    if (ex.walks.size() > kNamed) names.push_back(fmt::format("and {} more", ex.walks.size() - kNamed));
+    parts.push_back(fmt::format("{} left out ({})", Count(ex.walks.size(), "walked switch", "walked switches"),
+                                fmt::join(names, ", ")));
+  }
+  if (ex.rows > 0)
+    parts.push_back(fmt::format("{} naming an excluded switch, not crawled and not in the tree",
+                                Count(static_cast<size_t>(ex.rows), "LLDP row", "LLDP rows")));
+  if (!parts.empty()) notes.push_back(fmt::format("exclude_switches: {}", fmt::join(parts, "; ")));
+}
+
 // The notes on the management network (DiscoveredTree::notes).
 void NoteManagement(const ManagementNetwork& m, std::vector<std::string>& notes) {
   if (m.links > 0)
@@ -1332,11 +1418,18 @@ Assembly Assemble(Builder& b, const std::vector<SwitchLink>& links, const std::v
 
 }  // namespace
 
-StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& all_walks, const std::vector<HostFact>& facts,
                                    const BuildOptions& options, Diagnostics* diagnostics) {
   if (diagnostics) *diagnostics = Diagnostics{};
-  if (walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
+  if (all_walks.empty()) return Status::NotFound("no switch could be walked; nothing to build a tree from");
+  // The walks that exclude_switches leaves, with the FDB of data_vlan.
+  Exclusions exclusions = ExclusionsOf(options);
+  std::vector<SwitchWalk> prepared;
+  const std::vector<SwitchWalk>& walks = PrepareWalks(all_walks, options, exclusions, prepared);
+  if (walks.empty())
+    return Status::NotFound(fmt::format("every walk is left out by exclude_switches ({}); nothing to build a tree from",
+                                        fmt::join(exclusions.walks, ", ")));
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}, std::move(exclusions)};
   b.Index();
   std::vector<std::string> warnings;  // The walks' decoding warnings, then the builder's (b.warnings).
   for (const SwitchWalk& w : walks) warnings.insert(warnings.end(), w.warnings.begin(), w.warnings.end());
@@ -1364,6 +1457,7 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
   // ports, management rows.
   LldpPass pass = ReadLldp(b);
   std::vector<std::string> notes;
+  ReportExclusions(b, notes);
   // Every warning and note so far and the neighbours not walked, for the
   // caller, on failure too.
   auto diagnose = [&] {
@@ -1404,9 +1498,10 @@ StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const s
                         fdb_hosts,        pass.blocked_or_down, std::move(notes),    std::move(management)};
 }
 
-std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts) {
+std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+                                    const BuildOptions& options) {
   if (facts.empty() || walks.empty()) return {};
-  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{walks, facts, {}, {}, {}, {}, {}, {}, {}, {}, ExclusionsOf(options)};
   b.Index();
   LldpPass pass = ReadLldp(b);
   std::set<int> placed;
@@ -1429,6 +1524,21 @@ std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const 
     }
   }
   return out;
+}
+
+bool ExcludesSwitch(const std::string& entry, const SwitchWalk& walk) {
+  if (entry.empty()) return false;
+  if (!walk.sys_name.empty() && (entry == walk.sys_name || entry == SafeName(walk.sys_name))) return true;
+  // "198.18.0.1" of "198.18.0.1:161", and of "walks/198.18.0.1.snmprec" (--save-walks).
+  if (entry == ShortSource(walk.source)) return true;
+  return std::find(walk.local_mgmt_addresses.begin(), walk.local_mgmt_addresses.end(), entry) !=
+         walk.local_mgmt_addresses.end();
+}
+
+bool ExcludesNeighbour(const std::string& entry, const LldpRemote& row) {
+  if (entry.empty()) return false;
+  if (!row.sys_name.empty() && (entry == row.sys_name || entry == SafeName(row.sys_name))) return true;
+  return std::find(row.mgmt_addresses.begin(), row.mgmt_addresses.end(), entry) != row.mgmt_addresses.end();
 }
 
 std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row) {

@@ -64,6 +64,16 @@
 // and a routed data port (no bridge port, as on NX-OS) or a LAG member whose
 // LAG is not reported (Aruba CX) is taken for a management port.
 //
+// Two escape hatches (BuildOptions) for what these rules cannot sort out.
+// exclude_switches names switches to leave out, by name or address
+// (ExcludesSwitch, ExcludesNeighbour): their walks are dropped, and LLDP
+// rows that name them are neither links, hosts nor switches not walked (the
+// port still faces a switch, so no host is placed there from the FDB); a
+// note counts both, and an entry that matched nothing is a warning
+// "exclude_switches: 'X' matched no switch". data_vlan keeps only that
+// VLAN's FDB entries (LimitFdbToVlan), so that MACs learned in other VLANs
+// (a management or storage VLAN) place no host.
+//
 // What cannot be resolved becomes a warning naming the switch, the port and
 // the reason. Links that still form a cycle are an error naming them.
 //
@@ -143,10 +153,12 @@ struct DiscoveredTree {
   int lldp_hosts = 0;
   int fdb_hosts = 0;
   int blocked_or_down_links = 0;  // Switch links left out: a port down or not STP-forwarding.
-  // What was left out on purpose, not a fault (not warnings): "management
-  // links: N (ports that are not bridge ports), not crawled and not in the
-  // tree", "management network: S switch(es), H host(s), not used", and why
-  // the tree is not built around the first switch walked.
+  // What was left out on purpose, not a fault (not warnings): "exclude_switches:
+  // 1 walked switch left out (mgmt-sw); 3 LLDP rows naming an excluded
+  // switch, not crawled and not in the tree", "management links: N (ports
+  // that are not bridge ports), not crawled and not in the tree", "management
+  // network: S switch(es), H host(s), not used", and why the tree is not built
+  // around the first switch walked.
   std::vector<std::string> notes = {};
   ManagementNetwork management = {};
 };
@@ -176,17 +188,31 @@ struct BuildOptions {
   // MACs are known (Discover). With no host facts, the error for a tree with
   // no host then suggests --hosts although no walk holds an FDB.
   bool fdb_on_request = false;
+  // Switches to leave out, each by sysName or address (see the top;
+  // discovery.exclude_switches, --exclude-switch). The crawl neither walks
+  // such an address nor follows a switch so named.
+  std::vector<std::string> exclude_switches = {};
+  // The VLAN (1-4094) whose FDB entries place hosts; 0: every VLAN
+  // (discovery.data_vlan, --data-vlan). The crawl walks only its part of the
+  // FDB (WalkFdb).
+  int data_vlan = 0;
+  // Entries of exclude_switches that matched before the build, so that they
+  // are not warned of as matching nothing: the seeds the crawl did not walk
+  // (Discover sets it).
+  std::vector<std::string> exclusions_matched = {};
 };
 
-// Builds the tree. The first walk that holds any data anchors it (unless it
-// is a management switch, see the top): switches and hosts not connected to
-// it are left out with a warning (the management network with a note), and so
-// are walks from which nothing could be parsed (no system, IF-MIB, LLDP or
-// BRIDGE-MIB rows). Fails when no switch was walked, when nothing could be
-// parsed from any walk, when no host was found (the message says what would
-// find one: host MACs where the walks hold an FDB, else lldpd on the hosts),
-// or when the links form a cycle. `diagnostics`, if given, receives every
-// warning, the notes and the neighbours not walked, on failure too.
+// Builds the tree. Walks that exclude_switches names are dropped first. The
+// first walk that holds any data anchors it (unless it is a management
+// switch, see the top): switches and hosts not connected to it are left out
+// with a warning (the management network with a note), and so are walks from
+// which nothing could be parsed (no system, IF-MIB, LLDP or BRIDGE-MIB rows).
+// Fails when no switch was walked (or every walk is excluded), when nothing
+// could be parsed from any walk, when no host was found (the message says
+// what would find one: host MACs where the walks hold an FDB, else lldpd on
+// the hosts), or when the links form a cycle. `diagnostics`, if given,
+// receives every warning, the notes and the neighbours not walked, on failure
+// too.
 StatusOr<DiscoveredTree> BuildTree(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
                                    const BuildOptions& options = {}, Diagnostics* diagnostics = nullptr);
 
@@ -202,7 +228,18 @@ std::vector<std::string> UnwalkedLines(const std::vector<UnwalkedSwitch>& unwalk
 // has an edge port that is up and forwarding, with no switch and no LLDP host
 // behind it. Empty when every fact is placed or there are none. Cores and
 // aggregation switches, whose FDBs hold every MAC of the network, drop out.
-std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts);
+// A port whose LLDP neighbour options.exclude_switches names faces a switch.
+std::vector<int> SwitchesNeedingFdb(const std::vector<SwitchWalk>& walks, const std::vector<HostFact>& facts,
+                                    const BuildOptions& options = {});
+
+// Whether `entry`, an item of BuildOptions::exclude_switches, names the
+// walked switch `walk`: its sysName, that name made safe (the tree's node
+// name for it), its address (its source without ":port") or one of its own
+// LLDP management addresses. An empty entry names nothing.
+bool ExcludesSwitch(const std::string& entry, const SwitchWalk& walk);
+// Whether `entry` names the LLDP neighbour `row`: its sysName, that name made
+// safe, or one of its management addresses.
+bool ExcludesNeighbour(const std::string& entry, const LldpRemote& row);
 
 // The ifIndex of the local port of an LLDP row of `walk` (the rule above), or
 // nullopt when it resolves to no interface.

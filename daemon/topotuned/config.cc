@@ -174,6 +174,8 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"retries", Number<int>(&d.retries, 0, 20)},
       {"concurrency", Number<int>(&d.concurrency, 1, 256)},
       {"interval", Seconds(&d.interval_s, 10, 7 * 86400)},
+      {"exclude_switches", StrList(&d.exclude_switches)},
+      {"data_vlan", Number<int>(&d.data_vlan, 1, 4094)},
   };
   auto int_list = [](std::vector<int>* out, int lo, int hi) -> Reader::Handler {
     return [out, lo, hi](const YAML::Node& n) -> std::string {

@@ -28,6 +28,12 @@ struct DiscoveryConfig {
   int retries = 2;
   int concurrency = 16;
   double interval_s = 3600;  // Between periodic discoveries.
+  // Switches left out of discovery, by sysName or address: never walked or
+  // followed, not in the tree (discovery::BuildOptions::exclude_switches).
+  std::vector<std::string> exclude_switches;
+  // The VLAN (1-4094) whose FDB entries place hosts known by MAC; 0 (the key
+  // absent): every VLAN (discovery::BuildOptions::data_vlan).
+  int data_vlan = 0;
 };
 
 struct TuningConfig {

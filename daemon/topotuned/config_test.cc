@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 namespace topotune::daemon {
@@ -32,6 +34,60 @@ TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
   EXPECT_EQ(c->tuning.launcher, d->tuning.launcher);
   EXPECT_EQ(c->tuning.sizes, d->tuning.sizes);
   EXPECT_EQ(c->tuning.job_timeout_s, d->tuning.job_timeout_s);
+  EXPECT_TRUE(c->discovery.exclude_switches.empty());
+  EXPECT_EQ(c->discovery.data_vlan, 0);
+}
+
+// discovery.exclude_switches (a list, or "a,b") and discovery.data_vlan
+// (1-4094; absent: every VLAN). 0 and 5000 are out of range, and a misspelt
+// key is still an error.
+TEST(Config, ReadsTheDiscoveryEscapeHatches) {
+  auto c = ParseConfig("discovery:\n  exclude_switches: [mgmt-sw1, 10.0.0.250]\n  data_vlan: 10\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->discovery.exclude_switches, (std::vector<std::string>{"mgmt-sw1", "10.0.0.250"}));
+  EXPECT_EQ(c->discovery.data_vlan, 10);
+  auto scalar = ParseConfig("discovery:\n  exclude_switches: mgmt-sw1,10.0.0.250\n", "t.yaml");
+  ASSERT_TRUE(scalar.ok()) << scalar.status().message();
+  EXPECT_EQ(scalar->discovery.exclude_switches, (std::vector<std::string>{"mgmt-sw1", "10.0.0.250"}));
+  auto defaults = ParseConfig("", "t.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_TRUE(defaults->discovery.exclude_switches.empty());
+  EXPECT_EQ(defaults->discovery.data_vlan, 0);
+  for (const char* vlan : {"0", "5000"}) {
+    auto bad = ParseConfig(std::string("discovery:\n  data_vlan: ") + vlan + "\n", "t.yaml");
+    ASSERT_FALSE(bad.ok()) << vlan;
+    EXPECT_NE(bad.status().message().find(std::string("t.yaml:2: discovery.data_vlan: ") + vlan +
+                                          " is out of range [1, 4094]"),
+              std::string::npos)
+        << bad.status().message();
+  }
+  auto list = ParseConfig("discovery:\n  data_vlan: [10]\n", "t.yaml");
+  EXPECT_NE(list.status().message().find("discovery.data_vlan: expected a number"), std::string::npos)
+      << list.status().message();
+  auto typo = ParseConfig("discovery:\n  exclude_switch: [mgmt-sw1]\n", "t.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("t.yaml:2: discovery.exclude_switch: unknown key; known keys here:"),
+            std::string::npos)
+      << typo.status().message();
+  EXPECT_NE(typo.status().message().find("exclude_switches"), std::string::npos) << typo.status().message();
+}
+
+// The commented-out examples of deploy/topotuned.yaml parse once uncommented.
+TEST(Config, TheDocumentedEscapeHatchExamplesParse) {
+  std::ifstream in(std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/topotuned.yaml");
+  ASSERT_TRUE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  for (const char* key : {"exclude_switches:", "data_vlan:"}) {
+    const size_t at = yaml.find(std::string("\n  # ") + key);
+    ASSERT_NE(at, std::string::npos) << key;
+    yaml.erase(at + 3, 2);  // "\n  # key" -> "\n  key"
+  }
+  auto c = ParseConfig(yaml, "topotuned.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->discovery.exclude_switches, (std::vector<std::string>{"mgmt-sw1", "10.0.0.250"}));
+  EXPECT_EQ(c->discovery.data_vlan, 10);
 }
 
 // Under systemd, StateDirectory=topotune sets STATE_DIRECTORY, and the

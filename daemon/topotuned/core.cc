@@ -673,6 +673,8 @@ grpc::Status Core::RunDiscovery(const std::vector<std::string>& seeds, v1::Disco
   options.transport = SnmpTransportOf(dc);
   options.concurrency = dc.concurrency;
   options.cancel = &cancel_;
+  options.build.exclude_switches = dc.exclude_switches;
+  options.build.data_vlan = dc.data_vlan;
   // Host MACs and MPI NICs: the hosts file, then what agents registered,
   // merged by host name (an agent fills its host's entry of the file).
   std::vector<discovery::HostFact> facts;

@@ -385,6 +385,19 @@ elseif(CASE STREQUAL "discover_from_walks")
   # The written file is a valid topology.
   run_topotune(topology show "${WORK_DIR}/tree.yaml" --ascii)
   expect_rc(0)
+  # Excluded by address, the bridge on Ethernet48 is no longer a switch not
+  # walked but a row counted in a note; an entry that matches nothing is a
+  # warning.
+  run_topotune(discover --from-walks "${walk}" --exclude-switch 84.232.18.1 --exclude-switch nosuch-switch)
+  expect_rc(0)
+  expect_match(stderr
+    "note: exclude_switches: 1 LLDP row naming an excluded switch, not crawled and not in the tree\n"
+    "warning: exclude_switches: 'nosuch-switch' matched no switch\n"
+    "discovered 1 switch\\(es\\), 4 host\\(s\\)")
+  if(err MATCHES "4900M-CORE")
+    fail("the excluded switch is still reported as not walked")
+  endif()
+  expect_match(stdout "# note: exclude_switches: 1 LLDP row naming an excluded switch")
 
 elseif(CASE STREQUAL "topology_diff")
   run_topotune(topology diff "${EXAMPLES}/two-switch-4x4.yaml" "${EXAMPLES}/two-switch-4x4.yaml")
@@ -535,7 +548,9 @@ elseif(CASE STREQUAL "server_usage_errors")
       "plan;show;--hosts;n0;--collective;allreduce"
       "export;--format;yaml"
       "export"
-      "discover;--remote;--community;private")
+      "discover;--remote;--community;private"
+      "discover;--remote;--exclude-switch;mgmt-sw1"
+      "discover;--remote;--data-vlan;10")
     run_topotune(${cmd} ${nobody})
     expect_rc(2)
     expect_empty(stdout)
@@ -550,6 +565,15 @@ elseif(CASE STREQUAL "server_usage_errors")
   run_topotune(decisions show --server head01)
   expect_rc(2)
   expect_match(stderr "--server: 'head01' has no port")
+  # The escape hatches of a local discovery: topotuned has its own keys for them.
+  run_topotune(discover --remote --exclude-switch mgmt-sw1,10.0.0.250 ${nobody})
+  expect_rc(2)
+  expect_match(stderr "^topotune discover: --exclude-switch applies to a local discovery. with --remote \\(or "
+                      "--server\\) topotuned uses its own settings \\(set discovery\\.exclude_switches in "
+                      "topotuned\\.yaml\\)\n")
+  run_topotune(discover --remote --data-vlan 10 ${nobody})
+  expect_rc(2)
+  expect_match(stderr "\\(set discovery\\.data_vlan in topotuned\\.yaml\\)\n")
 
 elseif(CASE STREQUAL "server_unreachable")
   # Nothing listens on port 1: exit 69 at once (the connection is refused),

@@ -565,6 +565,8 @@ TEST(ServerUsageTest, BadFlagsExit2BeforeAnyCall) {
       {"topology", "show", Example("two-switch-4x4.yaml"), "--version", "3"},
       {"discover", "--remote", "--community", "private"},
       {"discover", "--remote", "--from-walks", "/dev/null"},
+      {"discover", "--remote", "--exclude-switch", "mgmt-sw1"},
+      {"discover", "--remote", "--data-vlan", "10"},
       {"tune", "status", "t-1", "--timeout", "0"},
   };
   for (std::vector<std::string> args : cases) {
@@ -589,6 +591,30 @@ TEST(ServerUsageTest, RemoteOnlyDiscoverFlagsNeedRemote) {
   Result r = RunCli({"discover", "--seed", "10.0.0.1", "--timeout", "900"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("at most 600"), std::string::npos) << r.err;
+}
+
+// The escape hatches of a local discovery are usage errors with --remote,
+// naming the key of topotuned.yaml that stands in for each; --data-vlan takes
+// 1-4094 only.
+TEST(ServerUsageTest, DiscoverEscapeHatchesAreLocalOnly) {
+  Result r = RunCli({"discover", "--remote", "--exclude-switch", "mgmt-sw1,10.0.0.250", "--server", kNobody});
+  EXPECT_EQ(r.code, kExitUsage) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("topotune discover: --exclude-switch applies to a local discovery; with --remote (or --server) "
+                       "topotuned uses its own settings (set discovery.exclude_switches in topotuned.yaml)\n"),
+            std::string::npos)
+      << r.err;
+  r = RunCli({"discover", "--server", kNobody, "--data-vlan", "10"});
+  EXPECT_EQ(r.code, kExitUsage) << r.err;
+  EXPECT_NE(r.err.find("--data-vlan applies to a local discovery; with --remote (or --server) topotuned uses its own "
+                       "settings (set discovery.data_vlan in topotuned.yaml)\n"),
+            std::string::npos)
+      << r.err;
+  for (const char* vlan : {"0", "4095", "ten"}) {
+    r = RunCli({"discover", "--seed", "10.0.0.1", "--data-vlan", vlan});
+    EXPECT_EQ(r.code, kExitUsage) << vlan << ": " << r.err;
+    EXPECT_NE(r.err.find("--data-vlan"), std::string::npos) << r.err;
+  }
 }
 
 TEST(ServerUsageTest, BadConnectionOptionsExit2) {

@@ -233,7 +233,8 @@ TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
       << built.status().message();
   EXPECT_NE(built.status().message().find(" -- "), std::string::npos);
   EXPECT_NE(built.status().message().find("; if one of them is a management switch cabled to ports that are bridge "
-                                          "ports (so not taken for management ports), leave its walk out"),
+                                          "ports (so not taken for management ports), exclude it (--exclude-switch "
+                                          "NAME, or discovery.exclude_switches in topotuned.yaml)"),
             std::string::npos)
       << built.status().message();
 }
@@ -568,6 +569,298 @@ TEST(DualHomed, GeneratedTreesWithAManagementNetworkEqualTheTruth) {
           << "seed " << seed << ", host " << host << ": " << fmt::format("{}", fmt::join(unsure->warnings, "\n"));
     }
   }
+}
+
+// ---- Escape hatches: exclude_switches and data_vlan (issue 18) -------------------
+
+// The walk of recorded .snmprec text at `address`.
+SwitchWalk RecordedWalk(const std::string& snmprec, const std::string& address, WalkOptions options = {}) {
+  RecordedSource src(address + ":161", ParseSnmprec(snmprec, address).vars);
+  return *WalkSwitch(src, options);
+}
+
+// "spine2" at 198.18.0.3, the bridge and router on spine's Ethernet2: its
+// Ethernet1 to spine, and the host h9 on its Ethernet2.
+std::string Spine2Walk() {
+  return "1.3.6.1.2.1.1.5.0|4|spine2\n" + UpPort(1, "Ethernet1", 100000) + UpPort(2, "Ethernet2", 25000) +
+         Neighbour(1, "020000000001", "Ethernet2", "spine", kBridgeRouter, "198.18.0.1") +
+         Neighbour(2, "020000000109", "eth0", "h9", kStation);
+}
+
+// A switch named by sysName or by address is left out with its hosts: its
+// walk is dropped, the LLDP row that names it is no "not walked" warning,
+// and a note counts both. An entry that matches nothing is a warning.
+TEST(ExcludeSwitches, ASwitchNamedOrAddressedIsLeftOutWithANote) {
+  const std::vector<SwitchWalk> walks = {RecordedWalk(SpineWalk(), "198.18.0.1"),
+                                         RecordedWalk(LeafWalk(), "198.18.0.2"),
+                                         RecordedWalk(Spine2Walk(), "198.18.0.3")};
+  auto all = BuildTree(walks, {});
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_TRUE(all->warnings.empty()) << all->warnings.front();
+  EXPECT_TRUE(all->topology.Find("spine2"));
+  EXPECT_TRUE(all->topology.Find("h9"));
+
+  for (const char* entry : {"spine2", "198.18.0.3"}) {
+    SCOPED_TRACE(entry);
+    Diagnostics diagnostics;
+    auto built = BuildTree(walks, {}, BuildOptions{.exclude_switches = {entry}}, &diagnostics);
+    ASSERT_TRUE(built.ok()) << built.status().message();
+    EXPECT_TRUE(built->warnings.empty()) << built->warnings.front();
+    EXPECT_FALSE(built->topology.Find("spine2"));
+    EXPECT_FALSE(built->topology.Find("h9"));
+    EXPECT_EQ(built->topology.num_nodes(), 6);  // spine, leaf0, h1-h4.
+    EXPECT_EQ(built->notes, std::vector<std::string>{"exclude_switches: 1 walked switch left out (spine2); 1 LLDP "
+                                                     "row naming an excluded switch, not crawled and not in the tree"});
+    EXPECT_TRUE(diagnostics.unwalked.empty());
+  }
+
+  auto unused = BuildTree(walks, {}, BuildOptions{.exclude_switches = {"spine2", "core9", "10.9.9.9"}});
+  ASSERT_TRUE(unused.ok()) << unused.status().message();
+  EXPECT_EQ(unused->warnings, (std::vector<std::string>{"exclude_switches: 'core9' matched no switch",
+                                                        "exclude_switches: '10.9.9.9' matched no switch"}));
+
+  // Not walked at all: its row is neither a warning nor a switch not walked.
+  Diagnostics diagnostics;
+  auto rows_only = BuildTree({walks[0], walks[1]}, {}, BuildOptions{.exclude_switches = {"198.18.0.3"}}, &diagnostics);
+  ASSERT_TRUE(rows_only.ok()) << rows_only.status().message();
+  EXPECT_TRUE(rows_only->warnings.empty()) << rows_only->warnings.front();
+  EXPECT_TRUE(diagnostics.unwalked.empty());
+  EXPECT_EQ(rows_only->notes,
+            std::vector<std::string>{
+                "exclude_switches: 1 LLDP row naming an excluded switch, not crawled and not in the tree"});
+
+  auto nothing_left = BuildTree({walks[2]}, {}, BuildOptions{.exclude_switches = {"spine2"}});
+  ASSERT_FALSE(nothing_left.ok());
+  EXPECT_EQ(nothing_left.status().message(),
+            "every walk is left out by exclude_switches (spine2); nothing to build a tree from");
+}
+
+// The crawl never opens an excluded address nor follows a neighbour so
+// named; a switch excluded by its sysName, known only once walked, is set
+// aside and not followed; an excluded seed is a warning, not an entry that
+// matched nothing.
+TEST(ExcludeSwitches, TheCrawlNeitherWalksNorFollowsAnExcludedSwitch) {
+  const std::map<std::string, std::string> recordings = {
+      {"198.18.0.1", SpineWalk()}, {"198.18.0.2", LeafWalk()}, {"198.18.0.3", Spine2Walk()}};
+  // `options` with an opener that notes every address it opens into `opened`.
+  auto noting = [](CrawlOptions options, std::shared_ptr<std::vector<std::string>> opened) {
+    options.concurrency = 1;  // One opener call at a time: `opened` needs no lock.
+    options.open = [opened, recorded = options.open](const std::string& address) {
+      opened->push_back(address);
+      return recorded(address);
+    };
+    return options;
+  };
+  for (const char* entry : {"spine2", "198.18.0.3"}) {
+    SCOPED_TRACE(entry);
+    auto opened = std::make_shared<std::vector<std::string>>();
+    CrawlOptions options = noting(CrawlOverRecordings(recordings, "198.18.0.1"), opened);
+    options.build.exclude_switches = {entry};
+    auto report = Discover(options, {});
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(std::set<std::string>(opened->begin(), opened->end()),
+              (std::set<std::string>{"198.18.0.1", "198.18.0.2"}));
+    EXPECT_EQ(report->switches_walked, 2);
+    EXPECT_FALSE(report->tree.topology.Find("spine2"));
+    EXPECT_TRUE(report->tree.warnings.empty()) << report->tree.warnings.front();
+    EXPECT_EQ(report->tree.notes,
+              std::vector<std::string>{
+                  "exclude_switches: 1 LLDP row naming an excluded switch, not crawled and not in the tree"});
+  }
+
+  // Seeded at spine2, excluded by name: walked, set aside, not followed.
+  CrawlOptions by_name = CrawlOverRecordings(recordings, "198.18.0.3");
+  by_name.seeds.push_back("198.18.0.1");
+  by_name.concurrency = 1;
+  by_name.build.exclude_switches = {"spine2"};
+  std::vector<std::string> progress;
+  by_name.progress = [&](const CrawlProgress& p) { progress.push_back(p.last); };
+  auto report = Discover(by_name, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->switches_walked, 2);
+  EXPECT_FALSE(report->tree.topology.Find("spine2"));
+  EXPECT_FALSE(report->tree.topology.Find("h9"));
+  EXPECT_TRUE(report->tree.topology.Find("h1"));
+  EXPECT_TRUE(report->tree.warnings.empty()) << report->tree.warnings.front();
+  EXPECT_EQ(report->tree.notes, std::vector<std::string>{"exclude_switches: 1 walked switch left out (spine2); 1 LLDP "
+                                                         "row naming an excluded switch, not crawled and not in the "
+                                                         "tree"});
+  EXPECT_NE(std::find(progress.begin(), progress.end(),
+                      "spine2 at 198.18.0.3: excluded (exclude_switches: 'spine2'), not followed"),
+            progress.end())
+      << fmt::format("{}", fmt::join(progress, "\n"));
+
+  // An excluded seed that no LLDP row names: one warning, never opened.
+  auto opened = std::make_shared<std::vector<std::string>>();
+  CrawlOptions seed = noting(CrawlOverRecordings(recordings, "198.18.0.9"), opened);
+  seed.seeds.push_back("198.18.0.1");
+  seed.build.exclude_switches = {"198.18.0.9"};
+  report = Discover(seed, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(std::count(opened->begin(), opened->end(), "198.18.0.9"), 0);
+  EXPECT_EQ(report->switches_walked, 3);
+  EXPECT_EQ(report->tree.warnings,
+            std::vector<std::string>{"seed 198.18.0.9 is in exclude_switches; it is not walked"});
+  EXPECT_TRUE(report->tree.notes.empty());
+}
+
+// "leaf0" at 198.18.0.2 with a bridge table (ports 1-3 = ifIndex 1-3): the
+// host h1 by LLDP on Ethernet1; Ethernet2 and Ethernet3 without LLDP.
+std::string VlanLeafWalk() {
+  std::string rec = "1.3.6.1.2.1.1.5.0|4|leaf0\n" + UpPort(1, "Ethernet1", 25000) + UpPort(2, "Ethernet2", 25000) +
+                    UpPort(3, "Ethernet3", 25000) + Neighbour(1, "020000000101", "eth0", "h1", kStation);
+  for (int port = 1; port <= 3; ++port) rec += fmt::format("1.3.6.1.2.1.17.1.4.1.2.{0}|2|{0}\n", port);
+  return rec;
+}
+
+// dot1qVlanFdbId: VLANs 1, 10 and 20 in filtering databases 1, 2 and 3.
+const char kVlanFdbIds[] =
+    "1.3.6.1.2.1.17.7.1.4.2.1.3.0.1|66|1\n"
+    "1.3.6.1.2.1.17.7.1.4.2.1.3.0.10|66|2\n"
+    "1.3.6.1.2.1.17.7.1.4.2.1.3.0.20|66|3\n";
+// dot1qTpFdbPort: "a" (02:00:00:00:0a:01) on bridge port 2 in FdbId 2 (VLAN
+// 10), "b" (02:00:00:00:14:01) on bridge port 3 in FdbId 3 (VLAN 20).
+const char kVlanFdb[] =
+    "1.3.6.1.2.1.17.7.1.2.2.1.2.2.2.0.0.0.10.1|2|2\n"
+    "1.3.6.1.2.1.17.7.1.2.2.1.2.3.2.0.0.0.20.1|2|3\n";
+// The same in FdbIds 10 and 20, with no dot1qVlanFdbId rows.
+const char kVlanFdbByVlanNumber[] =
+    "1.3.6.1.2.1.17.7.1.2.2.1.2.10.2.0.0.0.10.1|2|2\n"
+    "1.3.6.1.2.1.17.7.1.2.2.1.2.20.2.0.0.0.20.1|2|3\n";
+// The same in BRIDGE-MIB's dot1dTpFdbTable, which has no VLAN.
+const char kDot1dFdb[] =
+    "1.3.6.1.2.1.17.4.3.1.2.2.0.0.0.10.1|2|2\n"
+    "1.3.6.1.2.1.17.4.3.1.2.2.0.0.0.20.1|2|3\n";
+
+std::vector<HostFact> VlanFacts() {
+  return {{"a", {*ParseMac("02:00:00:00:0a:01")}}, {"b", {*ParseMac("02:00:00:00:14:01")}}};
+}
+
+// The hosts of `tree` found through the FDB.
+std::set<std::string> FdbHosts(const DiscoveredTree& tree) {
+  std::set<std::string> out;
+  for (const DiscoveredLink& l : tree.links)
+    if (l.how == "fdb") out.insert(l.a.node);
+  return out;
+}
+
+// What the warning about a known host that is not placed says.
+std::string UnplacedWarning(const std::string& host, const std::string& mac) {
+  return "host '" + host + "' (" + mac + ") was found on no switch edge port (not in LLDP or any FDB)";
+}
+
+// With data_vlan, only the FDB entries of the VLAN's filtering database
+// place hosts: its dot1qVlanFdbId row, else FdbId = VLAN (a warning); a
+// switch with no Q-BRIDGE FDB keeps every entry (a warning).
+TEST(DataVlan, OnlyTheVlansFdbEntriesPlaceHosts) {
+  const SwitchWalk full = RecordedWalk(VlanLeafWalk() + kVlanFdbIds + kVlanFdb, "198.18.0.2");
+  ASSERT_EQ(full.fdb.size(), 2u);
+  auto every_vlan = BuildTree({full}, VlanFacts());
+  ASSERT_TRUE(every_vlan.ok()) << every_vlan.status().message();
+  EXPECT_EQ(FdbHosts(*every_vlan), (std::set<std::string>{"a", "b"}));
+  EXPECT_TRUE(every_vlan->warnings.empty()) << every_vlan->warnings.front();
+
+  auto vlan10 = BuildTree({full}, VlanFacts(), BuildOptions{.data_vlan = 10});
+  ASSERT_TRUE(vlan10.ok()) << vlan10.status().message();
+  EXPECT_EQ(FdbHosts(*vlan10), std::set<std::string>{"a"});
+  EXPECT_EQ(vlan10->fdb_hosts, 1);
+  EXPECT_EQ(vlan10->warnings, std::vector<std::string>{UnplacedWarning("b", "02:00:00:00:14:01")});
+  auto vlan20 = BuildTree({full}, VlanFacts(), BuildOptions{.data_vlan = 20});
+  ASSERT_TRUE(vlan20.ok()) << vlan20.status().message();
+  EXPECT_EQ(FdbHosts(*vlan20), std::set<std::string>{"b"});
+  EXPECT_EQ(vlan20->warnings, std::vector<std::string>{UnplacedWarning("a", "02:00:00:00:0a:01")});
+
+  auto assumed = BuildTree({RecordedWalk(VlanLeafWalk() + kVlanFdbByVlanNumber, "198.18.0.2")}, VlanFacts(),
+                           BuildOptions{.data_vlan = 10});
+  ASSERT_TRUE(assumed.ok()) << assumed.status().message();
+  EXPECT_EQ(FdbHosts(*assumed), std::set<std::string>{"a"});
+  EXPECT_EQ(assumed->warnings,
+            (std::vector<std::string>{
+                "leaf0 (198.18.0.2:161): data_vlan 10: no dot1qVlanFdbId row for VLAN 10; FdbId 10 is assumed",
+                UnplacedWarning("b", "02:00:00:00:14:01")}));
+
+  auto ignored =
+      BuildTree({RecordedWalk(VlanLeafWalk() + kDot1dFdb, "198.18.0.2")}, VlanFacts(), BuildOptions{.data_vlan = 10});
+  ASSERT_TRUE(ignored.ok()) << ignored.status().message();
+  EXPECT_EQ(FdbHosts(*ignored), (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(ignored->warnings,
+            std::vector<std::string>{"leaf0 (198.18.0.2:161): data_vlan ignored: no Q-BRIDGE FDB (dot1qTpFdbTable); "
+                                     "its dot1dTpFdbTable is used whatever the VLAN"});
+}
+
+// An SnmpSource that passes each walk on to another and notes its roots.
+class RootLog : public SnmpSource {
+ public:
+  // `inner` must outlive this.
+  explicit RootLog(SnmpSource* inner) : inner_(inner) {}
+  StatusOr<std::vector<VarBind>> Walk(const std::vector<Oid>& roots) override {
+    for (const Oid& r : roots) roots_.push_back(FormatOid(r));
+    return inner_->Walk(roots);
+  }
+  std::string name() const override { return inner_->name(); }
+  int64_t requests() const override { return inner_->requests(); }
+  const std::vector<std::string>& roots() const { return roots_; }
+
+ private:
+  SnmpSource* inner_;
+  std::vector<std::string> roots_;
+};
+
+// With data_vlan the FDB walk asks for dot1qVlanFdbId, then for the rows of
+// the VLAN's FdbId only, and gets fewer bindings; without Q-BRIDGE it falls
+// back to the whole dot1dTpFdbTable, with a warning.
+TEST(DataVlan, TheFdbWalkAsksForTheVlansFilteringDatabaseOnly) {
+  RecordedSource recorded("198.18.0.2:161", ParseSnmprec(VlanLeafWalk() + kVlanFdbIds + kVlanFdb, "leaf0").vars);
+  auto every_vlan = WalkSwitch(recorded, WalkOptions{.fdb = false});
+  ASSERT_TRUE(every_vlan.ok()) << every_vlan.status().message();
+  RootLog whole(&recorded);
+  std::vector<VarBind> raw;
+  ASSERT_TRUE(WalkFdb(whole, *every_vlan, &raw).ok());
+  EXPECT_EQ(whole.roots(), (std::vector<std::string>{"1.3.6.1.2.1.17.7.1.2.2.1.2", "1.3.6.1.2.1.17.7.1.4.2.1.3"}));
+  EXPECT_EQ(raw.size(), 5u);  // Both entries and the 3 dot1qVlanFdbId rows.
+  EXPECT_EQ(every_vlan->fdb.size(), 2u);
+  EXPECT_EQ(every_vlan->fdb_vlan, 0);
+
+  auto vlan10 = WalkSwitch(recorded, WalkOptions{.fdb = false});
+  ASSERT_TRUE(vlan10.ok()) << vlan10.status().message();
+  RootLog narrow(&recorded);
+  raw.clear();
+  ASSERT_TRUE(WalkFdb(narrow, *vlan10, &raw, 10).ok());
+  EXPECT_EQ(narrow.roots(), (std::vector<std::string>{"1.3.6.1.2.1.17.7.1.4.2.1.3", "1.3.6.1.2.1.17.7.1.2.2.1.2.2"}));
+  EXPECT_EQ(raw.size(), 4u);  // The 3 dot1qVlanFdbId rows and VLAN 10's entry.
+  ASSERT_EQ(vlan10->fdb.size(), 1u);
+  EXPECT_EQ(FormatMac(vlan10->fdb[0].mac), "02:00:00:00:0a:01");
+  EXPECT_EQ(vlan10->fdb[0].fdb_id, 2);
+  EXPECT_EQ(vlan10->fdb_vlan, 10);
+  EXPECT_TRUE(vlan10->warnings.empty()) << vlan10->warnings.front();
+  // Limited already: the build filters and warns of nothing more.
+  auto built = BuildTree({*vlan10}, VlanFacts(), BuildOptions{.data_vlan = 10});
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_EQ(FdbHosts(*built), std::set<std::string>{"a"});
+  EXPECT_EQ(built->warnings, std::vector<std::string>{UnplacedWarning("b", "02:00:00:00:14:01")});
+
+  RecordedSource plain("198.18.0.2:161", ParseSnmprec(VlanLeafWalk() + kDot1dFdb, "leaf0").vars);
+  auto dot1d = WalkSwitch(plain, WalkOptions{.fdb = false});
+  ASSERT_TRUE(dot1d.ok()) << dot1d.status().message();
+  RootLog fallback(&plain);
+  ASSERT_TRUE(WalkFdb(fallback, *dot1d, nullptr, 10).ok());
+  EXPECT_EQ(fallback.roots(), (std::vector<std::string>{"1.3.6.1.2.1.17.7.1.4.2.1.3", "1.3.6.1.2.1.17.7.1.2.2.1.2.10",
+                                                        "1.3.6.1.2.1.17.4.3.1.2"}));
+  EXPECT_EQ(dot1d->fdb.size(), 2u);
+  EXPECT_EQ(dot1d->warnings,
+            std::vector<std::string>{"leaf0 (198.18.0.2:161): data_vlan ignored: no Q-BRIDGE FDB (dot1qTpFdbTable); "
+                                     "its dot1dTpFdbTable is used whatever the VLAN"});
+}
+
+// A discovery with data_vlan walks and uses that VLAN's FDB only.
+TEST(DataVlan, ADiscoveryPlacesHostsFromTheVlansFdbOnly) {
+  CrawlOptions options = CrawlOverRecordings({{"198.18.0.2", VlanLeafWalk() + kVlanFdbIds + kVlanFdb}}, "198.18.0.2");
+  options.build.data_vlan = 20;
+  auto report = Discover(options, VlanFacts());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(FdbHosts(report->tree), std::set<std::string>{"b"});
+  EXPECT_EQ(report->tree.fdb_hosts, 1);
+  EXPECT_EQ(report->tree.warnings, std::vector<std::string>{UnplacedWarning("a", "02:00:00:00:0a:01")});
 }
 
 // ---- Faults -------------------------------------------------------------------
