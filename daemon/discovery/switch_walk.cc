@@ -27,6 +27,7 @@ const Oid kLldpV2Rem = {1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 1, 1};
 const Oid kLldpV2RemMan = {1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 2, 1};
 // IF-MIB.
 const Oid kIfDescr = {1, 3, 6, 1, 2, 1, 2, 2, 1, 2};
+const Oid kIfType = {1, 3, 6, 1, 2, 1, 2, 2, 1, 3};
 const Oid kIfPhysAddress = {1, 3, 6, 1, 2, 1, 2, 2, 1, 6};
 const Oid kIfOperStatus = {1, 3, 6, 1, 2, 1, 2, 2, 1, 8};
 const Oid kIfName = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1};
@@ -318,9 +319,10 @@ std::optional<int> FdbIdOfVlan(const std::map<int, int>& vlan_fdb_id, int vlan) 
 }  // namespace
 
 std::vector<Oid> SwitchWalkRoots() {
-  return {kSysDescr, kSysName,           kLldpLoc,         kLldpRem,      kLldpRemMan,
-          kIfDescr,  kIfPhysAddress,     kIfOperStatus,    kIfName,       kIfHighSpeed,
-          kIfAlias,  kBaseBridgeAddress, kBasePortIfIndex, kStpPortState, kAggPortAttachedAggId};
+  return {kSysDescr,          kSysName,         kLldpLoc,      kLldpRem,
+          kLldpRemMan,        kIfDescr,         kIfType,       kIfPhysAddress,
+          kIfOperStatus,      kIfName,          kIfHighSpeed,  kIfAlias,
+          kBaseBridgeAddress, kBasePortIfIndex, kStpPortState, kAggPortAttachedAggId};
 }
 
 std::vector<Oid> QBridgeFdbWalkRoots() { return {kQTpFdbPort, kQVlanFdbId}; }
@@ -376,6 +378,7 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
       const char* name;
     };
     static const Column kColumns[] = {{&kIfDescr, "ifDescr"},
+                                      {&kIfType, "ifType"},
                                       {&kIfPhysAddress, "ifPhysAddress"},
                                       {&kIfOperStatus, "ifOperStatus"},
                                       {&kIfName, "ifName"},
@@ -398,6 +401,8 @@ SwitchWalk DecodeSwitchWalk(const std::vector<VarBind>& vars, std::string source
           warn.Add("ifPhysAddress", fmt::format("ifPhysAddress of ifIndex {} is not a MAC address ({})", *if_index,
                                                 Printable(v.value.bytes, 32)));
       }
+      if (c.root == &kIfType)
+        if (auto n = IntValue(v, warn, c.name)) itf.if_type = *n;
       if (c.root == &kIfOperStatus)
         if (auto n = IntValue(v, warn, c.name)) itf.oper_status = *n;
       if (c.root == &kIfHighSpeed)

@@ -46,6 +46,7 @@ struct Interface {
   std::string alias;  // ifAlias
   std::optional<Mac> mac;
   int64_t high_speed_mbps = -1;  // ifHighSpeed; -1 when absent.
+  int if_type = 0;               // ifType: 6 ethernetCsmacd, 161 ieee8023adLag, ...; 0 when absent.
   int oper_status = 0;           // 1 up, 2 down, ...; 0 when absent.
   int lag_id = 0;                // dot3adAggPortAttachedAggID: the aggregate's ifIndex, 0 when none.
   // The best name for messages and output: ifName, else ifDescr, else

@@ -1553,7 +1553,18 @@ bool IsManagementPort(const SwitchWalk& walk, int if_index) {
   };
   auto itf = walk.interfaces.find(if_index);
   const int lag = itf == walk.interfaces.end() ? 0 : itf->second.lag_id;
-  return !is_bridge_port(if_index) && !(lag != 0 && is_bridge_port(lag));
+  if (is_bridge_port(if_index) || (lag != 0 && is_bridge_port(lag))) return false;
+  // A LAG (ifType ieee8023adLag) that is a bridge port but that no interface
+  // names as its aggregate: its members are unknown (AOS-CX lists no
+  // dot3adAggPortAttachedAggID), and any port that is not a bridge port may
+  // be one of them, so none is taken for a management port.
+  constexpr int kIeee8023adLag = 161;
+  auto members_unknown = [&](const std::pair<const int, Interface>& e) {
+    return e.second.if_type == kIeee8023adLag && is_bridge_port(e.first) &&
+           std::none_of(walk.interfaces.begin(), walk.interfaces.end(),
+                        [&](const std::pair<const int, Interface>& m) { return m.second.lag_id == e.first; });
+  };
+  return std::none_of(walk.interfaces.begin(), walk.interfaces.end(), members_unknown);
 }
 
 std::vector<bool> RowsOnManagementPorts(const SwitchWalk& walk) {

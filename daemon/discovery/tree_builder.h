@@ -248,7 +248,9 @@ std::optional<int> LocalPortOf(const SwitchWalk& walk, const LldpRemote& row);
 // True iff `if_index` is a management port of `walk`: its bridge table
 // (dot1dBasePortIfIndex) is not empty, and neither the port nor its LAG is a
 // bridge port. An empty bridge table says nothing (Linux snmpd, agents
-// without BRIDGE-MIB): every port is then a data port.
+// without BRIDGE-MIB): every port is then a data port; so does a LAG that is
+// a bridge port but whose members the walk does not list (AOS-CX): any port
+// that is not a bridge port may be one of them.
 bool IsManagementPort(const SwitchWalk& walk, int if_index);
 
 // For each row of walk.remotes, in order, whether its local port
