@@ -31,7 +31,25 @@ What `up` builds (see DESIGN.md, "The emulated cluster (testbed)"):
     127.0.0.1, community `public` (read-only, 198.18.0.0/15), SNMPv3 user
     `topotune` (authPriv SHA/AES, passwords topotune-auth/topotune-priv),
     sysName = namespace name, and ifSpeed/ifHighSpeed of each port = the
-    topology's link speed.
+    topology's link speed. BRIDGE-MIB's dot1dBasePortIfIndex, which snmpd
+    does not implement, is served from snmpd.conf `override` lines (walkable:
+    snmpd registers each as an instance): one row per port of br0, bridge
+    port = ifIndex, and none for mgmt0, so a discovery can tell data ports
+    (bridge ports) from an out-of-band management port.
+  * with --mgmt-network, an out-of-band management network in 198.19.0.0/16
+    (also inside 198.18.0.0/15), as most clusters have: a management switch
+    <prefix>mgmt (br0 at 198.19.0.253, snmpd and lldpd like every switch,
+    1 Gbit/s ports, unshaped) whose port m0 goes to the head's second NIC
+    mgmt0 (198.19.0.254), m<i+1> to switch i's mgmt0 (198.19.0.<i+1>, not
+    in its br0, so not a bridge port), then one port per host j for its
+    second NIC eth1 (198.19.<1 + j/254>.<1 + j%254>). Switches' and hosts'
+    lldpd run on these NICs too, so every switch has one more LLDP neighbour,
+    the management switch, on mgmt0; the head can reach the management
+    switch, as a crawl that wrongly followed management links would. A
+    switch's snmpd also answers on its mgmt0 address. testbed.json records
+    each node's management NIC under its "mgmt" key, and the management
+    switch under the top-level "mgmt". No node of the topology may be named
+    'mgmt', and it may have at most 252 switches.
   * topotune itself (unless --no-services): topotuned in the head namespace
     (gRPC on :50051, /metrics on :9464, its database and a random bearer
     token in the state directory), discovering the tree over SNMP from the
@@ -39,9 +57,10 @@ What `up` builds (see DESIGN.md, "The emulated cluster (testbed)"):
     `topotune-agent serve` on every host. `up` returns when topotuned sees
     every agent alive and a discovery that found every switch and host.
   * <state>/mpirun: Open MPI's mpirun run in the head namespace with the
-    options a job on the testbed needs (rsh-agent, TCP on 198.18.0.0/15 only,
-    mpi_yield_when_idle because the emulated hosts share this machine's
-    cores), usable from any namespace.
+    options a job on the testbed needs (rsh-agent, TCP on the data network
+    198.18.0.0/16 only, never the management network; mpi_yield_when_idle
+    because the emulated hosts share this machine's cores), usable from any
+    namespace.
 
 Everything `up` creates is written to <state>/testbed.json as it is created,
 so `down` removes exactly that, even after a half-finished `up`.
@@ -88,6 +107,21 @@ BRIDGE = "br0"
 NIC = "eth0"
 HEAD_LINK_BPS = 10_000_000_000  # reported by snmpd; the head link is not shaped
 
+# The management network (up --mgmt-network): a management switch <prefix>mgmt
+# whose ports m1, m2, ... go to every switch's mgmt0 (not a bridge port), every
+# host's second NIC eth1, and (m0) the head's mgmt0, in 198.19.0.0/16.
+MGMT_SUBNET = ipaddress.ip_network("198.19.0.0/16")
+MGMT_NAME = "mgmt"  # the management switch's node name; its namespace is <prefix>mgmt
+MGMT_SWITCH_IP = "198.19.0.253"
+MGMT_HEAD_IP = "198.19.0.254"
+MGMT_MAX_SWITCHES = 252  # their mgmt0 is 198.19.0.<i+1>; .253 is the management switch
+MGMT_MAX_PORTS = 1023  # a Linux bridge numbers its ports 1..1023
+MGMT_HEAD_PORT = "m0"
+MGMT_SWITCH_NIC = "mgmt0"  # a switch's out-of-band management port
+MGMT_HOST_NIC = "eth1"  # a host's management NIC
+MGMT_HEAD_NIC = "mgmt0"
+MGMT_LINK_BPS = 1_000_000_000  # reported by snmpd; management links are not shaped
+
 SERVICE_PORT = 50051  # topotuned's gRPC port in the head namespace
 METRICS_PORT = 9464  # topotuned's /metrics port in the head namespace
 BINARIES = ("topotuned", "topotune-agent")
@@ -103,6 +137,9 @@ SNMP_V3_PRIV = "topotune-priv"
 # OIDs the readiness checks use.
 OID_LLDP_REM_SYSNAME = "1.0.8802.1.1.2.1.4.1.1.9"  # lldpRemSysName, in lldpRemTable
 OID_IF_HIGH_SPEED = "1.3.6.1.2.1.31.1.1.1.15"  # ifHighSpeed (Mbit/s)
+# dot1dBasePortIfIndex (BRIDGE-MIB), which snmpd serves from `override` lines:
+# bridge port = ifIndex, for the ports of br0 only.
+OID_BASE_PORT_IF_INDEX = "1.3.6.1.2.1.17.1.4.1.2"
 
 HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 NAME_RE = re.compile(r"^[A-Za-z0-9-]+$")
@@ -373,13 +410,16 @@ def mac(kind: int, a: int, b: int) -> str:
 
 
 MAC_BRIDGE, MAC_SWITCH_PORT, MAC_HOST, MAC_HEAD = 1, 2, 3, 4
+# The management network's: its switch's bridge and ports, the switches' mgmt0
+# and the hosts' eth1 (the head's mgmt0 is MAC_HEAD 0:1).
+MAC_MGMT_BRIDGE, MAC_MGMT_PORT, MAC_SWITCH_MGMT, MAC_HOST_MGMT = 5, 6, 7, 8
 
 
-def host_ip(j: int) -> str:
-    return f"198.18.{1 + j // 254}.{1 + j % 254}"
+def host_ip(j: int, subnet: str = "198.18") -> str:
+    return f"{subnet}.{1 + j // 254}.{1 + j % 254}"
 
 
-def make_plan(t: Topology, prefix: str) -> dict[str, Any]:
+def make_plan(t: Topology, prefix: str, mgmt_network: bool = False) -> dict[str, Any]:
     if not PREFIX_RE.fullmatch(prefix):
         raise TestbedError(f"prefix '{prefix}' is not allowed; it starts a hostname: use letters, digits "
                            "and '-' (no '_'), starting with a letter or digit")
@@ -388,7 +428,18 @@ def make_plan(t: Topology, prefix: str) -> dict[str, Any]:
                            f"allows at most {MAX_SWITCHES}")
     if len(t.hosts) > MAX_HOSTS:
         raise TestbedError(f"{t.source}: hosts: {len(t.hosts)} hosts; the testbed allows at most {MAX_HOSTS}")
-    names = ["head"] + t.switches + t.hosts
+    if mgmt_network:
+        if MGMT_NAME in t.line:
+            raise TestbedError(f"{t.source}:{t.line[MGMT_NAME]}: '{MGMT_NAME}' is the management switch of "
+                               "--mgmt-network; rename this node")
+        if len(t.switches) > MGMT_MAX_SWITCHES:
+            raise TestbedError(f"{t.source}: switches: {len(t.switches)} switches; with --mgmt-network the "
+                               f"address plan allows at most {MGMT_MAX_SWITCHES}")
+        if 1 + len(t.switches) + len(t.hosts) > MGMT_MAX_PORTS:
+            raise TestbedError(f"{t.source}: {len(t.switches)} switches and {len(t.hosts)} hosts need "
+                               f"{1 + len(t.switches) + len(t.hosts)} ports on the management switch "
+                               f"(with the head's); a Linux bridge has at most {MGMT_MAX_PORTS}")
+    names = ["head"] + t.switches + t.hosts + ([MGMT_NAME] if mgmt_network else [])
     for name in names:
         ns = prefix + name
         if not HOSTNAME_RE.fullmatch(ns):
@@ -436,20 +487,69 @@ def make_plan(t: Topology, prefix: str) -> dict[str, Any]:
                                   latency_s=link["latency_s"])
         links.append({"a": link["a"], "b": link["b"], "speed_bps": link["speed_bps"],
                       "latency_s": link["latency_s"], "line": link["line"], "interfaces": ifs})
-    return {"version": 1, "prefix": prefix, "topology": os.path.abspath(t.source), "subnet": str(SUBNET),
+    plan = {"version": 1, "prefix": prefix, "topology": os.path.abspath(t.source), "subnet": str(SUBNET),
             "head": head, "switches": switches, "hosts": hosts, "links": links}
+    if mgmt_network:
+        plan.update(mgmt_subnet=str(MGMT_SUBNET), mgmt=make_mgmt_plan(plan, prefix))
+    return plan
+
+
+def make_mgmt_plan(plan: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The management switch, and each node's "mgmt" NIC (added to the
+    plan's switches, hosts and head): port m0 is the head's mgmt0, m<i+1>
+    switch i's mgmt0 (198.19.0.<i+1>), then one port per host for its eth1
+    (198.19.<1 + j/254>.<1 + j%254>). A switch's mgmt0 is not in its br0."""
+    ports: dict[str, Any] = {}
+    mgmt = {"namespace": prefix + MGMT_NAME, "ip": MGMT_SWITCH_IP, "bridge": BRIDGE,
+            "mac": mac(MAC_MGMT_BRIDGE, 0, 0), "ports": ports}
+
+    def plug(number: int, peer: str, node: dict[str, Any], interface: str, ip: str, nic_mac: str) -> None:
+        port = f"m{number}"
+        assert len(port) <= IFNAMSIZ
+        ports[port] = {"mac": mac(MAC_MGMT_PORT, number >> 8, number & 0xFF), "peer": peer,
+                       "peer_namespace": node["namespace"], "peer_interface": interface,
+                       "speed_bps": MGMT_LINK_BPS, "latency_s": 0.0, "shaped": False}
+        node["mgmt"] = {"interface": interface, "ip": ip, "mac": nic_mac, "switch": MGMT_NAME,
+                        "switch_port": port, "speed_bps": MGMT_LINK_BPS}
+
+    plug(0, "head", plan["head"], MGMT_HEAD_NIC, MGMT_HEAD_IP, mac(MAC_HEAD, 0, 1))
+    for s, sw in plan["switches"].items():
+        i = sw["index"]
+        plug(1 + i, s, sw, MGMT_SWITCH_NIC, f"198.19.0.{i + 1}", mac(MAC_SWITCH_MGMT, i >> 8, i & 0xFF))
+    first_host_port = 1 + len(plan["switches"])
+    for h, node in plan["hosts"].items():
+        j = node["index"]
+        plug(first_host_port + j, h, node, MGMT_HOST_NIC, host_ip(j, "198.19"), mac(MAC_HOST_MGMT, j >> 8, j & 0xFF))
+    return mgmt
 
 
 def namespace_of(plan: dict[str, Any], name: str) -> str:
+    return node_of(plan, name)["namespace"]
+
+
+def node_of(plan: dict[str, Any], name: str) -> dict[str, Any]:
+    """The head, a switch, a host, or (--mgmt-network) the management switch."""
     if name == "head":
-        return plan["head"]["namespace"]
+        return plan["head"]
     node = plan["switches"].get(name) or plan["hosts"].get(name)
-    return node["namespace"]
+    if node is None and name == MGMT_NAME and plan.get("mgmt"):
+        node = plan["mgmt"]
+    return node
+
+
+def switch_nodes(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every emulated switch (a bridge br0 with snmpd and lldpd): the
+    topology's in file order, then the management switch if there is one."""
+    out = list(plan["switches"].items())
+    if plan.get("mgmt"):
+        out.append((MGMT_NAME, plan["mgmt"]))
+    return out
 
 
 def all_namespaces(plan: dict[str, Any]) -> list[str]:
     return ([plan["head"]["namespace"]] + [s["namespace"] for s in plan["switches"].values()]
-            + [h["namespace"] for h in plan["hosts"].values()])
+            + [h["namespace"] for h in plan["hosts"].values()]
+            + ([plan["mgmt"]["namespace"]] if plan.get("mgmt") else []))
 
 
 # ---------------------------------------------------------------------------
@@ -579,11 +679,12 @@ def tbf_params(speed_bps: float) -> list[str]:
     return ["tbf", "rate", f"{int(speed_bps)}bit", "burst", str(burst), "latency", "20ms"]
 
 
-def snmpd_conf(state: State, s: str) -> str:
-    sw = state.data["switches"][s]
+def snmpd_conf(state: State, s: str, sw: dict[str, Any]) -> str:
+    """snmpd.conf of switch `s` (a topology switch or the management switch)."""
+    addresses = [sw["ip"]] + ([sw["mgmt"]["ip"]] if "mgmt" in sw else []) + ["127.0.0.1"]
     lines = [
         f"# snmpd of emulated switch {s} (namespace {sw['namespace']}), written by testbed.py up.",
-        f"agentAddress udp:{sw['ip']}:161,udp:127.0.0.1:161",
+        "agentAddress " + ",".join(f"udp:{a}:161" for a in addresses),
         "master agentx",
         f"agentXSocket {state.file(sw['namespace'] + '.agentx')}",
         f"rocommunity {SNMP_COMMUNITY} {SAFE_RANGE}",
@@ -599,6 +700,13 @@ def snmpd_conf(state: State, s: str) -> str:
     ]
     for port, p in sw["ports"].items():
         lines.append(f"interface {port} 6 {int(p['speed_bps'])}")
+    if "mgmt" in sw:
+        lines.append(f"interface {sw['mgmt']['interface']} 6 {int(sw['mgmt']['speed_bps'])}")
+    lines.append("# BRIDGE-MIB dot1dBasePortIfIndex, which snmpd does not implement: bridge port = ifIndex, for")
+    lines.append("# the ports of br0 only (never mgmt0: it is the out-of-band management port). The rows are")
+    lines.append("# registered instances, which GETNEXT and GETBULK walks return.")
+    for p in sw["ports"].values():
+        lines.append(f"override .{OID_BASE_PORT_IF_INDEX}.{p['ifindex']} integer {p['ifindex']}")
     return "\n".join(lines) + "\n"
 
 
@@ -606,7 +714,7 @@ def mpirun_args(rsh_agent: str) -> list[str]:
     """Open MPI options that run a job across the testbed from its head node."""
     return ["--allow-run-as-root", "--mca", "plm_rsh_agent", rsh_agent,
             "--mca", "btl", "tcp,self",
-            "--mca", "btl_tcp_if_include", str(SAFE_RANGE), "--mca", "oob_tcp_if_include", str(SAFE_RANGE),
+            "--mca", "btl_tcp_if_include", str(SUBNET), "--mca", "oob_tcp_if_include", str(SUBNET),
             "--mca", "mpi_yield_when_idle", "1"]
 
 
@@ -713,6 +821,7 @@ class Bringup:
         self.d = state.data
         self.children: list[subprocess.Popen[bytes]] = []
         self.fail_at = os.environ.get(FAIL_AT_ENV, "")
+        self.bridge_mib_ok: set[str] = set()  # switch namespaces whose dot1dBasePortIfIndex is right
 
     def step(self, name: str) -> None:
         if self.fail_at == name:
@@ -771,11 +880,12 @@ class Bringup:
             # addresses, and no IPv6 chatter on the shaped links.
             self.sh.in_ns(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                                "net.ipv6.conf.default.disable_ipv6=1"], check=False)
-        for s, sw in self.d["switches"].items():
+        for s, sw in switch_nodes(self.d):
             ns = sw["namespace"]
+            prefixlen = MGMT_SUBNET.prefixlen if sw is self.d.get("mgmt") else SUBNET.prefixlen
             self.sh.ip(ns, "link", "add", BRIDGE, "address", sw["mac"], "type", "bridge",
                        "stp_state", "0", "mcast_snooping", "0")
-            self.sh.ip(ns, "addr", "add", f"{sw['ip']}/{SUBNET.prefixlen}", "dev", BRIDGE)
+            self.sh.ip(ns, "addr", "add", f"{sw['ip']}/{prefixlen}", "dev", BRIDGE)
             self.sh.ip(ns, "link", "set", BRIDGE, "up")
 
     def veth(self, ns_a: str, if_a: str, mac_a: str, ns_b: str, if_b: str, mac_b: str) -> None:
@@ -783,11 +893,12 @@ class Bringup:
         self.sh.ip(ns_a, "link", "add", if_a, "address", mac_a, "type", "veth",
                    "peer", "name", if_b, "address", mac_b, "netns", ns_b)
 
-    def attach(self, ns: str, ifname: str, is_switch: bool, ip: str | None = None) -> None:
+    def attach(self, ns: str, ifname: str, is_switch: bool, ip: str | None = None,
+               prefixlen: int = SUBNET.prefixlen) -> None:
         if is_switch:
             self.sh.ip(ns, "link", "set", ifname, "master", BRIDGE)
         if ip:
-            self.sh.ip(ns, "addr", "add", f"{ip}/{SUBNET.prefixlen}", "dev", ifname)
+            self.sh.ip(ns, "addr", "add", f"{ip}/{prefixlen}", "dev", ifname)
         self.sh.ip(ns, "link", "set", ifname, "up")
 
     def create_links(self) -> None:
@@ -811,6 +922,23 @@ class Bringup:
             self.veth(ends[0][0], ends[0][1], ends[0][2], ends[1][0], ends[1][1], ends[1][2])
             for ns, ifname, _, is_switch, ip in ends:
                 self.attach(ns, ifname, is_switch, ip)
+        # After the data links, so that each node's first interface (whose MAC
+        # lldpd takes as the chassis ID) is the same as without them.
+        if self.d.get("mgmt"):
+            self.create_mgmt_links()
+
+    def create_mgmt_links(self) -> None:
+        """The management network: every port of the management switch to a
+        node's management NIC (a switch's mgmt0 stays out of its br0)."""
+        mg = self.d["mgmt"]
+        log(f"linking the management network: {len(mg['ports'])} ports of {mg['namespace']} (unshaped)")
+        for port, p in mg["ports"].items():
+            nic = node_of(self.d, p["peer"])["mgmt"]
+            if self.opts.verbose:
+                log(f"linking {MGMT_NAME}:{port} <-> {p['peer']}:{nic['interface']} ({nic['ip']})")
+            self.veth(mg["namespace"], port, p["mac"], p["peer_namespace"], nic["interface"], nic["mac"])
+            self.attach(mg["namespace"], port, True)
+            self.attach(p["peer_namespace"], nic["interface"], False, nic["ip"], MGMT_SUBNET.prefixlen)
 
     def read_ifindexes(self) -> None:
         """ifIndex of every switch port and NIC: lldpRemLocalPortNum and the
@@ -818,12 +946,17 @@ class Bringup:
         def indexes(ns: str) -> dict[str, int]:
             out = json.loads(self.sh.ip(ns, "-j", "link", "show").stdout)
             return {i["ifname"]: i["ifindex"] for i in out}
-        for sw in self.d["switches"].values():
+        for _, sw in switch_nodes(self.d):
             idx = indexes(sw["namespace"])
             for port, p in sw["ports"].items():
                 p["ifindex"] = idx[port]
+            if "mgmt" in sw:
+                sw["mgmt"]["ifindex"] = idx[sw["mgmt"]["interface"]]
         for node in list(self.d["hosts"].values()) + [self.d["head"]]:
-            node["ifindex"] = indexes(node["namespace"])[NIC]
+            idx = indexes(node["namespace"])
+            node["ifindex"] = idx[NIC]
+            if "mgmt" in node:
+                node["mgmt"]["ifindex"] = idx[node["mgmt"]["interface"]]
 
     def shape_one(self, ns: str, ifname: str, speed_bps: float, latency_s: float) -> None:
         tbf = tbf_params(speed_bps)
@@ -853,6 +986,9 @@ class Bringup:
 
     def check_ping(self) -> None:
         targets = [s["ip"] for s in self.d["switches"].values()] + [h["ip"] for h in self.d["hosts"].values()]
+        if self.d.get("mgmt"):  # through the head's mgmt0
+            targets += [self.d["mgmt"]["ip"]] + [n["mgmt"]["ip"] for n in
+                                                 list(self.d["switches"].values()) + list(self.d["hosts"].values())]
         log(f"pinging {len(targets)} addresses from the head")
         replies = ping_from(self.sh, self.d["head"]["namespace"], targets, timeout=10)
         missing = [ip for ip, rtt in replies.items() if rtt is None]
@@ -870,6 +1006,8 @@ class Bringup:
             f.write(f"{self.d['head']['ip']} {self.d['head']['namespace']}\n")
             for name, node in list(self.d["switches"].items()) + list(hosts.items()):
                 f.write(f"{node['ip']} {node['namespace']} {name}\n")
+            if self.d.get("mgmt"):
+                f.write(f"{self.d['mgmt']['ip']} {self.d['mgmt']['namespace']} {MGMT_NAME}\n")
         agent = self.state.file("rsh-agent")
         with open(agent, "w") as f:
             f.write("#!/bin/sh\n# Open MPI launch agent for this testbed: runs the command in the named\n"
@@ -909,11 +1047,11 @@ class Bringup:
             raise TestbedError(f"{what} on {ns} exited at once; see {logfile}")
 
     def start_snmpd(self) -> None:
-        for s, sw in self.d["switches"].items():
+        for s, sw in switch_nodes(self.d):
             ns = sw["namespace"]
             conf = self.state.file(f"{ns}.snmpd.conf")
             with open(conf, "w") as f:
-                f.write(snmpd_conf(self.state, s))
+                f.write(snmpd_conf(self.state, s, sw))
             persist = self.state.file(f"{ns}.snmp")
             os.makedirs(persist, exist_ok=True)
             # SNMP_PERSISTENT_DIR keeps the v3 user's keys out of /var/lib/snmp;
@@ -925,7 +1063,7 @@ class Bringup:
                                                        "-Lf", self.state.file(f"{ns}.snmpd.log")]),
                        self.state.file(f"{ns}.snmpd.out"), env=env)
         deadline = time.monotonic() + 15
-        for sw in self.d["switches"].values():
+        for _, sw in switch_nodes(self.d):
             sock = self.state.file(sw["namespace"] + ".agentx")
             while not os.path.exists(sock):
                 self.check_children()
@@ -935,7 +1073,9 @@ class Bringup:
                 time.sleep(0.05)
 
     def start_lldpd(self) -> None:
-        nodes = ([("head", self.d["head"])] + [("switch", s) for s in self.d["switches"].values()]
+        # The management switch runs lldpd as a switch does; a host's lldpd
+        # runs on all its NICs (eth1 too), a switch's on mgmt0 too.
+        nodes = ([("head", self.d["head"])] + [("switch", s) for _, s in switch_nodes(self.d)]
                  + [("host", h) for h in self.d["hosts"].values()])
         for kind, node in nodes:
             ns = node["namespace"]
@@ -1023,38 +1163,66 @@ class Bringup:
     # -- readiness ----------------------------------------------------------
 
     def lldp_missing(self) -> list[str]:
-        """Expected (port, neighbour) pairs that a switch's lldpd does not see yet."""
+        """Expected (port, neighbour) pairs that a switch's lldpd does not see
+        yet: on every port but the head's, and on a switch's mgmt0 the
+        management switch."""
         missing = []
-        for sw in self.d["switches"].values():
+        mgmt = self.d.get("mgmt")
+        for _, sw in switch_nodes(self.d):
             p = self.sh.run(["lldpcli", "-u", sw["lldpd_socket"], "-f", "json0", "show", "neighbors"],
                             check=False)
             seen = lldp_neighbours(p.stdout) if p.returncode == 0 else {}
-            for port, info in sw["ports"].items():
-                if info["peer"] == "head":
-                    continue  # the head's lldpd only listens
-                if info["peer_namespace"] not in seen.get(port, set()):
-                    missing.append(f"{sw['namespace']}:{port} (expects {info['peer_namespace']})")
+            expected = [(port, info["peer_namespace"]) for port, info in sw["ports"].items()
+                        if info["peer"] != "head"]  # the head's lldpd only listens
+            if "mgmt" in sw:
+                expected.append((sw["mgmt"]["interface"], mgmt["namespace"]))
+            for port, peer_ns in expected:
+                if peer_ns not in seen.get(port, set()):
+                    missing.append(f"{sw['namespace']}:{port} (expects {peer_ns})")
         return missing
 
     def snmp_missing(self) -> list[str]:
-        """Switches whose lldpRemTable or ifHighSpeed, walked from the head,
-        is not yet what the topology says."""
+        """Switches whose lldpRemTable, ifHighSpeed or dot1dBasePortIfIndex,
+        walked from the head, is not yet what the topology says."""
         missing = []
         head_ns = self.d["head"]["namespace"]
-        for sw in self.d["switches"].values():
+        for _, sw in switch_nodes(self.d):
             ns = sw["namespace"]
+            nics = dict(sw["ports"])  # interface -> its ifindex and speed
+            if "mgmt" in sw:
+                nics[sw["mgmt"]["interface"]] = sw["mgmt"]
             if self.opts.lldp:
-                expected = sum(1 for p in sw["ports"].values() if p["peer"] != "head")
+                expected = (sum(1 for p in sw["ports"].values() if p["peer"] != "head")
+                            + (1 if "mgmt" in sw else 0))  # mgmt0's neighbour, the management switch
                 rows = snmp_walk(self.sh, head_ns, sw["ip"], OID_LLDP_REM_SYSNAME)
                 if len(rows) != expected:
                     missing.append(f"{ns}: lldpRemTable has {len(rows)} of {expected} neighbours")
-            oids = [f"{OID_IF_HIGH_SPEED}.{p['ifindex']}" for p in sw["ports"].values()]
-            got = snmp_get(self.sh, head_ns, sw["ip"], oids)
-            for (port, p), oid in zip(sw["ports"].items(), oids):
-                want = str(int(p["speed_bps"] // 1_000_000))
-                if got.get(oid) != want:
-                    missing.append(f"{ns}:{port}: ifHighSpeed {got.get(oid, 'missing')}, want {want}")
+            items = list(nics.items())
+            for start in range(0, len(items), 50):  # GETs of at most 50 OIDs
+                chunk = items[start:start + 50]
+                oids = [f"{OID_IF_HIGH_SPEED}.{p['ifindex']}" for _, p in chunk]
+                got = snmp_get(self.sh, head_ns, sw["ip"], oids)
+                bad = next(((port, p, oid) for (port, p), oid in zip(chunk, oids)
+                            if got.get(oid) != str(int(p["speed_bps"] // 1_000_000))), None)
+                if bad:
+                    port, p, oid = bad
+                    missing.append(f"{ns}:{port}: ifHighSpeed {got.get(oid, 'missing')}, "
+                                   f"want {int(p['speed_bps'] // 1_000_000)}")
                     break
+            if ns not in self.bridge_mib_ok:
+                # Read from snmpd.conf at start: right at once, or never (the
+                # message then says what is served).
+                want = {str(p["ifindex"]): str(p["ifindex"]) for p in sw["ports"].values()}
+                got_rows = {}
+                for line in snmp_walk(self.sh, head_ns, sw["ip"], OID_BASE_PORT_IF_INDEX):
+                    oid, _, value = line.partition(" ")
+                    got_rows[oid.rsplit(".", 1)[1]] = value.strip()
+                if got_rows == want:
+                    self.bridge_mib_ok.add(ns)
+                else:
+                    missing.append(f"{ns}: dot1dBasePortIfIndex has {len(got_rows)} rows "
+                                   f"({' '.join(f'{k}={v}' for k, v in sorted(got_rows.items())) or 'none'}), "
+                                   f"want one per br0 port ({len(want)})")
         return missing
 
     def wait_converged(self, deadline: float) -> None:
@@ -1298,7 +1466,7 @@ def state_dir_of(opts: argparse.Namespace) -> str:
 
 
 def cmd_plan(opts: argparse.Namespace) -> int:
-    plan = make_plan(load_topology(opts.topology), opts.prefix)
+    plan = make_plan(load_topology(opts.topology), opts.prefix, opts.mgmt_network)
     json.dump(plan, sys.stdout, indent=2)
     print()
     return 0
@@ -1306,7 +1474,7 @@ def cmd_plan(opts: argparse.Namespace) -> int:
 
 def cmd_up(opts: argparse.Namespace) -> int:
     topo = load_topology(opts.topology)
-    plan = make_plan(topo, opts.prefix)
+    plan = make_plan(topo, opts.prefix, opts.mgmt_network)
     require_root()
     require_tools(opts)
     binaries = find_binaries(opts.bin_dir) if opts.services else {}
@@ -1325,7 +1493,8 @@ def cmd_up(opts: argparse.Namespace) -> int:
 
     os.makedirs(state_dir, exist_ok=True)
     plan.update(state_dir=state_dir, status="creating", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                options={"shape": opts.shape, "lldp": opts.lldp, "snmp": opts.snmp, "services": opts.services},
+                options={"shape": opts.shape, "lldp": opts.lldp, "snmp": opts.snmp, "services": opts.services,
+                         "mgmt_network": opts.mgmt_network},
                 binaries=binaries,
                 shaped=False, namespaces=[], processes=[], warnings=[])
     state = State(state_dir, plan)
@@ -1354,8 +1523,10 @@ def cmd_up(opts: argparse.Namespace) -> int:
     for s, h in old_handlers.items():
         signal.signal(s, h)
     d = state.data
+    mgmt_text = f", management switch {d['mgmt']['ip']}" if d.get("mgmt") else ""
     log(f"testbed up in {d['setup_s']:g} s (converged in {d['convergence_s']:g} s): "
-        f"{len(d['switches'])} switches, {len(d['hosts'])} hosts, head {d['head']['ip']}; state {state.path}")
+        f"{len(d['switches'])} switches, {len(d['hosts'])} hosts, head {d['head']['ip']}{mgmt_text}; "
+        f"state {state.path}")
     print(state.path)
     return 0
 
@@ -1396,7 +1567,7 @@ def resolve_namespace(opts: argparse.Namespace, name: str) -> str:
     state = State.load(state_dir_of(opts))
     if state is not None:
         d = state.data
-        if name in d["switches"] or name in d["hosts"] or name == "head":
+        if node_of(d, name) is not None:
             return namespace_of(d, name)
         if name in d.get("namespaces", []):
             return name
@@ -1435,9 +1606,10 @@ def cmd_ping(opts: argparse.Namespace) -> int:
             ipaddress.ip_address(t)
             targets.append(t)
         except ValueError:
-            node = d["head"] if t == "head" else d["switches"].get(t) or d["hosts"].get(t)
+            node = node_of(d, t)
             if node is None:
-                node = next((n for n in [d["head"], *d["switches"].values(), *d["hosts"].values()]
+                node = next((n for n in [d["head"], *d["switches"].values(), *d["hosts"].values(),
+                                         *([d["mgmt"]] if d.get("mgmt") else [])]
                              if n["namespace"] == t), None)
             if node is None:
                 raise TestbedError(f"unknown ping target '{t}'")
@@ -1488,14 +1660,23 @@ def cmd_status(opts: argparse.Namespace) -> int:
     for p in procs:
         if p not in running:
             print(f"  not running: {p['what']} on {p['namespace']} (pid {p['pid']}, log {p['log']})")
+
+    def mgmt_nic(node: dict[str, Any]) -> str:
+        m = node.get("mgmt")
+        return f"; {m['interface']} {m['ip']} on {m['switch']}:{m['switch_port']}" if m else ""
+
     h = d["head"]
-    print(f"  head   {h['namespace']:<16} {h['ip']:<15} on {h['switch']}:{h['switch_port']}")
+    print(f"  head   {h['namespace']:<16} {h['ip']:<15} on {h['switch']}:{h['switch_port']}{mgmt_nic(h)}")
     for s, sw in d["switches"].items():
         ports = " ".join(f"{port}={p['peer']}" for port, p in sw["ports"].items())
-        print(f"  switch {sw['namespace']:<16} {sw['ip']:<15} {ports}")
+        print(f"  switch {sw['namespace']:<16} {sw['ip']:<15} {ports}{mgmt_nic(sw)}")
     for name, node in d["hosts"].items():
         print(f"  host   {node['namespace']:<16} {node['ip']:<15} {node['mac']} on {node['switch']}:"
-              f"{node['switch_port']} ({speed_text(node['speed_bps'])})")
+              f"{node['switch_port']} ({speed_text(node['speed_bps'])}){mgmt_nic(node)}")
+    if d.get("mgmt"):
+        mg = d["mgmt"]
+        print(f"  mgmt   {mg['namespace']:<16} {mg['ip']:<15} management switch, {len(mg['ports'])} ports "
+              f"(m0=head, m1..: the switches' mgmt0, then the hosts' eth1)")
     sv = d.get("services")
     if sv:
         print(f"  topotuned {sv['server']} (admin {sv['admin_server']} inside {h['namespace']}), "
@@ -1509,6 +1690,7 @@ def cmd_status(opts: argparse.Namespace) -> int:
 USAGE_EPILOG = f"""
 examples:
   %(prog)s up deploy/examples/two-switch-4x4.yaml
+  %(prog)s up --mgmt-network --no-services deploy/examples/three-level.yaml   # + tt-mgmt, mgmt0/eth1
   %(prog)s status
   %(prog)s exec h0 -- hostname              # prints tt-h0
   %(prog)s exec head -- snmpwalk -v2c -c public 198.18.0.1 1.0.8802.1.1.2.1.4.1.1
@@ -1570,6 +1752,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-snmp", dest="snmp", action="store_false", help="do not run snmpd")
     up.add_argument("--no-services", dest="services", action="store_false",
                     help="do not start topotuned and the agents")
+    up.add_argument("--mgmt-network", action="store_true",
+                    help=f"add an out-of-band management network ({MGMT_SUBNET}): a management switch "
+                         f"<prefix>{MGMT_NAME} cabled to every switch's {MGMT_SWITCH_NIC} (not a bridge port), "
+                         f"every host's {MGMT_HOST_NIC} and the head's {MGMT_HEAD_NIC}")
     up.add_argument("--bin-dir", metavar="DIR",
                     help="where topotuned and topotune-agent are: a directory or a CMake build tree "
                          "(default: PATH, then the repository's build/)")
@@ -1623,6 +1809,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Checks TOPOLOGY and prints the names, addresses, MACs and ports that "
                                     "up would create, as JSON.")
     pl.add_argument("topology", metavar="TOPOLOGY.yaml")
+    pl.add_argument("--mgmt-network", action="store_true", help="with the management network of up --mgmt-network")
     pl.set_defaults(func=cmd_plan)
 
     icmp = sub.add_parser("_icmp", parents=[common])  # internal, see ping_from
