@@ -18,6 +18,14 @@
 #   bad_input          `up` refuses a missing file, a cycle, a name with '_',
 #                      a too-long prefix, an existing namespace and a non-root
 #                      user, with a clear message and nothing created.
+#   discover TOPOLOGY TOPOTUNE
+#                      `topotune discover` from the head finds exactly the
+#                      file's tree (v2c and v3); see case_discover
+#   discover_mgmt TOPOLOGY TOPOTUNE
+#                      the same with `up --mgmt-network`: every switch's mgmt0
+#                      (not a bridge port) and every host's eth1 on a management
+#                      switch; the data tree exactly, with and without a hosts
+#                      file, and notes on the management network
 #   e2e TOPOLOGY TOPOTUNE SHIM COLL_CHECK
 #                      the whole product: topotuned's SNMP discovery equals the
 #                      file's tree, tuning completes, a job with the shim runs
@@ -359,6 +367,73 @@ case_discover() {
   expect_nothing_left "down"
 }
 
+# Discovery with a management network (up --mgmt-network; issue 18): every
+# switch's mgmt0, which its snmpd leaves out of dot1dBasePortIfIndex, and
+# every host's eth1 go to the management switch <prefix>mgmt, which runs snmpd
+# and lldpd like any switch and which the head can reach. `topotune discover`
+# from the first data switch, without and with a hosts file that lists both
+# NICs of every host (mpi_mac: the data NIC's), must find exactly the file's
+# tree (no cycle through the management switch, no host placed on it), and
+# say in notes that it left out one management link per switch and the
+# management switch.
+case_discover_mgmt() {
+  local topotune=${3:?usage: testbed_test.sh discover_mgmt TOPOLOGY TOPOTUNE}
+  [[ -f $topology ]] || fail "no topology file '$topology'"
+  run tb up --no-services --mgmt-network "$topology"
+  [[ $status -eq 0 ]] || fail "up --mgmt-network failed: $(tail -n 20 "$work/stderr")"
+  grep -o 'testbed up in .*' "$work/stderr" || true
+  write_truth "$topology" >"$work/truth.yaml"
+  local seed nswitches mgmt_ip want got mgmt_index
+  seed=$(state_get 'next(iter(d["switches"].values()))["ip"]')
+  nswitches=$(state_get 'len(d["switches"])')
+  mgmt_ip=$(state_get 'd["mgmt"]["ip"]')
+
+  # What makes mgmt0 a management port: the seed's BRIDGE-MIB lists every
+  # port of its br0 (bridge port = ifIndex), and not mgmt0.
+  want=$(state_get '" ".join(str(i) for i in sorted(p["ifindex"] for p in next(iter(d["switches"].values()))["ports"].values()))')
+  got=$(snmp snmpwalk "$seed" 1.3.6.1.2.1.17.1.4.1.2 |
+    awk '$1 ~ /^\.1\.3\.6\.1\.2\.1\.17\.1\.4\.1\.2\./ {print $2}' | sort -n | xargs)
+  [[ $got == "$want" ]] || fail "dot1dBasePortIfIndex of $seed: '$got', expected '$want' (its br0 ports)"
+  mgmt_index=$(state_get 'next(iter(d["switches"].values()))["mgmt"]["ifindex"]')
+  echo "BRIDGE-MIB of $seed: bridge ports $got; mgmt0 (ifIndex $mgmt_index) is not one"
+  # The head reaches the management switch, as it would reach a real one.
+  got=$(snmp snmpget "$mgmt_ip" 1.3.6.1.2.1.1.5.0 | awk '{print $2}' | tr -d '"')
+  [[ $got == "${prefix}mgmt" ]] || fail "sysName of the management switch ($mgmt_ip) is '$got', expected ${prefix}mgmt"
+
+  # A hosts file as an inventory has it: both NICs, the one MPI uses named.
+  "$python" - "$state/testbed.json" >"$work/hosts.yaml" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("hosts:")
+for h in d["hosts"].values():
+    print(f"  - name: {h['namespace']}")
+    print(f"    macs: [\"{h['mac']}\", \"{h['mgmt']['mac']}\"]")
+    print(f"    mpi_mac: \"{h['mac']}\"")
+EOF
+
+  local kind t0 args
+  for kind in lldp-only with-hosts; do
+    args=()
+    [[ $kind == with-hosts ]] && args=(--hosts "$work/hosts.yaml")
+    t0=$EPOCHREALTIME
+    run in_head "$topotune" discover --seed "$seed" --timeout 0.5 --retries 1 "${args[@]}" \
+      --out "$work/mgmt-$kind.yaml"
+    cp "$work/stderr" "$work/mgmt-$kind.log"
+    [[ $status -eq 0 ]] || fail "discover ($kind) with a management network failed: $(cat "$work/stderr")"
+    echo "$kind: $(grep '^discovered' "$work/stderr") [$("$python" -c "print(f'{$EPOCHREALTIME - $t0:.2f}')") s wall]"
+    run "$topotune" topology diff "$work/truth.yaml" "$work/mgmt-$kind.yaml"
+    [[ $status -eq 0 ]] || fail "discovery ($kind) with a management network differs from the truth: $(cat "$work/stdout")"
+    grep -q "^note: management links: $nswitches " "$work/mgmt-$kind.log" ||
+      fail "discover ($kind) printed no 'note: management links: $nswitches ...' (one mgmt0 per switch)"
+    grep -q "^note: management network: 1 switch," "$work/mgmt-$kind.log" ||
+      fail "discover ($kind) printed no 'note: management network: 1 switch, ...' (${prefix}mgmt)"
+    grep '^note: ' "$work/mgmt-$kind.log" | sed 's/^/  /'
+  done
+  run tb down
+  [[ $status -eq 0 ]] || fail "down failed: $(cat "$work/stderr")"
+  expect_nothing_left "down"
+}
+
 # The whole product on the emulated cluster: `up` with topotuned and the
 # agents; the topology topotuned discovered over SNMP is the file's tree;
 # tuning alltoall and allgather completes; a plain MPI job with
@@ -578,6 +653,7 @@ promql_check() {
 case "$case_name" in
   topology) case_topology ;;
   discover) case_discover "$@" ;;
+  discover_mgmt) case_discover_mgmt "$@" ;;
   e2e) case_e2e "$@" ;;
   bad_input) case_bad_input ;;
   fail_midway) case_fail_midway ;;
