@@ -950,13 +950,14 @@ TEST(SnmprecGen, IdentityCasesCarryTheExactBytes) {
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
 
   // The truth: the input, then five hosts at 1 Gbit/s on the switch of the
-  // input's first host, named by the unique-name rule.
+  // input's first host, named by the unique-name rule, in the order the
+  // generator adds them (the "axis" hosts in GenOptions' chassis ID order).
   int h0 = topo->hosts()[0];
   const std::string edge = topo->nodes()[topo->Other(topo->incident(h0)[0], h0)].name;
   const Topology& truth = tree->truth;
   ASSERT_EQ(truth.num_nodes(), topo->num_nodes() + 5);
   for (int n = 0; n < topo->num_nodes(); ++n) EXPECT_EQ(truth.nodes()[n].name, topo->nodes()[n].name);
-  const std::vector<std::string> added = {"axis", "axis-2bbb10", "axis-b93d1a", "mac00", "ctrlbytes"};
+  const std::vector<std::string> added = {"axis-b93d1a", "axis", "axis-2bbb10", "mac00", "ctrlbytes"};
   for (size_t i = 0; i < added.size(); ++i) {
     const Node& node = truth.nodes()[topo->num_nodes() + static_cast<int>(i)];
     EXPECT_EQ(node.name, added[i]);
