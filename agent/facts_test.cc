@@ -339,12 +339,20 @@ std::string RouteFile(const std::string& iface) {
          iface + "\t00000000\t010013C6\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
 }
 
-TEST(MpiInterfaceTest, EachStepWinsOverTheLaterOnes) {
+// Six up NICs eth0..eth5 (MACs 02:00:00:00:00:10..15, 25G), no LLDP: where
+// the MPI interface tests start.
+class MpiInterfaceTest : public ::testing::Test {
+ protected:
+  MpiInterfaceTest() {
+    AddSixNics(&sys);
+    options.lldp = false;
+  }
   FakeSysfs sys;
-  AddSixNics(&sys);
   FakeEnv env;
   FactsOptions options = sys.Options();
-  options.lldp = false;
+};
+
+TEST_F(MpiInterfaceTest, EachStepWinsOverTheLaterOnes) {
   auto expect = [&](const std::string& interface, const std::string& source) {
     SCOPED_TRACE(source);
     StatusOr<Facts> facts = CollectFacts(options, env);
@@ -384,15 +392,10 @@ TEST(MpiInterfaceTest, EachStepWinsOverTheLaterOnes) {
   EXPECT_EQ(env.address_calls, 0);  // No CIDR: the addresses are never read.
 }
 
-TEST(MpiInterfaceTest, CidrPicksTheInterfaceWithAnAddressInIt) {
-  FakeSysfs sys;
-  AddSixNics(&sys);
-  FakeEnv env;
+TEST_F(MpiInterfaceTest, CidrPicksTheInterfaceWithAnAddressInIt) {
   env.addresses = std::vector<InterfaceAddress>{
       {"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}, {"eth1", "192.168.7.1"}, {"eth2", "198.19.0.7"}, {"eth3", "10.1.0.5"}};
   env.variables["OMPI_MCA_btl_tcp_if_include"] = "10.9.0.0/16, 198.18.0.0/15";
-  FactsOptions options = sys.Options();
-  options.lldp = false;
   sys.Write("route", RouteFile("eth1"));
   StatusOr<Facts> facts = CollectFacts(options, env);
   ASSERT_TRUE(facts.ok()) << facts.status().ToString();
@@ -422,7 +425,7 @@ TEST(MpiInterfaceTest, CidrPicksTheInterfaceWithAnAddressInIt) {
   EXPECT_NE(facts->warnings[1].find("matches no interface"), std::string::npos) << facts->warnings[1];
 }
 
-TEST(MpiInterfaceTest, ResolveIfIncludeNamesAndCidrs) {
+TEST(MpiInterfaceTextTest, ResolveIfIncludeNamesAndCidrs) {
   const std::vector<NetInterface> interfaces = {{"lo", 1, true, "unknown", ""},
                                                 {"eth0", 2, false, "up", ""},
                                                 {"eth1", 3, false, "up", ""},
@@ -441,7 +444,7 @@ TEST(MpiInterfaceTest, ResolveIfIncludeNamesAndCidrs) {
   EXPECT_EQ(ResolveIfInclude(",,", interfaces, addresses), std::vector<std::string>{});
 }
 
-TEST(MpiInterfaceTest, DefaultRouteInterface) {
+TEST(MpiInterfaceTextTest, DefaultRouteInterface) {
   // Two default routes (the lower metric wins), a 0.0.0.0/1 VPN half that is
   // not one, and a default route that is not up.
   const std::string routes =
@@ -457,12 +460,7 @@ TEST(MpiInterfaceTest, DefaultRouteInterface) {
   EXPECT_EQ(DefaultRouteInterface("eth3 00000000 00000000 1 0 0 0 00000000"), "eth3");  // No header, no newline.
 }
 
-TEST(MpiInterfaceTest, DefaultRouteThroughAnUnknownInterfaceFallsThrough) {
-  FakeSysfs sys;
-  AddSixNics(&sys);
-  FakeEnv env;
-  FactsOptions options = sys.Options();
-  options.lldp = false;
+TEST_F(MpiInterfaceTest, DefaultRouteThroughAnUnknownInterfaceFallsThrough) {
   sys.Write("route", RouteFile("wg0"));
   StatusOr<Facts> facts = CollectFacts(options, env);
   ASSERT_TRUE(facts.ok());
@@ -470,7 +468,7 @@ TEST(MpiInterfaceTest, DefaultRouteThroughAnUnknownInterfaceFallsThrough) {
   EXPECT_EQ(facts->interface_source, "first up interface");
 }
 
-TEST(MpiInterfaceTest, McaParam) {
+TEST(MpiInterfaceTextTest, McaParam) {
   const std::string text =
       "# btl_tcp_if_include = eth9\n"
       "  btl_tcp_if_include=eth1 \r\n"
@@ -485,12 +483,7 @@ TEST(MpiInterfaceTest, McaParam) {
   EXPECT_EQ(McaParam("btl_tcp_if_include =\n", "btl_tcp_if_include"), "");
 }
 
-TEST(MpiInterfaceTest, ASettingThatMatchesNothingIsAWarning) {
-  FakeSysfs sys;
-  AddSixNics(&sys);
-  FakeEnv env;
-  FactsOptions options = sys.Options();
-  options.lldp = false;
+TEST_F(MpiInterfaceTest, ASettingThatMatchesNothingIsAWarning) {
   sys.Write("route", RouteFile("eth1"));
   // The environment beats the files, as in Open MPI, even when it names no
   // interface here: then the default route decides.
@@ -513,7 +506,7 @@ TEST(MpiInterfaceTest, ASettingThatMatchesNothingIsAWarning) {
   EXPECT_TRUE(facts->warnings.empty()) << facts->warnings.front();
 }
 
-TEST(MpiInterfaceTest, AnInterfaceWithoutAMacHasNoMpiMac) {
+TEST(FactsTest, AnInterfaceWithoutAMacHasNoMpiMac) {
   FakeSysfs sys;
   AddTypicalHost(&sys);
   FakeEnv env;

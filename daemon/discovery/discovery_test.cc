@@ -544,35 +544,21 @@ TEST(WarningLog, IdentityLessLldpRowsAreCounted) {
 // A Dell OS10 switch as in issue 18: both its LLDP neighbours are bridges or
 // routers that were not walked (the management switch on mgmt1/1/1, with no
 // management address; spine1 on ethernet1/1/1, at 10.0.0.9), and no walk
-// holds an FDB.
-const char kOs10[] =
-    "1.3.6.1.2.1.1.5.0|4|os10\n"
-    "1.3.6.1.2.1.2.2.1.8.9|2|1\n"
-    "1.3.6.1.2.1.2.2.1.8.17|2|1\n"
-    "1.3.6.1.2.1.31.1.1.1.1.9|4|mgmt1/1/1\n"
-    "1.3.6.1.2.1.31.1.1.1.1.17|4|ethernet1/1/1\n"
-    "1.3.6.1.2.1.31.1.1.1.15.9|66|1000\n"
-    "1.3.6.1.2.1.31.1.1.1.15.17|66|100000\n"
-    "1.0.8802.1.1.2.1.4.1.1.4.0.9.1|2|4\n"
-    "1.0.8802.1.1.2.1.4.1.1.5.0.9.1|4x|141877dd6fca\n"
-    "1.0.8802.1.1.2.1.4.1.1.6.0.9.1|2|5\n"
-    "1.0.8802.1.1.2.1.4.1.1.7.0.9.1|4|ge-0/0/7\n"
-    "1.0.8802.1.1.2.1.4.1.1.9.0.9.1|4|1007-mnt-1\n"
-    "1.0.8802.1.1.2.1.4.1.1.12.0.9.1|4x|2000\n"
-    "1.0.8802.1.1.2.1.4.1.1.4.0.17.1|2|4\n"
-    "1.0.8802.1.1.2.1.4.1.1.5.0.17.1|4x|020000000009\n"
-    "1.0.8802.1.1.2.1.4.1.1.6.0.17.1|2|5\n"
-    "1.0.8802.1.1.2.1.4.1.1.7.0.17.1|4|ethernet1/1/49\n"
-    "1.0.8802.1.1.2.1.4.1.1.9.0.17.1|4|spine1\n"
-    "1.0.8802.1.1.2.1.4.1.1.12.0.17.1|4x|2800\n"
-    "1.0.8802.1.1.2.1.4.2.1.3.0.17.1.1.4.10.0.0.9|2|2\n";
+// holds an FDB. The walk is daemon/discovery/fuzz_corpus/os10-no-host.snmprec,
+// which the CLI's test runs too.
+std::string Os10Walk() {
+  std::ifstream in(TOPOTUNE_SOURCE_DIR "/daemon/discovery/fuzz_corpus/os10-no-host.snmprec");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // A MAC learned on ethernet1/1/1 (Q-BRIDGE FDB 1, bridge port 17 = ifIndex).
 const char kOs10Fdb[] = "1.3.6.1.2.1.17.7.1.2.2.1.2.1.2.0.0.0.0.99|2|17\n";
 
 TEST(Diagnostics, ANoHostBuildKeepsEveryWarningAndListsTheNeighboursNotWalked) {
   Diagnostics diagnostics;
-  auto built = BuildTree({Decode(kOs10)}, {}, {}, &diagnostics);
+  auto built = BuildTree({Decode(Os10Walk())}, {}, {}, &diagnostics);
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.status().message(),
             "1 switch(es) walked but no host found: no LLDP neighbour is a host, and no walk holds a forwarding "
@@ -605,7 +591,7 @@ TEST(Diagnostics, TheNoHostErrorSaysWhatWouldFindTheHosts) {
   const std::string prefix = "1 switch(es) walked but no host found: no LLDP neighbour is a host, and ";
   const std::string suffix = "; 2 switch neighbour(s) were not walked, and the hosts may be behind them";
   const std::vector<HostFact> h0 = {{"h0", {*ParseMac("02:00:00:00:00:01")}}};
-  SwitchWalk with_fdb = Decode(std::string(kOs10) + kOs10Fdb);
+  SwitchWalk with_fdb = Decode(Os10Walk() + kOs10Fdb);
   ASSERT_EQ(with_fdb.fdb.size(), 1u);
   auto no_facts = BuildTree({with_fdb}, {});
   ASSERT_FALSE(no_facts.ok());
@@ -622,7 +608,7 @@ TEST(Diagnostics, TheNoHostErrorSaysWhatWouldFindTheHosts) {
                 suffix);
   EXPECT_EQ(diagnostics.warnings.back(),
             "host 'h0' (02:00:00:00:00:01) was found on no switch edge port (not in LLDP or any FDB)");
-  auto no_fdb = BuildTree({Decode(kOs10)}, h0);
+  auto no_fdb = BuildTree({Decode(Os10Walk())}, h0);
   ASSERT_FALSE(no_fdb.ok());
   EXPECT_EQ(no_fdb.status().message(),
             prefix +
@@ -631,7 +617,7 @@ TEST(Diagnostics, TheNoHostErrorSaysWhatWouldFindTheHosts) {
                 "neighbours" +
                 suffix);
   // Discover walks the FDB only once it knows host MACs.
-  auto on_request = BuildTree({Decode(kOs10)}, {}, BuildOptions{.fdb_on_request = true});
+  auto on_request = BuildTree({Decode(Os10Walk())}, {}, BuildOptions{.fdb_on_request = true});
   ASSERT_FALSE(on_request.ok());
   EXPECT_EQ(on_request.status().message(), no_facts.status().message());
 }

@@ -441,28 +441,8 @@ elseif(CASE STREQUAL "discover_no_host_diagnostics")
   # whose walk holds no FDB (as Dell OS10 in issue 18): no host. The run still
   # prints every warning and the neighbours not walked, each with its address
   # or why it has none, and does not offer --hosts, which would not help.
-  file(WRITE "${WORK_DIR}/os10.snmprec"
-    "1.3.6.1.2.1.1.5.0|4|os10\n"
-    "1.3.6.1.2.1.2.2.1.8.9|2|1\n"
-    "1.3.6.1.2.1.2.2.1.8.17|2|1\n"
-    "1.3.6.1.2.1.31.1.1.1.1.9|4|mgmt1/1/1\n"
-    "1.3.6.1.2.1.31.1.1.1.1.17|4|ethernet1/1/1\n"
-    "1.3.6.1.2.1.31.1.1.1.15.9|66|1000\n"
-    "1.3.6.1.2.1.31.1.1.1.15.17|66|100000\n"
-    "1.0.8802.1.1.2.1.4.1.1.4.0.9.1|2|4\n"
-    "1.0.8802.1.1.2.1.4.1.1.5.0.9.1|4x|141877dd6fca\n"
-    "1.0.8802.1.1.2.1.4.1.1.6.0.9.1|2|5\n"
-    "1.0.8802.1.1.2.1.4.1.1.7.0.9.1|4|ge-0/0/7\n"
-    "1.0.8802.1.1.2.1.4.1.1.9.0.9.1|4|1007-mnt-1\n"
-    "1.0.8802.1.1.2.1.4.1.1.12.0.9.1|4x|2000\n"
-    "1.0.8802.1.1.2.1.4.1.1.4.0.17.1|2|4\n"
-    "1.0.8802.1.1.2.1.4.1.1.5.0.17.1|4x|020000000009\n"
-    "1.0.8802.1.1.2.1.4.1.1.6.0.17.1|2|5\n"
-    "1.0.8802.1.1.2.1.4.1.1.7.0.17.1|4|ethernet1/1/49\n"
-    "1.0.8802.1.1.2.1.4.1.1.9.0.17.1|4|spine1\n"
-    "1.0.8802.1.1.2.1.4.1.1.12.0.17.1|4x|2800\n"
-    "1.0.8802.1.1.2.1.4.2.1.3.0.17.1.1.4.10.0.0.9|2|2\n")
-  run_topotune(discover --from-walks "${WORK_DIR}/os10.snmprec")
+  # The walk: daemon/discovery/fuzz_corpus/os10-no-host.snmprec.
+  run_topotune(discover --from-walks "${SOURCE_DIR}/daemon/discovery/fuzz_corpus/os10-no-host.snmprec")
   expect_rc(1)
   expect_empty(stdout)
   # The whole of stderr, in order (a '.' stands for each ';', which would split the regex).

@@ -1397,6 +1397,26 @@ class Generator {
     return row;
   }
 
+  // The LLDP row of switch y as a neighbour, seen on its port advertised as
+  // (port_subtype, port_id, port_desc).
+  static RemRow SwitchRow(const SwitchModel& y, int port_subtype, const std::string& port_id,
+                          const std::string& port_desc) {
+    RemRow row;
+    row.chassis_is_mac = true;
+    row.chassis_mac = y.bridge_mac;
+    row.port_subtype = port_subtype;
+    row.port_id = port_id;
+    row.port_desc = port_desc;
+    row.sys_name = y.name;
+    row.sys_desc = y.sys_descr;
+    row.caps_supported = Bytes({kCapBridge | kCapRouter, 0x00});
+    row.caps_enabled = Bytes({y.caps_enabled, 0x00});
+    row.has_mgmt = true;
+    row.mgmt_ip = y.mgmt;
+    row.mgmt_if = y.vlan_if_index;
+    return row;
+  }
+
   std::vector<RemRow> RemoteRows(const SwitchModel& s) {
     bool v2 = s.numbering == Numbering::kLldpV2;
     std::vector<RemRow> rows;
@@ -1407,34 +1427,10 @@ class Generator {
         if (!h.lldp) continue;  // No lldpd on any of its NICs.
         row = HostRow(h, NicMac(p), NicName(p));
       } else if (p.use == PortUse::kOob) {  // A data switch's mgmt0, seen from the management switch.
-        const SwitchModel& y = switches_[p.peer];
-        row.chassis_is_mac = true;
-        row.chassis_mac = y.bridge_mac;
-        row.port_subtype = kPortIdName;
-        row.port_id = kOobName;
-        row.port_desc = kOobName;
-        row.sys_name = y.name;
-        row.sys_desc = y.sys_descr;
-        row.caps_supported = Bytes({kCapBridge | kCapRouter, 0x00});
-        row.caps_enabled = Bytes({y.caps_enabled, 0x00});
-        row.has_mgmt = true;
-        row.mgmt_ip = y.mgmt;
-        row.mgmt_if = y.vlan_if_index;
+        row = SwitchRow(switches_[p.peer], kPortIdName, kOobName, kOobName);
       } else if (p.use != PortUse::kUnused) {
-        const SwitchModel& y = switches_[p.peer];
-        const Port& q = y.ports[p.peer_port];
-        row.chassis_is_mac = true;
-        row.chassis_mac = y.bridge_mac;
-        row.port_subtype = q.adv_subtype;
-        row.port_id = q.adv_id;
-        row.port_desc = q.adv_desc;
-        row.sys_name = y.name;
-        row.sys_desc = y.sys_descr;
-        row.caps_supported = Bytes({kCapBridge | kCapRouter, 0x00});
-        row.caps_enabled = Bytes({y.caps_enabled, 0x00});
-        row.has_mgmt = true;
-        row.mgmt_ip = y.mgmt;
-        row.mgmt_if = y.vlan_if_index;
+        const Port& q = switches_[p.peer].ports[p.peer_port];
+        row = SwitchRow(switches_[p.peer], q.adv_subtype, q.adv_id, q.adv_desc);
         row.peer = p.peer;
         row.peer_port = p.peer_port;
       } else {
