@@ -34,7 +34,7 @@ struct ScheduleAlgorithm {
   // For algorithms whose schedule depends on the block size and the per-phase
   // latency of the model (capacity_model.h): builds it for those; empty for
   // the others. MakeSchedule picks the right one.
-  std::function<StatusOr<Schedule>(const RankTree&, double msize_bytes, double alpha_s)> make_sized;
+  std::function<StatusOr<Schedule>(const RankTree&, double msize_bytes, double alpha_s)> make_sized = {};
 };
 
 // `algorithm`'s schedule for blocks of msize_bytes and a per-phase latency
