@@ -35,7 +35,8 @@ class CapacityScheduledProperty : public ::testing::TestWithParam<int> {};
 
 TEST_P(CapacityScheduledProperty, CompleteCapacityRespectingAndNearTheBound) {
   const int first = GetParam() * kTreesPerBatch;
-  int multi_rank = 0, faster_uplinks = 0, oversubscribed = 0, uneven = 0, mixed = 0, three_level = 0, below = 0;
+  int multi_rank = 0, faster_uplinks = 0, oversubscribed = 0, uneven = 0, mixed = 0, three_level = 0, below = 0,
+      unexplained = 0;
   double worst = 1;
   const ModelOptions model;  // 64 KiB, 20 us.
   for (int i = first; i < first + kTreesPerBatch; ++i) {
@@ -59,14 +60,14 @@ TEST_P(CapacityScheduledProperty, CompleteCapacityRespectingAndNearTheBound) {
     ASSERT_EQ(m.overrun_phases, 0) << "worst overrun " << m.worst_overrun << " in phase " << m.worst_phase;
     if (m.fraction_of_bound < kTarget) {
       std::optional<std::string> why = WhyBelowTarget(*tree, model, kTarget);
-      ASSERT_TRUE(why.has_value()) << "fraction of the bound " << m.fraction_of_bound << " with no stated reason; "
+      EXPECT_TRUE(why.has_value()) << "fraction of the bound " << m.fraction_of_bound << " with no stated reason; "
                                    << m.phases << " phases";
-      ++below;
+      ++(why ? below : unexplained);
     }
     worst = std::min(worst, m.fraction_of_bound);
   }
-  std::printf("trees %d-%d: %d below %.1f (each with its reason), lowest fraction %.3f\n", first,
-              first + kTreesPerBatch - 1, below, kTarget, worst);
+  std::printf("trees %d-%d: %d below %.1f with their reason, %d without, lowest fraction %.3f\n", first,
+              first + kTreesPerBatch - 1, below, kTarget, unexplained, worst);
   // The generator must keep producing the shapes the schedule has to handle.
   EXPECT_GT(multi_rank, kTreesPerBatch / 2);
   EXPECT_GT(faster_uplinks, kTreesPerBatch / 2);
