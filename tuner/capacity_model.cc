@@ -25,14 +25,6 @@ double PathDemand(const RankTree& tree, const std::vector<int>& path) {
   return demand;
 }
 
-// The tree node that stands for rank r's host: its parent when that is a
-// multi-rank host node, else the rank leaf itself (a one-rank host).
-int HostNodeOf(const RankTree& tree, int rank) {
-  const int leaf = tree.rank_node(rank);
-  const int parent = tree.parent(leaf);
-  return parent >= 0 && tree.node(parent).kind == RankTree::Kind::kHost ? parent : leaf;
-}
-
 }  // namespace
 
 double MessageDemand(const RankTree& tree, int src, int dst) {
@@ -135,7 +127,7 @@ std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptio
   const EdgeBound bound = AlltoallBound(tree, options.msize_bytes);
   if (bound.edge < 0 || bound.seconds <= 0) return std::nullopt;
   std::vector<int> hosts;
-  for (int r = 0; r < tree.num_ranks(); ++r) hosts.push_back(HostNodeOf(tree, r));
+  for (int r = 0; r < tree.num_ranks(); ++r) hosts.push_back(tree.host_node(r));
   std::sort(hosts.begin(), hosts.end());
   hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
   // Per directed edge: host pairs that cross it, and the smallest demand among them.

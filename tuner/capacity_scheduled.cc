@@ -52,9 +52,7 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   std::vector<int> host_node;
   std::vector<std::vector<int32_t>> ranks;
   for (int r = 0; r < tree.num_ranks(); ++r) {
-    int leaf = tree.rank_node(r);
-    int p = tree.parent(leaf);
-    int hn = (p >= 0 && tree.node(p).kind == RankTree::Kind::kHost) ? p : leaf;
+    const int hn = tree.host_node(r);
     auto [it, fresh] = host_of_node.try_emplace(hn, static_cast<int>(host_node.size()));
     if (fresh) {
       host_node.push_back(hn);

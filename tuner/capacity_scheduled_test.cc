@@ -354,5 +354,21 @@ TEST(CapacityScheduled, ScaleSmoke256Hosts8Ranks) {
   EXPECT_TRUE(c.errors.empty()) << First(c);
 }
 
+TEST(CapacityScheduled, HostAtTheRootWithAnotherHostBelowIt) {
+  // Found by the capacity sweep (index 1732): the only switches between two
+  // hosts are contracted away, the 2-rank host becomes the root and the other
+  // host hangs from it. Its rank must not be taken for one of the root's.
+  Topology topo = BuildTopology({"leaf0", "leaf1"}, {{"a", 2}, {"b", 1}},
+                                {{"a", "leaf0", 10e9}, {"leaf0", "leaf1", 40e9}, {"b", "leaf1", 10e9}});
+  RankTree tree = MakeTree(topo);
+  ASSERT_EQ(tree.host_node(2), tree.rank_node(2));
+  ASSERT_NE(tree.host_node(0), tree.host_node(2));
+  auto s = CapacityScheduled(tree);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Check c = CheckSchedule(tree, *s);
+  EXPECT_TRUE(c.errors.empty()) << First(c);
+  EXPECT_EQ(c.phases, 1);
+}
+
 }  // namespace
 }  // namespace topotune
