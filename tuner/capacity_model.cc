@@ -123,57 +123,157 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree) {
   return links;
 }
 
-std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target) {
-  const EdgeBound bound = AlltoallBound(tree, options.msize_bytes);
-  if (bound.edge < 0 || bound.seconds <= 0) return std::nullopt;
+namespace {
+
+// The host pairs that cross one directed link with one demand.
+struct DemandClass {
+  double demand = 0;  // Bits per second.
+  int64_t pairs = 0;
+  double bytes = 0;
+};
+
+// The largest sum of the classes' demands (each class at most `pairs` times)
+// that is at most `speed`.
+double UsableCapacity(const std::vector<DemandClass>& classes, double speed) {
+  std::vector<double> sums{0};  // Reachable sums, increasing.
+  const double cap = speed * (1 + kTolerance);
+  for (const DemandClass& c : classes) {
+    const int64_t fit = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(cap / c.demand)));
+    std::vector<double> next;
+    for (double base : sums)
+      for (int64_t k = 0; k <= fit && base + static_cast<double>(k) * c.demand <= cap; ++k)
+        next.push_back(base + static_cast<double>(k) * c.demand);
+    std::sort(next.begin(), next.end());
+    sums.clear();
+    for (double x : next)
+      if (sums.empty() || x > sums.back() * (1 + kTolerance)) sums.push_back(x);
+    if (sums.size() > 100000) return speed;  // Too many combinations: fall back to the speed.
+  }
+  return std::min(speed, sums.back());
+}
+
+// The most messages of the classes that fit under `speed` at once (smallest
+// demands first).
+int64_t MostMessages(std::vector<DemandClass> classes, double speed) {
+  std::sort(classes.begin(), classes.end(),
+            [](const DemandClass& a, const DemandClass& b) { return a.demand < b.demand; });
+  double room = speed * (1 + kTolerance);
+  int64_t n = 0;
+  for (const DemandClass& c : classes) {
+    const int64_t k = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(room / c.demand)));
+    n += k;
+    room -= static_cast<double>(k) * c.demand;
+  }
+  return std::max<int64_t>(n, 1);
+}
+
+}  // namespace
+
+CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& options) {
+  CapacityLimit lim;
+  lim.bound_s = AlltoallBound(tree, options.msize_bytes).seconds;
+  lim.transfer_s = lim.bound_s;
   std::vector<int> hosts;
-  for (int r = 0; r < tree.num_ranks(); ++r) hosts.push_back(tree.host_node(r));
-  std::sort(hosts.begin(), hosts.end());
-  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
-  // Per directed edge: host pairs that cross it, and the smallest demand among them.
+  std::vector<int64_t> ranks_on(tree.num_nodes(), 0);
+  for (int r = 0; r < tree.num_ranks(); ++r) {
+    const int h = tree.host_node(r);
+    if (ranks_on[h]++ == 0) hosts.push_back(h);
+  }
   const int directed = 2 * tree.num_edges();
-  std::vector<int64_t> pairs(directed, 0);
-  std::vector<double> min_demand(directed, std::numeric_limits<double>::infinity());
+  std::vector<std::vector<DemandClass>> classes(directed);
   std::vector<int> path;
   for (int h : hosts) {
     for (int g : hosts) {
       if (h == g) continue;
       path.clear();
       tree.NodePath(h, g, &path);
-      double demand = std::numeric_limits<double>::infinity();
-      for (int d : path) demand = std::min(demand, tree.edge(d / 2).speed_bps);
+      const double demand = PathDemand(tree, path);
       for (int d : path) {
-        ++pairs[d];
-        min_demand[d] = std::min(min_demand[d], demand);
+        if (tree.edge(d / 2).intra_host) continue;
+        auto it = std::find_if(classes[d].begin(), classes[d].end(),
+                               [&](const DemandClass& c) { return c.demand == demand; });
+        if (it == classes[d].end()) it = classes[d].insert(classes[d].end(), DemandClass{demand});
+        ++it->pairs;
+        it->bytes += static_cast<double>(ranks_on[h] * ranks_on[g]) * options.msize_bytes;
       }
     }
   }
-  // Every host pair needs a message of its own over every link of its path,
-  // and a link carries at most floor(speed / smallest demand) per phase.
-  int64_t phases = 0;
-  int at = -1;
-  int64_t per_phase_at = 1;
+  // Per directed link and per subset S of its demand classes (all subsets up
+  // to kMaxClasses classes, else S = all and each single class): in any phase
+  // the messages of S on the link carry at most t x U_S bytes (U_S: the
+  // largest sum of S's demands under the speed) and number at most K_S.
+  constexpr int kMaxClasses = 8;
   for (int d = 0; d < directed; ++d) {
-    if (pairs[d] == 0) continue;
-    const int64_t per_phase =
-        std::max<int64_t>(1, static_cast<int64_t>(std::floor(tree.edge(d / 2).speed_bps / min_demand[d] * (1 + 1e-9))));
-    const int64_t need = (pairs[d] + per_phase - 1) / per_phase;
-    if (need > phases) {
-      phases = need;
-      at = d;
-      per_phase_at = per_phase;
+    const auto& all = classes[d];
+    if (all.empty()) continue;
+    const double speed = tree.edge(d / 2).speed_bps;
+    const int k = static_cast<int>(all.size());
+    std::vector<uint32_t> subsets;
+    if (k <= kMaxClasses) {
+      for (uint32_t m = 1; m < (1u << k); ++m) subsets.push_back(m);
+    } else {
+      for (int c = 0; c < k; ++c) subsets.push_back(1u << c);
+      subsets.push_back(~0u);
+    }
+    std::vector<DemandClass> sub;
+    for (uint32_t mask : subsets) {
+      sub.clear();
+      double bytes = 0, sum = 0;
+      int64_t pairs = 0;
+      for (int c = 0; c < k; ++c)
+        if ((mask >> c & 1) || (mask == ~0u)) {
+          sub.push_back(all[c]);
+          bytes += all[c].bytes;
+          pairs += all[c].pairs;
+          sum += all[c].demand * static_cast<double>(all[c].pairs);
+        }
+      const int64_t phases = std::max(static_cast<int64_t>(std::ceil(sum / speed * (1 - kTolerance))),
+                                      (pairs + MostMessages(sub, speed) - 1) / MostMessages(sub, speed));
+      if (phases > lim.phases) {
+        lim.phases = phases;
+        lim.phase_edge = d;
+        lim.phase_edge_pairs = pairs;
+        lim.phase_edge_per_phase = MostMessages(sub, speed);
+        lim.phase_edge_demand_sum_bps = sum;
+      }
+      const double usable = UsableCapacity(sub, speed);
+      const double transfer = bytes * 8 / usable;
+      if (transfer > lim.transfer_s * (1 + kTolerance)) {
+        lim.transfer_s = transfer;
+        lim.transfer_edge = d;
+        lim.transfer_edge_pairs = pairs;
+        lim.transfer_edge_usable_bps = usable;
+      }
     }
   }
-  const double latency = static_cast<double>(phases) * options.alpha_s;
-  const double limit = bound.seconds / (bound.seconds + latency);
+  lim.seconds = lim.transfer_s + static_cast<double>(lim.phases) * options.alpha_s;
+  return lim;
+}
+
+std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target) {
+  const CapacityLimit lim = CapacityLowerBound(tree, options);
+  if (lim.phase_edge < 0 || lim.bound_s <= 0) return std::nullopt;
+  const double limit = lim.bound_s / lim.seconds;
   if (limit >= target) return std::nullopt;
-  const RankTree::TreeEdge& e = tree.edge(at / 2);
-  return fmt::format(
-      "latency: {} host pairs cross {} -- {}, which carries at most {} message(s) per phase, so any schedule has "
-      ">= {} phases; their {:.3g} s of per-phase latency against a bound of {:.3g} s cap the fraction of the bound "
-      "at {:.3f} < {:.2f}",
-      pairs[at], tree.node(at % 2 == 0 ? e.a : e.b).name, tree.node(at % 2 == 0 ? e.b : e.a).name, per_phase_at, phases,
-      latency, bound.seconds, limit, target);
+  auto link = [&](int d) {
+    const RankTree::TreeEdge& e = tree.edge(d / 2);
+    return fmt::format("{} -> {}", tree.node(d % 2 == 0 ? e.a : e.b).name, tree.node(d % 2 == 0 ? e.b : e.a).name);
+  };
+  std::string why = fmt::format(
+      "{} host pairs cross {} ({:g} Gbit/s), at most {} at once with their demands (adding up to {:.3g} x its "
+      "speed), so any capacity-respecting schedule has >= {} phases: {:.3g} s of per-phase latency",
+      lim.phase_edge_pairs, link(lim.phase_edge), tree.edge(lim.phase_edge / 2).speed_bps / 1e9,
+      lim.phase_edge_per_phase, lim.phase_edge_demand_sum_bps / tree.edge(lim.phase_edge / 2).speed_bps, lim.phases,
+      static_cast<double>(lim.phases) * options.alpha_s);
+  if (lim.transfer_edge >= 0)
+    why += fmt::format(
+        "; {} ({:g} Gbit/s) can be filled to only {:g} Gbit/s by whole messages of {} of its host pairs, so the "
+        "phases carry their bytes in >= {:.3g} s",
+        link(lim.transfer_edge), tree.edge(lim.transfer_edge / 2).speed_bps / 1e9, lim.transfer_edge_usable_bps / 1e9,
+        lim.transfer_edge_pairs, lim.transfer_s);
+  why += fmt::format("; against a bound of {:.3g} s this caps the fraction of the bound at {:.3f} < {:.2f}",
+                     lim.bound_s, limit, target);
+  return why;
 }
 
 }  // namespace topotune

@@ -61,11 +61,40 @@ struct LinkCapacity {
 // Network edges only, in tree edge order.
 std::vector<LinkCapacity> LinkCapacities(const RankTree& tree);
 
-// Why no host-combined schedule can reach `target` x the bound, when that is
-// so: every host pair needs a message over every link of its path, a link
-// carries at most floor(speed / smallest demand) of them per phase, so any
-// schedule has at least P phases and its modelled time is at least bound +
-// P x alpha. nullopt when that limit does not rule the target out.
+// A lower bound on the modelled time of every capacity-respecting
+// host-combined schedule (one or more messages per host pair, blocks of one
+// pair never split below a block). On each directed link e, the host pairs
+// that cross it fall into classes by demand; for every set S of classes
+// (all sets up to 8 classes):
+//   * phases: each pair of S needs a message of its own over e, a phase holds
+//     at most K_S of them (the most whose demands fit under the speed B_e) and
+//     their demands add up to at most B_e, so any schedule has
+//     P >= max(ceil(pairs_S / K_S), ceil(sum of demands_S / B_e)) phases;
+//   * transfer: a phase of length t carries at most t x U_S of S's bytes over
+//     e, where U_S <= B_e is the largest sum of S's demands that fits under
+//     B_e (a 40 Gbit/s uplink between 25 Gbit/s hosts carries one message at
+//     a time: U = 25 Gbit/s), so the phases last >= bytes_S / U_S in all;
+//     and never less than the physical bound.
+// seconds = max(bound, max bytes_S / U_S) + max P x alpha.
+// Cost: O(host pairs x tree depth + links x 2^classes).
+struct CapacityLimit {
+  double bound_s = 0;     // AlltoallBound.
+  double transfer_s = 0;  // max(bound, max bytes_S / U_S).
+  int64_t phases = 0;     // max P.
+  double seconds = 0;     // transfer_s + phases x alpha.
+  int phase_edge = -1;    // Directed edge that sets `phases`; -1 when no pair crosses the network.
+  int64_t phase_edge_pairs = 0;
+  int64_t phase_edge_per_phase = 0;
+  double phase_edge_demand_sum_bps = 0;
+  int transfer_edge = -1;  // Directed edge whose usable capacity sets transfer_s (-1: the bound does).
+  int64_t transfer_edge_pairs = 0;
+  double transfer_edge_usable_bps = 0;
+};
+CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& options = {});
+
+// Why no capacity-respecting host-combined schedule can reach `target` x the
+// bound, when CapacityLowerBound shows it (bound / limit < target), with the
+// numbers; nullopt when that limit does not rule the target out.
 std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target);
 
 }  // namespace topotune

@@ -110,6 +110,33 @@ TEST(CapacityModel, WhyBelowTargetNamesTheLatencyLimit) {
   EXPECT_FALSE(WhyBelowTarget(Build(TwoLeaves()), {}, 0.9).has_value());
 }
 
+TEST(CapacityModel, LowerBoundCountsWhatWholeMessagesCanFill) {
+  // Two leaves joined at 40G, each with two 25G hosts of 8 ranks: no two
+  // 25G messages fit on the 40G link together, so it carries one at a time.
+  // Across it per direction: 4 host pairs of 64 blocks, at most one at once.
+  RankTree tree = Build(
+      BuildTopology({"l0", "l1"}, {{"a", 8}, {"b", 8}, {"c", 8}, {"d", 8}},
+                    {{"a", "l0", 25e9}, {"b", "l0", 25e9}, {"l0", "l1", 40e9}, {"c", "l1", 25e9}, {"d", "l1", 25e9}}));
+  const ModelOptions o;
+  const CapacityLimit lim = CapacityLowerBound(tree, o);
+  const double msg = 64 * o.msize_bytes * 8;  // Bits of one host pair.
+  // The bound is a host link: 8 x 24 blocks at 25G (the 40G link: 256 at 40G).
+  EXPECT_DOUBLE_EQ(lim.bound_s, 3 * msg / 25e9);
+  EXPECT_DOUBLE_EQ(lim.transfer_edge_usable_bps, 25e9);
+  EXPECT_DOUBLE_EQ(lim.transfer_s, 4 * msg / 25e9);
+  EXPECT_EQ(lim.transfer_edge_pairs, 4);
+  EXPECT_EQ(lim.phases, 4);
+  EXPECT_EQ(lim.phase_edge_per_phase, 1);
+  EXPECT_DOUBLE_EQ(lim.seconds, lim.transfer_s + 4 * o.alpha_s);
+  auto why = WhyBelowTarget(tree, o, 0.9);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("filled to only 25 Gbit/s"), std::string::npos) << *why;
+  // The 2x16x16 example is limited by nothing but its bound and 64 phases.
+  const CapacityLimit ex = CapacityLowerBound(Build(TwoLeaves()), o);
+  EXPECT_EQ(ex.transfer_edge, -1);
+  EXPECT_EQ(ex.phases, 64);
+}
+
 // ---- The verifier on host-combined schedules ----
 
 struct Combined {

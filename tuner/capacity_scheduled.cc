@@ -20,7 +20,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTol = 1e-9;
 constexpr int kMaxHosts = 8192;
-constexpr int kKeyMode = 1;
+constexpr int kMaxPairOrderHosts = 128;
+constexpr double kPairOrderBudget = 4e6;  // Host pairs x phases.
 
 // Hosts and the switch-level paths between their attachment nodes. Hosts are
 // numbered so that the hosts of one group (same attachment node) are
@@ -159,7 +160,7 @@ struct Packed {
 
 // Greedy capacity-respecting phases for chunk length tau (see the header).
 // Returns nullopt when a lower bound shows it cannot beat `best_seconds`.
-StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau,
+StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, bool pair_order,
                                      double bound_seconds, double best_seconds) {
   const int H = v.num_hosts;
   const int L = v.num_groups;
@@ -206,6 +207,8 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   for (size_t de = 0; de < need.size(); ++de)
     if (std::isfinite(v.speed[de])) min_phases = std::max(min_phases, std::ceil(need[de] / v.speed[de] * (1 - kTol)));
   if (bound_seconds + min_phases * opt.alpha_s >= best_seconds) return std::optional<Packed>();
+  // The pair order costs O(pairs log pairs) per phase.
+  if (pair_order && static_cast<double>(HH) * min_phases > kPairOrderBudget) return std::optional<Packed>();
 
   Packed out;
   Schedule& s = out.schedule;
@@ -231,14 +234,66 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     need[de] -= d;
   };
 
-  double seconds = 0;
-  int64_t phase = 0;
-  const int64_t max_phases = left + 1;
-  while (left > 0) {
-    if (phase >= max_phases) return Status::Internal("capacity_scheduled: no progress while filling phases");
-    s.AddPhase();
-    std::fill(recv_free.begin(), recv_free.end(), ~uint64_t{0});
-    std::fill(send_free.begin(), send_free.end(), 1);
+  // Places the next message of host pair (h, g) in the current phase.
+  auto place = [&](int h, int g) {
+    const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+    const size_t idx = static_cast<size_t>(h) * H + g;
+    const int32_t n = total[idx], k = n - rem[idx];
+    const int64_t w = pair_blocks(h, g);
+    const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
+    const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
+    const auto& hr = v.ranks[h];
+    const auto& gr = v.ranks[g];
+    s.Add(Message{hr[out_ctr[h]++ % static_cast<int32_t>(hr.size())], gr[in_ctr[g]++ % static_cast<int32_t>(gr.size())],
+                  blocks});
+    if (v.up[h] >= 0) touch(v.up[h], d, b);
+    if (v.down[g] >= 0) touch(v.down[g], d, b);
+    for (int64_t j = v.path_begin[gp]; j < v.path_begin[gp + 1]; ++j) touch(v.path_edges[j], d, b);
+    if (--rem[idx] == 0) bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));
+    --gp_left[gp];
+    --left;
+    if (v.up[h] >= 0 && v.speed[v.up[h]] - used[v.up[h]] < room_floor) send_free[h] = 0;
+    if (v.down[g] >= 0 && v.speed[v.down[g]] - used[v.down[g]] < room_floor)
+      recv_free[g / 64] &= ~(uint64_t{1} << (g % 64));
+  };
+  // Pair order: every remaining host pair by the most critical link it
+  // crosses (its host links and the switch path), ties rotated with the phase.
+  struct Candidate {
+    double key;
+    int64_t rot;
+    int h, g;
+  };
+  std::vector<Candidate> candidates;
+  auto place_by_pair = [&](int64_t ph) {
+    candidates.clear();
+    for (int h = 0; h < H; ++h) {
+      const uint64_t* hb = &bits[static_cast<size_t>(h) * words];
+      for (int w = 0; w < words; ++w) {
+        for (uint64_t x = hb[w]; x; x &= x - 1) {
+          const int g = w * 64 + std::countr_zero(x);
+          const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+          double k = std::max(crit(v.up[h]), crit(v.down[g]));
+          for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
+          candidates.push_back({std::round(k * 1e6), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
+        }
+      }
+    }
+    std::sort(candidates.begin(), candidates.end(),
+              [](const Candidate& a, const Candidate& b) { return a.key != b.key ? a.key > b.key : a.rot < b.rot; });
+    for (const Candidate& c : candidates) {
+      if (!send_free[c.h] || !(recv_free[c.g / 64] >> (c.g % 64) & 1)) continue;
+      const double d = v.Demand(c.h, c.g);
+      if (!has_room(v.up[c.h], d) || !has_room(v.down[c.g], d)) continue;
+      const size_t gp = static_cast<size_t>(v.group[c.h]) * L + v.group[c.g];
+      bool room = true;
+      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1] && room; ++i) room = has_room(v.path_edges[i], d);
+      if (room) place(c.h, c.g);
+    }
+  };
+
+  // Group order (scales to thousands of hosts): switch-to-switch paths by
+  // criticality, then senders and receivers within them.
+  auto place_by_group = [&](int64_t ph) {
     // Senders of each group by decreasing host-link criticality, ties rotated.
     for (int h = 0; h < H; ++h) {
       senders[h] = h;
@@ -251,7 +306,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
         group_up[g] = std::max(group_up[g], key[h]);
         group_down[g] = std::max(group_down[g], crit(v.down[h]));
       }
-      const int64_t off = phase % std::max(size, 1);
+      const int64_t off = ph % std::max(size, 1);
       std::sort(senders.begin() + b, senders.begin() + e, [&](int x, int y) {
         if (key[x] != key[y]) return key[x] > key[y];
         return (x - b - off + size) % size < (y - b - off + size) % size;
@@ -263,12 +318,12 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     // Keys are rounded so that near-ties rotate with the phase.
     std::erase_if(gps, [&](int gp) { return gp_left[gp] == 0; });
     for (int gp : gps) {
-      double k = kKeyMode == 0 ? -1 : std::max(group_up[gp / L], group_down[gp % L]);
+      double k = std::max(group_up[gp / L], group_down[gp % L]);
       for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
       gp_key[gp] = std::round(k * 1e6);
     }
     const int64_t ngp = static_cast<int64_t>(gps.size());
-    const int64_t goff = ngp > 0 ? phase % ngp : 0;
+    const int64_t goff = ngp > 0 ? ph % ngp : 0;
     std::vector<int> gorder(gps.size());
     for (int64_t i = 0; i < ngp; ++i) gorder[i] = gps[(i + goff) % ngp];
     std::stable_sort(gorder.begin(), gorder.end(), [&](int a, int b) { return gp_key[a] > gp_key[b]; });
@@ -284,7 +339,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
       };
       if (!path_room(room_floor)) continue;
       const int tb = v.group_begin[T], te = v.group_begin[T + 1], tsize = te - tb;
-      const int64_t toff = phase % std::max(tsize, 1);
+      const int64_t toff = ph % std::max(tsize, 1);
       for (int i = v.group_begin[S]; i < v.group_begin[S + 1]; ++i) {
         const int h = senders[i];
         if (!send_free[h]) continue;
@@ -311,27 +366,24 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
           }
         }
         if (best < 0) continue;
-        const int g = best;
-        const size_t idx = static_cast<size_t>(h) * H + g;
-        const int32_t n = total[idx], k = n - rem[idx];
-        const int64_t w = pair_blocks(h, g);
-        const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
-        const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
-        const auto& hr = v.ranks[h];
-        const auto& gr = v.ranks[g];
-        s.Add(Message{hr[out_ctr[h]++ % static_cast<int32_t>(hr.size())],
-                      gr[in_ctr[g]++ % static_cast<int32_t>(gr.size())], blocks});
-        if (v.up[h] >= 0) touch(v.up[h], d, b);
-        if (v.down[g] >= 0) touch(v.down[g], d, b);
-        for (int64_t j = pb; j < pe; ++j) touch(v.path_edges[j], d, b);
-        if (--rem[idx] == 0) bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));
-        --gp_left[gp];
-        --left;
-        if (v.up[h] >= 0 && v.speed[v.up[h]] - used[v.up[h]] < room_floor) send_free[h] = 0;
-        if (v.down[g] >= 0 && v.speed[v.down[g]] - used[v.down[g]] < room_floor)
-          recv_free[g / 64] &= ~(uint64_t{1} << (g % 64));
+        place(h, best);
         if (!path_room(room_floor) || gp_left[gp] == 0) break;
       }
+    }
+  };
+
+  double seconds = 0;
+  int64_t phase = 0;
+  const int64_t max_phases = left + 1;
+  while (left > 0) {
+    if (phase >= max_phases) return Status::Internal("capacity_scheduled: no progress while filling phases");
+    s.AddPhase();
+    std::fill(recv_free.begin(), recv_free.end(), ~uint64_t{0});
+    std::fill(send_free.begin(), send_free.end(), 1);
+    if (pair_order) {
+      place_by_pair(phase);
+    } else {
+      place_by_group(phase);
     }
     double t = 0;
     for (int de : touched) {
@@ -428,10 +480,15 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
         taus.push_back(t);
 
   std::optional<Packed> best;
-  for (double tau : taus) {
-    auto r = Pack(v, options, tau, bound, best ? best->seconds : kInf);
-    if (!r.ok()) return r.status();
-    if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
+  // The pair order sorts every remaining host pair in every phase: kept to
+  // jobs of at most kMaxPairOrderHosts hosts.
+  for (bool pair_order : {false, true}) {
+    if (pair_order && v.num_hosts > kMaxPairOrderHosts) break;
+    for (double tau : taus) {
+      auto r = Pack(v, options, tau, pair_order, bound, best ? best->seconds : kInf);
+      if (!r.ok()) return r.status();
+      if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
+    }
   }
 
   // The seed's shapes: Faraj-Yuan is optimal there (one message per link per

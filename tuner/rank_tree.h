@@ -49,7 +49,7 @@ class RankTree {
  public:
   enum class Kind { kSwitch, kHost, kRank };
   struct TreeNode {
-    std::string name;   // Switch or host name; "host#k" for the k-th rank leaf of a multi-rank host.
+    std::string name;  // Switch or host name; "host#k" for the k-th rank leaf of a multi-rank host.
     Kind kind = Kind::kSwitch;
     int topo_node = -1;  // Node index in the Topology (the host, for rank leaves).
     int rank = -1;       // MPI rank for leaves, else -1.
@@ -57,7 +57,7 @@ class RankTree {
   struct TreeEdge {
     int a = -1;
     int b = -1;
-    double speed_bps = 0;     // Infinity for intra-host edges.
+    double speed_bps = 0;  // Infinity for intra-host edges.
     double latency_s = 0;
     bool intra_host = false;  // Rank leaf to its host; excluded from time bounds.
   };
