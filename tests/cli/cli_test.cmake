@@ -212,9 +212,9 @@ elseif(CASE STREQUAL "schedule_capacity_default")
   expect_empty(stderr)
   expect_match(stdout
     "^# alltoall capacity_scheduled: 512 ranks on 32 hosts\n# host-combined: "
-    "\nmodel \(64KiB blocks, 20us per phase\): modelled time [0-9.]+ ms, bound 343\.597 ms, fraction of the bound "
+    "\nmodel \\(64KiB blocks, 20us per phase\\): modelled time [0-9.]+ ms, bound 343\.597 ms, fraction of the bound "
     "0\.9[0-9]+; no link overrun in any phase\n"
-    "\nverifier: [^\n]*: ok\n$")
+    "verifier: capacity-respecting yes \\(overrun \\(phase, link\\) pairs 0, [^\n]*; pattern complete: ok\n$")
   run_topotune(schedule --topology "${leaves}" --format json)
   expect_rc(0)
   if(NOT out MATCHES "^{\"collective\":\"alltoall\",\"algorithm\":\"capacity_scheduled\",.*\[[0-9]+,[0-9]+,[0-9]+\].*,\"host_combined\":true}\n$")
@@ -222,7 +222,7 @@ elseif(CASE STREQUAL "schedule_capacity_default")
   endif()
   run_topotune(schedule --topology "${leaves}" --algorithm ring --no-verify)
   expect_rc(0)
-  expect_match(stdout "\nmodel [^\n]*; 509 of 511 phases overrun a link \(worst: 64x the speed of leaf[01] -- leaf[01] ")
+  expect_match(stdout "\nmodel [^\n]*; 509 of 511 phases overrun a link \\(worst: 64x the speed of leaf[01] -- leaf[01] ")
   run_topotune(schedule --topology "${leaves}" --msize 0)
   expect_rc(2)
   expect_match(stderr "--msize: '0' is not a positive size")
@@ -236,11 +236,11 @@ elseif(CASE STREQUAL "bound_link_capacities")
   run_topotune(bound --topology "${EXAMPLES}/two-leaf-16x16.yaml")
   expect_rc(0)
   expect_match(stdout
-    "\nlinks +all-to-all load [^\n]*\n  leaf0 -- leaf1 +100Gbps  load +65536  capacity +4  \(343\.597 ms\)\n"
-    "\n  leaf0 -- n00 +25Gbps  load +7936  capacity +1  \(")
+    "\nlinks +all-to-all load [^\n]*\n  leaf0 -- leaf1 +100Gbps  load +65536  capacity +4  \\(343\.597 ms\\)\n"
+    "  leaf0 -- n00 +25Gbps  load +7936  capacity +1  \\(")
   run_topotune(bound --topology "${EXAMPLES}/two-leaf-16x16.yaml" --json)
   expect_rc(0)
-  expect_match(stdout "\"links\": \[{\"link\": \"[^\"]+\", \"speed_bps\": [0-9.e+]+, \"load\": [0-9]+, \"capacity\": [0-9]+}")
+  expect_match(stdout "\"links\": \\[{\"link\": \"[^\"]+\", \"speed_bps\": [0-9.e+]+, \"load\": [0-9]+, \"capacity\": [0-9]+}")
 
 elseif(CASE STREQUAL "schedule_table_fig1")
   run_topotune(schedule --topology "${fig1}" --collective alltoall --algorithm tree_scheduled --format table)
