@@ -11,6 +11,11 @@ namespace {
 // Checks that messages name valid ranks, that a rank sends and receives at
 // most once per phase, and that syncs are well-formed and FIFO per pair.
 Status Validate(const Schedule& s) {
+  if (s.host_combined)
+    return Status::InvalidArgument(fmt::format(
+        "{} {} is host-combined (messages of several blocks, gathered and scattered in shared memory): it does not "
+        "compile into per-rank programs of single blocks",
+        s.collective, s.algorithm));
   const int n = s.num_ranks;
   std::vector<int32_t> sent(n, -1), received(n, -1);
   for (int p = 0; p < s.num_phases(); ++p) {

@@ -143,6 +143,17 @@ TEST(RankProgram, RejectsBadSchedules) {
   self.num_ranks = 2;
   self.SetPhases({{{1, 1}}});
   EXPECT_FALSE(CompileRankPrograms(self).ok());
+
+  Schedule combined;
+  combined.collective = "alltoall";
+  combined.algorithm = "capacity_scheduled";
+  combined.num_ranks = 2;
+  combined.host_combined = true;
+  combined.SetPhases({{{0, 1, 4}}});
+  auto c = CompileRankPrograms(combined);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("alltoall capacity_scheduled is host-combined"), std::string::npos)
+      << c.status().message();
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ class RankTree {
  public:
   enum class Kind { kSwitch, kHost, kRank };
   struct TreeNode {
-    std::string name;   // Switch or host name; "host#k" for the k-th rank leaf of a multi-rank host.
+    std::string name;  // Switch or host name; "host#k" for the k-th rank leaf of a multi-rank host.
     Kind kind = Kind::kSwitch;
     int topo_node = -1;  // Node index in the Topology (the host, for rank leaves).
     int rank = -1;       // MPI rank for leaves, else -1.
@@ -57,7 +57,7 @@ class RankTree {
   struct TreeEdge {
     int a = -1;
     int b = -1;
-    double speed_bps = 0;     // Infinity for intra-host edges.
+    double speed_bps = 0;  // Infinity for intra-host edges.
     double latency_s = 0;
     bool intra_host = false;  // Rank leaf to its host; excluded from time bounds.
   };
@@ -74,6 +74,15 @@ class RankTree {
   int rank_node(int rank) const { return rank_node_[rank]; }
   // Host name of each rank.
   const std::string& rank_host_name(int rank) const { return rank_host_name_[rank]; }
+  // The node that stands for rank r's host: the host node (parent of the rank
+  // leaf over an intra-host edge) when the host has several ranks, else the
+  // rank leaf itself. Host nodes can be parents of other hosts when switches
+  // are contracted away, so the edge, not the parent's kind, decides.
+  int host_node(int rank) const {
+    const int leaf = rank_node_[rank];
+    const int pe = parent_edge_[leaf];
+    return pe >= 0 && edges_[pe].intra_host ? parent_[leaf] : leaf;
+  }
 
   // Rooted view (root = node 0): parent node and the edge to it (-1 at root).
   int parent(int node) const { return parent_[node]; }

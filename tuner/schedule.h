@@ -9,6 +9,11 @@
 // in a barrier between consecutive phases (CC-MPI's phased execution) and
 // `syncs` is empty.
 //
+// Host-combined (node-aware) schedules (Schedule::host_combined) list only
+// messages between hosts, each carrying several blocks (Message::blocks); the
+// ranks of one host exchange their blocks through shared memory outside the
+// phases.
+//
 // Phases are stored flat (CSR) so that schedules of millions of messages stay
 // compact.
 //
@@ -25,6 +30,10 @@ namespace topotune {
 struct Message {
   int32_t src = 0;
   int32_t dst = 0;
+  // Blocks (of msize bytes each) the message carries: 1 in rank-level
+  // schedules, the block of src for dst. In a host-combined schedule, see
+  // Schedule::host_combined for which blocks.
+  int32_t blocks = 1;
   friend bool operator==(const Message&, const Message&) = default;
 };
 
@@ -43,6 +52,17 @@ class Schedule {
   int num_ranks = 0;
   std::vector<Sync> syncs;
   bool barrier_between_phases = false;
+  // Host-combined all-to-all: the phases hold only messages between ranks on
+  // different hosts (hosts as RankTree::rank_host_name names them). For every
+  // ordered host pair (H, G), the r_H x r_G blocks (origin rank on H,
+  // destination rank on G), ordered by origin rank then destination rank, are
+  // carried in that order by the messages from a rank of H to a rank of G,
+  // taken in phase order and, within a phase, in list order: each takes the
+  // next `blocks` of them. Which rank of H sends and which rank of G receives
+  // is the generator's choice; the sender gathers the blocks from its host's
+  // ranks, and the receiver scatters them, through shared memory. Blocks
+  // between ranks of one host never enter the phases.
+  bool host_combined = false;
   // Maximum number of messages over one directed link, counting each rank's
   // own edge to its host (set by generators that know the tree; 0 otherwise).
   int64_t bottleneck_load = 0;

@@ -117,7 +117,11 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
     for (const Message& m : schedule.phase(p)) {
       if (!first) out.push_back(',');
       first = false;
-      fmt::format_to(std::back_inserter(out), "[{},{}]", m.src, m.dst);
+      if (m.blocks == 1) {
+        fmt::format_to(std::back_inserter(out), "[{},{}]", m.src, m.dst);
+      } else {
+        fmt::format_to(std::back_inserter(out), "[{},{},{}]", m.src, m.dst, m.blocks);
+      }
     }
     out.push_back(']');
   }
@@ -131,7 +135,9 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
   }
 
   int64_t load = schedule.bottleneck_load != 0 ? schedule.bottleneck_load : BottleneckLoad(tree);
-  fmt::format_to(std::back_inserter(out), "],\"bottleneck_load\":{}}}", load);
+  fmt::format_to(std::back_inserter(out), "],\"bottleneck_load\":{}", load);
+  if (schedule.host_combined) out.append(",\"host_combined\":true");
+  out.push_back('}');
   return out;
 }
 
@@ -190,14 +196,24 @@ StatusOr<Schedule> ScheduleFromJson(std::string_view json) {
     for (size_t k = 0; k < phases[p].size(); ++k) {
       const Json& m = phases[p][k];
       std::string where = fmt::format("phases[{}][{}]", p, k);
-      if (!m.is_array() || m.size() != 2) {
-        return Error(where, fmt::format("expected a [src, dst] pair of ranks, got {}", Show(m)));
+      if (!m.is_array() || (m.size() != 2 && m.size() != 3)) {
+        return Error(where, fmt::format("expected a [src, dst] or [src, dst, blocks] message, got {}", Show(m)));
       }
       auto src = ReadIndex(m[0], where + "[0]", "rank", s.num_ranks);
       if (!src.ok()) return src.status();
       auto dst = ReadIndex(m[1], where + "[1]", "rank", s.num_ranks);
       if (!dst.ok()) return dst.status();
-      s.Add(Message{*src, *dst});
+      int32_t blocks = 1;
+      if (m.size() == 3) {
+        const bool positive = (m[2].is_number_unsigned() || m[2].is_number_integer()) && m[2].get<int64_t>() >= 1 &&
+                              m[2].get<int64_t>() <= std::numeric_limits<int32_t>::max();
+        if (!positive) {
+          return Error(where + "[2]", fmt::format("expected a block count in [1, {}], got {}",
+                                                  std::numeric_limits<int32_t>::max(), Show(m[2])));
+        }
+        blocks = static_cast<int32_t>(m[2].get<int64_t>());
+      }
+      s.Add(Message{*src, *dst, blocks});
     }
   }
 
@@ -230,6 +246,12 @@ StatusOr<Schedule> ScheduleFromJson(std::string_view json) {
     return Error("bottleneck_load", fmt::format("{} is too large", Show(load)));
   }
   s.bottleneck_load = load.get<int64_t>();
+
+  if (const Json* combined = Member(doc, "host_combined")) {
+    if (!combined->is_boolean())
+      return Error("host_combined", fmt::format("expected true or false, got {}", Show(*combined)));
+    s.host_combined = combined->get<bool>();
+  }
   return s;
 }
 

@@ -8,12 +8,20 @@
 //    "bottleneck_load":2}
 //
 //   ranks[i]         host name of rank i (RankTree::rank_host_name)
-//   phases[p]        the messages of phase p, each [src, dst]
+//   phases[p]        the messages of phase p, each [src, dst], or
+//                    [src, dst, blocks] for a message that carries several
+//                    blocks (Message::blocks > 1)
 //   syncs[k]         [from_rank, after_phase, to_rank, before_phase]: to_rank
 //                    waits before phase before_phase until from_rank has
 //                    finished phase after_phase (see schedule.h)
 //   bottleneck_load  Schedule::bottleneck_load, or BottleneckLoad(tree) when
 //                    the generator left it at 0
+//   host_combined    present (true) only for host-combined schedules
+//                    (schedule.h): the phases hold the messages between hosts,
+//                    each carrying the next `blocks` blocks of its host pair;
+//                    with the topology file, ranks[] lets an outside tool put
+//                    every message on its path and check each link's load per
+//                    phase. Exchanges inside a host are not listed.
 //
 // Fields of Schedule that the format does not carry (barrier_between_phases,
 // syncs_before_reduction) come back as their defaults from ScheduleFromJson.
@@ -40,7 +48,7 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree);
 // phases and syncs is in [0, ranks.size()), and that every sync's phases are
 // in [0, phases.size()). Errors are InvalidArgument and name the element, as
 // in "schedule JSON: phases[3][1][0]: rank 17 out of range [0, 8)". Keys not
-// in the format are ignored. Hosts are not kept: the result has
+// in the format are ignored; host_combined is optional (default false). Hosts are not kept: the result has
 // num_ranks = ranks.size().
 StatusOr<Schedule> ScheduleFromJson(std::string_view json);
 

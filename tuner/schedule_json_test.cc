@@ -51,6 +51,7 @@ void ExpectSameSchedule(const Schedule& a, const Schedule& b) {
   EXPECT_TRUE(Phases(a) == Phases(b));
   EXPECT_TRUE(a.syncs == b.syncs);
   EXPECT_EQ(a.bottleneck_load, b.bottleneck_load);
+  EXPECT_EQ(a.host_combined, b.host_combined);
 }
 
 TEST(ScheduleJsonTest, WritesTheDocumentedShapeExactly) {
@@ -74,6 +75,26 @@ TEST(ScheduleJsonTest, RoundTripsTheExample) {
   auto back = ScheduleFromJson(ScheduleToJson(s, tree));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ExpectSameSchedule(*back, s);
+}
+
+// A host-combined message carries its block count as a third element, and the
+// schedule says it is host-combined; rank-level messages keep the pair form.
+TEST(ScheduleJsonTest, HostCombinedMessagesCarryTheirBlockCount) {
+  RankTree tree = SmallTree();
+  Schedule s;
+  s.collective = "alltoall";
+  s.algorithm = "capacity_scheduled";
+  s.num_ranks = 3;
+  s.host_combined = true;
+  s.SetPhases({{{0, 2, 2}, {2, 1, 1}}, {{2, 0, 1}}});
+  s.bottleneck_load = 2;
+  const std::string json = ScheduleToJson(s, tree);
+  EXPECT_EQ(json, R"({"collective":"alltoall","algorithm":"capacity_scheduled","ranks":["n0","n0","n1"],)"
+                  R"("phases":[[[0,2,2],[2,1]],[[2,0]]],"syncs":[],"bottleneck_load":2,"host_combined":true})");
+  auto back = ScheduleFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameSchedule(*back, s);
+  EXPECT_EQ(back->phase(0)[0].blocks, 2);
 }
 
 TEST(ScheduleJsonTest, ZeroBottleneckLoadIsComputedFromTheTree) {
@@ -192,8 +213,14 @@ TEST(ScheduleJsonTest, RejectsMalformedInputWithClearMessages) {
       {"rank not a string", With("ranks", R"(["n0",3,"n1"])"), "ranks[1]: expected a host name string, got 3"},
       {"phases not an array", With("phases", "{}"), "phases: expected an array of phases"},
       {"phase not an array", With("phases", "[[[0,2]],7]"), "phases[1]: expected an array of [src, dst] messages"},
-      {"message too short", With("phases", "[[[0,2],[1]]]"), "phases[0][1]: expected a [src, dst] pair of ranks"},
-      {"message too long", With("phases", "[[[0,2,1]]]"), "phases[0][0]: expected a [src, dst] pair"},
+      {"message too short", With("phases", "[[[0,2],[1]]]"),
+       "phases[0][1]: expected a [src, dst] or [src, dst, blocks] message"},
+      {"message too long", With("phases", "[[[0,2,1,1]]]"), "phases[0][0]: expected a [src, dst] or"},
+      {"zero blocks", With("phases", "[[[0,2,0]]]"),
+       "phases[0][0][2]: expected a block count in [1, 2147483647], got 0"},
+      {"too many blocks", With("phases", "[[[0,2,2147483648]]]"), "phases[0][0][2]: expected a block count"},
+      {"fractional blocks", With("phases", "[[[0,2,1.5]]]"), "phases[0][0][2]: expected a block count"},
+      {"host_combined not a boolean", With("host_combined", "1"), "host_combined: expected true or false, got 1"},
       {"message an object", With("phases", R"([[{"src":0,"dst":1}]])"), "phases[0][0]: expected a [src, dst]"},
       {"dst out of range", With("phases", "[[[0,3]]]"), "phases[0][0][1]: rank 3 out of range [0, 3)"},
       {"negative src", With("phases", "[[],[[-1,2]]]"), "phases[1][0][0]: rank -1 out of range [0, 3)"},

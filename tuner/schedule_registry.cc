@@ -7,6 +7,7 @@
 
 #include "tuner/allgather_orders.h"
 #include "tuner/alltoallv_schedules.h"
+#include "tuner/capacity_scheduled.h"
 #include "tuner/classic_schedules.h"
 #include "tuner/tree_scheduled.h"
 
@@ -26,6 +27,13 @@ std::vector<ScheduleAlgorithm> BuildTable() {
     return [gen](const RankTree& t) -> StatusOr<Schedule> { return gen(t.num_ranks()); };
   };
   return {
+      {"alltoall", "capacity_scheduled",
+       "host-combined phases that fill every link to its capacity without overrunning it, for any ranks per host "
+       "and link speeds; Faraj-Yuan's own schedule on one-rank, one-speed trees (the default)",
+       [](const RankTree& t) { return CapacityScheduled(t); },
+       [](const RankTree& t, double msize, double alpha) {
+         return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha});
+       }},
       {"alltoall", "tree_scheduled",
        "contention-free phases for the switch tree with pair-wise syncs, no barriers (Faraj-Yuan §4-5)",
        [](const RankTree& t) { return TreeScheduled(t); }},
@@ -54,6 +62,12 @@ std::vector<ScheduleAlgorithm> BuildTable() {
 std::span<const ScheduleAlgorithm> ScheduleAlgorithms() {
   static const std::vector<ScheduleAlgorithm> table = BuildTable();
   return table;
+}
+
+StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTree& tree, double msize_bytes,
+                                double alpha_s) {
+  if (algorithm.make_sized) return algorithm.make_sized(tree, msize_bytes, alpha_s);
+  return algorithm.make(tree);
 }
 
 const ScheduleAlgorithm* FindScheduleAlgorithm(std::string_view collective, std::string_view name) {

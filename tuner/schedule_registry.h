@@ -31,7 +31,16 @@ struct ScheduleAlgorithm {
   // need a size pattern, schedule the uniform 1-byte pattern (every rank sends
   // to every other); call GreedyPhased/A2aPhased directly for a real pattern.
   std::function<StatusOr<Schedule>(const RankTree&)> make;
+  // For algorithms whose schedule depends on the block size and the per-phase
+  // latency of the model (capacity_model.h): builds it for those; empty for
+  // the others. MakeSchedule picks the right one.
+  std::function<StatusOr<Schedule>(const RankTree&, double msize_bytes, double alpha_s)> make_sized = {};
 };
+
+// `algorithm`'s schedule for blocks of msize_bytes and a per-phase latency
+// alpha_s: make_sized when the algorithm has it, else make.
+StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTree& tree, double msize_bytes,
+                                double alpha_s);
 
 // Every registered algorithm, grouped by collective, in a stable order.
 std::span<const ScheduleAlgorithm> ScheduleAlgorithms();

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/verifier.h"
+
 namespace topotune {
 namespace {
 
@@ -45,8 +47,8 @@ TEST(ScheduleRegistryTest, EntriesAreUniqueAndDescribed) {
 TEST(ScheduleRegistryTest, ListsTheDesignedAlgorithms) {
   std::map<std::string_view, std::vector<std::string_view>> by_collective;
   for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) by_collective[a.collective].push_back(a.name);
-  EXPECT_EQ(by_collective["alltoall"],
-            (std::vector<std::string_view>{"tree_scheduled", "ring", "pairwise", "phased_barrier"}));
+  EXPECT_EQ(by_collective["alltoall"], (std::vector<std::string_view>{"capacity_scheduled", "tree_scheduled", "ring",
+                                                                      "pairwise", "phased_barrier"}));
   EXPECT_EQ(by_collective["alltoallv"], (std::vector<std::string_view>{"greedy_phased", "a2a_phased"}));
   EXPECT_EQ(by_collective["allgather"], (std::vector<std::string_view>{"ring", "switch_ordered_ring"}));
   EXPECT_EQ(by_collective.size(), 3u);
@@ -66,7 +68,8 @@ TEST(ScheduleRegistryTest, FindIsExactPerCollective) {
 }
 
 TEST(ScheduleRegistryTest, ValidAlgorithmsText) {
-  EXPECT_EQ(ValidScheduleAlgorithms("alltoall"), "valid algorithms: tree_scheduled, ring, pairwise, phased_barrier");
+  EXPECT_EQ(ValidScheduleAlgorithms("alltoall"),
+            "valid algorithms: capacity_scheduled, tree_scheduled, ring, pairwise, phased_barrier");
   EXPECT_EQ(ValidScheduleAlgorithms("alltoallv"), "valid algorithms: greedy_phased, a2a_phased");
   EXPECT_EQ(ValidScheduleAlgorithms("bcast"),
             "no schedule algorithms for collective 'bcast' (collectives: alltoall, alltoallv, allgather)");
@@ -100,6 +103,10 @@ TEST(ScheduleRegistryTest, EveryEntryMakesItsSchedule) {
           for (const Message& m : s->phase(p)) senders.insert(m.src);
           EXPECT_EQ(static_cast<int>(senders.size()), ranks);
         }
+      } else if (s->host_combined) {
+        // Host-combined: every host pair's blocks once through combining, no link overrun.
+        VerifyReport r = Verify(*s, tree);
+        EXPECT_TRUE(r.ok()) << r.Summary() << (r.errors.empty() ? "" : "\n" + r.errors[0]);
       } else {
         // alltoall and the uniform alltoallv pattern: every ordered pair once.
         std::set<std::pair<int, int>> pairs;

@@ -121,4 +121,90 @@ inline Topology RandomTree(uint64_t seed, const RandomTreeParams& params = {}) {
   return BuildTopology(switches, hosts, links);
 }
 
+// What RandomClusterTree drew, so that property tests can assert that the
+// space was covered.
+struct ClusterShape {
+  int levels = 2;  // 2: leaves under one core; 3: core, aggregation, leaves.
+  int leaves = 0;
+  int hosts = 0;
+  int max_ranks_per_host = 1;
+  bool uneven_leaves = false;  // Leaves with different host counts.
+  bool mixed_host_speeds = false;
+  double max_speed_ratio = 1;       // Fastest uplink / slowest host link.
+  double max_oversubscription = 1;  // Max over switches of (speed below) / (uplink speed).
+};
+
+// A random cluster as sites cable them (issue "real cluster shapes"): 2 or 3
+// levels, 2-6 leaf switches of 1-12 hosts (often uneven), 1-128 ranks per host
+// (skewed towards few, identical on most clusters), host links of 10, 25 or
+// 100 Gbit/s (sometimes mixed), leaf uplinks sized for an oversubscription of
+// 1:1 to 8:1 rounded to a standard speed, and aggregation uplinks likewise.
+// Deterministic in `seed`; *shape describes what was drawn.
+inline Topology RandomClusterTree(uint64_t seed, ClusterShape* shape = nullptr) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  static const double kHostSpeeds[] = {10e9, 25e9, 100e9};
+  static const double kUplinkSpeeds[] = {10e9, 25e9, 40e9, 50e9, 100e9, 200e9, 400e9, 800e9, 1600e9};
+  static const int kRanks[] = {1, 2, 4, 8, 16, 32, 64, 128};
+  ClusterShape sh;
+  sh.levels = uniform(2, 3);
+  sh.leaves = uniform(2, 6);
+  const int base_hosts = uniform(1, 12);
+  sh.uneven_leaves = uniform(0, 2) == 0;
+  const double host_speed = kHostSpeeds[uniform(0, 2)];
+  sh.mixed_host_speeds = uniform(0, 3) == 0;
+  const bool same_ranks = uniform(0, 3) != 0;
+  const int ranks = kRanks[std::min(uniform(0, 7), uniform(0, 7))];
+  // The nearest standard speed at or above `bps`, at least the host speed.
+  auto standard = [&](double bps) {
+    for (double s : kUplinkSpeeds)
+      if (s >= bps * (1 - 1e-9)) return s;
+    return kUplinkSpeeds[std::size(kUplinkSpeeds) - 1];
+  };
+  std::vector<std::string> switches = {"core"};
+  std::vector<HostSpec> hosts;
+  std::vector<LinkSpec> links;
+  const int aggs = sh.levels == 3 ? std::max(1, sh.leaves / 2) : 0;
+  std::vector<double> below(static_cast<size_t>(aggs), 0);  // Uplink speeds under each aggregation switch.
+  for (int a = 0; a < aggs; ++a) switches.push_back("agg" + std::to_string(a));
+  double min_host = host_speed, max_uplink = 0;
+  for (int l = 0; l < sh.leaves; ++l) {
+    const std::string leaf = "leaf" + std::to_string(l);
+    switches.push_back(leaf);
+    const int n = sh.uneven_leaves ? uniform(1, 12) : base_hosts;
+    double sum = 0;
+    for (int h = 0; h < n; ++h) {
+      const double speed = sh.mixed_host_speeds && uniform(0, 1) == 0 ? kHostSpeeds[uniform(0, 2)] : host_speed;
+      const int r = same_ranks ? ranks : kRanks[std::min(uniform(0, 7), uniform(0, 7))];
+      hosts.push_back({"h" + std::to_string(hosts.size()), r});
+      links.push_back({hosts.back().name, leaf, speed});
+      sum += speed;
+      min_host = std::min(min_host, speed);
+      sh.max_ranks_per_host = std::max(sh.max_ranks_per_host, r);
+    }
+    const double ovs = 1 << uniform(0, 3);  // 1, 2, 4 or 8.
+    const double uplink = standard(sum / ovs);
+    sh.max_oversubscription = std::max(sh.max_oversubscription, sum / uplink);
+    max_uplink = std::max(max_uplink, uplink);
+    if (aggs > 0) {
+      const int a = l % aggs;
+      links.push_back({leaf, "agg" + std::to_string(a), uplink});
+      below[static_cast<size_t>(a)] += uplink;
+    } else {
+      links.push_back({leaf, "core", uplink});
+    }
+  }
+  for (int a = 0; a < aggs; ++a) {
+    const double uplink = standard(below[static_cast<size_t>(a)] / (1 << uniform(0, 2)));
+    sh.max_oversubscription = std::max(sh.max_oversubscription, below[static_cast<size_t>(a)] / uplink);
+    max_uplink = std::max(max_uplink, uplink);
+    links.push_back({"agg" + std::to_string(a), "core", uplink});
+  }
+  sh.hosts = static_cast<int>(hosts.size());
+  sh.max_speed_ratio = max_uplink / min_host;
+  std::shuffle(links.begin(), links.end(), rng);
+  if (shape) *shape = sh;
+  return BuildTopology(switches, hosts, links);
+}
+
 }  // namespace topotune::testing

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <string_view>
 #include <unordered_map>
 
 namespace topotune {
@@ -74,6 +76,107 @@ std::string EdgeName(const RankTree& tree, int directed) {
   return fmt::format("{}->{}", tree.node(from).name, tree.node(to).name);
 }
 
+// Host-combined schedules (Schedule::host_combined): completeness through
+// combining and capacity per directed edge; see verifier.h.
+VerifyReport VerifyHostCombined(const Schedule& s, const RankTree& tree, const VerifyOptions& opt) {
+  VerifyReport rep;
+  rep.num_phases = s.num_phases();
+  rep.num_messages = s.num_messages();
+  rep.ordering_checked = false;
+  auto error = [&](std::string msg) {
+    if (rep.errors.size() < opt.max_errors) rep.errors.push_back(std::move(msg));
+  };
+  const int n = tree.num_ranks();
+  if (s.num_ranks != n) {
+    error(fmt::format("schedule has {} ranks but the tree has {}", s.num_ranks, n));
+    ++rep.pattern_errors;
+    return rep;
+  }
+  // Hosts by name, and their rank counts.
+  std::unordered_map<std::string_view, int> host_index;
+  std::vector<std::string_view> host_name;
+  std::vector<int> host_of(n);
+  std::vector<int64_t> ranks_on;
+  for (int r = 0; r < n; ++r) {
+    auto [it, fresh] = host_index.try_emplace(tree.rank_host_name(r), static_cast<int>(host_name.size()));
+    if (fresh) {
+      host_name.push_back(tree.rank_host_name(r));
+      ranks_on.push_back(0);
+    }
+    host_of[r] = it->second;
+    ++ranks_on[it->second];
+  }
+  const uint64_t hosts = host_name.size();
+  std::unordered_map<uint64_t, int64_t> carried;  // Blocks per ordered host pair.
+  const size_t ndir = 2 * static_cast<size_t>(tree.num_edges());
+  std::vector<double> demand(ndir, 0);
+  std::vector<int> in_phase(ndir, 0), touched, path;
+  std::vector<int64_t> total(ndir, 0);
+  for (int p = 0; p < s.num_phases(); ++p) {
+    touched.clear();
+    for (const Message& m : s.phase(p)) {
+      if (m.src < 0 || m.src >= n || m.dst < 0 || m.dst >= n) {
+        error(fmt::format("phase {}: message {}->{} names a rank outside 0..{}", p, m.src, m.dst, n - 1));
+        ++rep.pattern_errors;
+        continue;
+      }
+      const int h = host_of[m.src], g = host_of[m.dst];
+      if (h == g) {
+        error(
+            fmt::format("phase {}: message {}->{} stays on host {}; blocks inside a host are exchanged in shared "
+                        "memory, not in the phases",
+                        p, m.src, m.dst, host_name[h]));
+        ++rep.pattern_errors;
+        continue;
+      }
+      if (m.blocks < 1) {
+        error(fmt::format("phase {}: message {}->{} carries {} blocks", p, m.src, m.dst, m.blocks));
+        ++rep.pattern_errors;
+        continue;
+      }
+      carried[static_cast<uint64_t>(h) * hosts + g] += m.blocks;
+      path.clear();
+      tree.Path(m.src, m.dst, &path);
+      double d = std::numeric_limits<double>::infinity();
+      for (int de : path)
+        if (!tree.edge(de / 2).intra_host) d = std::min(d, tree.edge(de / 2).speed_bps);
+      for (int de : path) {
+        if (tree.edge(de / 2).intra_host) continue;
+        if (in_phase[de] == 0) touched.push_back(de);
+        ++in_phase[de];
+        ++total[de];
+        demand[de] += d;
+      }
+    }
+    for (int de : touched) {
+      rep.max_phase_link_load = std::max(rep.max_phase_link_load, in_phase[de]);
+      const double speed = tree.edge(de / 2).speed_bps;
+      if (demand[de] > speed * (1 + 1e-9)) {
+        ++rep.contention_count;
+        error(fmt::format("phase {}: edge {} is overrun: {} messages ask {:.4g} bit/s of its {:.4g}", p,
+                          EdgeName(tree, de), in_phase[de], demand[de], speed));
+      }
+      in_phase[de] = 0;
+      demand[de] = 0;
+    }
+  }
+  for (uint64_t h = 0; h < hosts; ++h) {
+    for (uint64_t g = 0; g < hosts; ++g) {
+      if (h == g) continue;
+      auto it = carried.find(h * hosts + g);
+      const int64_t got = it == carried.end() ? 0 : it->second;
+      const int64_t want = ranks_on[h] * ranks_on[g];
+      if (got != want) {
+        error(fmt::format("host pair {} -> {}: the messages carry {} blocks, expected {} ({} x {} ranks)", host_name[h],
+                          host_name[g], got, want, ranks_on[h], ranks_on[g]));
+        ++rep.pattern_errors;
+      }
+    }
+  }
+  for (int64_t t : total) rep.max_link_load = std::max(rep.max_link_load, t);
+  return rep;
+}
+
 }  // namespace
 
 std::string VerifyReport::Summary() const {
@@ -85,6 +188,7 @@ std::string VerifyReport::Summary() const {
 }
 
 VerifyReport Verify(const Schedule& s, const RankTree& tree, const VerifyOptions& opt) {
+  if (s.host_combined) return VerifyHostCombined(s, tree, opt);
   VerifyReport rep;
   const int n = tree.num_ranks();
   rep.num_phases = s.num_phases();
@@ -113,6 +217,11 @@ VerifyReport Verify(const Schedule& s, const RankTree& tree, const VerifyOptions
         error(fmt::format("phase {}: message {}->{} sends to itself", p, m.src, m.dst));
         ++rep.pattern_errors;
         continue;
+      }
+      if (m.blocks != 1) {
+        error(fmt::format("phase {}: message {}->{} carries {} blocks in a schedule that is not host-combined", p,
+                          m.src, m.dst, m.blocks));
+        ++rep.pattern_errors;
       }
       uint8_t& c = seen[static_cast<size_t>(m.src) * n + m.dst];
       if (c == 1) {

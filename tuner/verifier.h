@@ -19,6 +19,18 @@
 // edge), the messages beyond the first. That count is how unscheduled
 // patterns such as ring and pairwise are scored on a tree.
 //
+// Host-combined schedules (Schedule::host_combined) are checked by their own
+// rules: completeness through combining (for every ordered pair of distinct
+// hosts, the blocks of the messages from a rank of one to a rank of the other
+// add up to exactly r_H x r_G; no message stays inside a host; blocks >= 1),
+// and capacity instead of exclusive use: a directed edge is overrun in a
+// phase when the demands of its messages (each the speed of the slowest
+// network link on its path) add up to more than its speed (relative
+// tolerance 1e-9); contention_count counts the overrun (phase, edge) pairs.
+// Their ordering is not checked (ordering_checked is false): the rule for
+// links that carry several messages at once is the kernel's (see ARCHITECTURE).
+// In other schedules every message must carry one block.
+//
 // Thread-safety: pure function.
 #pragma once
 
@@ -51,6 +63,7 @@ struct VerifyReport {
   int64_t unordered_pairs = 0;      // Consecutive contending messages not ordered.
   int64_t pattern_errors = 0;       // Missing, duplicate, out-of-range or self messages.
   int64_t sync_errors = 0;          // Malformed synchronisations.
+  bool ordering_checked = true;     // False for host-combined schedules.
   std::vector<std::string> errors;  // The first max_errors problems, in words.
 
   bool ok() const { return errors.empty() && contention_count == 0 && unordered_pairs == 0 && pattern_errors == 0; }

@@ -361,6 +361,8 @@ struct ScheduleArgs {
   std::string collective = "alltoall";
   std::string algorithm;  // Empty: the collective's first registered algorithm.
   std::string format = "table";
+  std::string msize = "64KiB";
+  std::string alpha = "20us";
   bool no_verify = false;
 };
 
@@ -388,10 +390,22 @@ int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) 
     return kExitUsage;
   }
 
+  auto msize = ParseBytes(args.msize);
+  if (!msize || !(*msize > 0)) {
+    err << "topotune: --msize: '" << args.msize
+        << "' is not a positive size; use bytes (4096), binary units (64KiB, 1MiB, 4M) or decimal (64kB)\n";
+    return kExitUsage;
+  }
+  auto alpha = ParseLatency(args.alpha);
+  if (!alpha) {
+    err << "topotune: --alpha: '" << args.alpha << "' is not a latency; use 20us, 1.5ms, 100ns or 0\n";
+    return kExitUsage;
+  }
+
   int code = kExitOk;
   auto job = LoadJob(args.topology, args.placement, err, &code);
   if (!job) return code;
-  auto schedule = entry->make(job->tree);
+  auto schedule = MakeSchedule(*entry, job->tree, *msize, *alpha);
   if (!schedule.ok()) {
     err << fmt::format("topotune: {} {} on {}: {}\n", entry->collective, entry->name, args.topology,
                        schedule.status().message());
@@ -408,7 +422,8 @@ int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) 
     options.all_pairs = check_pattern;
     report = Verify(*schedule, job->tree, options);
     const bool generator_bug = report->sync_errors > 0 || (check_pattern && report->pattern_errors > 0);
-    if ((entry->name == "tree_scheduled" && !report->ok()) || generator_bug) {
+    const bool scheduled = entry->name == "tree_scheduled" || entry->name == "capacity_scheduled";
+    if ((scheduled && !report->ok()) || generator_bug) {
       err << fmt::format("topotune: warning: the verifier rejects this {} {} schedule ({} problems shown):\n",
                          entry->collective, entry->name, report->errors.size());
       for (const std::string& e : report->errors) err << "  " << e << "\n";
@@ -418,7 +433,9 @@ int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) 
   if (args.format == "json") {
     out << ScheduleToJson(*schedule, job->tree) << "\n";
   } else {
-    out << FormatScheduleTable(*schedule, job->tree, report ? &*report : nullptr, check_pattern);
+    const ModelOptions model_options{.msize_bytes = *msize, .alpha_s = *alpha};
+    out << FormatScheduleTable(*schedule, job->tree, report ? &*report : nullptr,
+                               ModelSchedule(*schedule, job->tree, model_options), model_options, check_pattern);
   }
   return kExitOk;
 }
@@ -594,18 +611,33 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* sched = app.add_subcommand("schedule", "Generate, verify and print a collective schedule");
   help->Describe(sched,
                  "Generates the schedule of a collective algorithm for the ranks of the placement, checks it with the\n"
-                 "verifier (every pair once, no link used twice in a phase, contending messages ordered by program\n"
-                 "order or synchronisations) and prints it. A verifier failure of tree_scheduled, or a wrong pattern\n"
-                 "or malformed synchronisation from any algorithm, is reported on stderr as a warning.\n"
+                 "verifier (every block delivered once, no link overrun in a phase, contending messages ordered by\n"
+                 "program order or synchronisations), models its time and prints it. A verifier failure of\n"
+                 "tree_scheduled or capacity_scheduled, or a wrong pattern or malformed synchronisation from any\n"
+                 "algorithm, is reported on stderr as a warning.\n"
                  "\n"
-                 "--format table prints one line per phase ('phase  3 | 0->4 1->2 ...'), the synchronisations that\n"
-                 "gate each phase, above it ('sync | 0(p1)->4': rank 4 starts that phase only after rank 0 finished\n"
-                 "phase 1), and a footer with the counts, the bottleneck load and the verifier's result.\n"
+                 "THE MODEL. A message's demand is the speed of the slowest link on its path; a phase overruns a\n"
+                 "link when the demands of its messages on it add up to more than its speed. Each phase lasts as\n"
+                 "long as its most loaded link needs for its bytes, plus --alpha; exchanges inside a host cost\n"
+                 "nothing. The bound is max over links of |M_u| x |M_v| x msize / speed (see 'topotune bound').\n"
+                 "\n"
+                 "capacity_scheduled, the default for alltoall, combines each host pair's blocks into messages\n"
+                 "(gathered and scattered in shared memory) and packs as many into a phase as every link carries,\n"
+                 "sized for --msize and --alpha; on trees of one rank per host and one speed it is Faraj-Yuan's\n"
+                 "schedule.\n"
+                 "\n"
+                 "--format table prints one line per phase ('phase  3 | 0->4 1->2 ...', '0->17[16]' for a message\n"
+                 "of 16 blocks), the synchronisations that gate each phase, above it ('sync | 0(p1)->4': rank 4\n"
+                 "starts that phase only after rank 0 finished phase 1), and a footer with the counts, the\n"
+                 "bottleneck load, the model (modelled time, bound, their ratio, overrun phases) and the verifier.\n"
                  "--format json prints one line that outside tools read, keys in this order:\n"
                  "  {\"collective\":\"alltoall\",\"algorithm\":\"tree_scheduled\",\"ranks\":[\"n0\",\"n0\",\"n1\"],\n"
                  "   \"phases\":[[[0,2],[1,0]],[[2,1]]],\"syncs\":[[0,0,2,1]],\"bottleneck_load\":2}\n"
-                 "  ranks[i] is the host of rank i, phases hold [src,dst] messages, syncs hold\n"
-                 "  [from_rank, after_phase, to_rank, before_phase].\n");
+                 "  ranks[i] is the host of rank i, phases hold [src,dst] messages ([src,dst,blocks] for a\n"
+                 "  message of several blocks), syncs hold [from_rank, after_phase, to_rank, before_phase];\n"
+                 "  host-combined schedules end with \"host_combined\":true (see tuner/schedule.h for which blocks\n"
+                 "  each message carries). With the topology file, an outside tool can put every message on its\n"
+                 "  path and check each link's load per phase.\n");
   sched->add_option("--topology", sched_args.topology, "Topology file (YAML)")->required()->type_name("FILE");
   std::vector<std::string> collectives = Collectives();
   sched
@@ -615,11 +647,23 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   sched
       ->add_option("--algorithm", sched_args.algorithm,
-                   "Algorithm from the table below (default: the collective's first, for alltoall tree_scheduled)")
+                   "Algorithm from the table below (default: the collective's first, for alltoall capacity_scheduled)")
       ->type_name("NAME");
   sched->add_option("--format", sched_args.format, "Output format: table (default) or json (one line)")
       ->option_text("table|json")
       ->check(CLI::IsMember({"table", "json"}));
+  sched
+      ->add_option("--msize", sched_args.msize,
+                   "Bytes per block (64KiB, 1MiB, 4096): the block size the schedule is built for (capacity_scheduled "
+                   "sizes its messages by it) and the model's footer uses")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  sched
+      ->add_option("--alpha", sched_args.alpha,
+                   "Per-phase latency of the model (20us, 1.5ms, 0), which capacity_scheduled weighs against "
+                   "the time of its phases")
+      ->type_name("LATENCY")
+      ->capture_default_str();
   sched->add_flag("--no-verify", sched_args.no_verify, "Skip the verifier (for very large schedules)");
   AddPlacementOptions(sched, &sched_args.placement);
   sched->footer(AlgorithmTable() + "\n" + kPlacementHelp +

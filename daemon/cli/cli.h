@@ -33,6 +33,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "tuner/capacity_model.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/topology.h"
@@ -67,19 +68,24 @@ std::string DrawTopology(const Topology& topo, const Placement& placement, const
                          const DrawOptions& options = {});
 
 // The all-to-all and allgather time lower bounds (bounds.h) for blocks of
-// `msize_bytes`, each naming its link, that link's speed and its load.
+// `msize_bytes`, each naming its link, that link's speed and its load, then
+// every network link with its all-to-all load and its capacity in messages
+// per phase (capacity_model.h LinkCapacities).
 std::string FormatBounds(const Topology& topo, const RankTree& tree, double msize_bytes);
 // The same bounds as one JSON object: {"msize", "nprocs", "alltoall" and
-// "allgather": {"seconds", "link" ("a -- b"), "speed_bps", "load"}}; a bound
-// that crosses no link has seconds 0 and link null.
+// "allgather": {"seconds", "link" ("a -- b"), "speed_bps", "load"}, "links":
+// [{"link", "speed_bps", "load", "capacity"}]}; a bound that crosses no link
+// has seconds 0 and link null.
 std::string FormatBoundsJson(const RankTree& tree, double msize_bytes);
 
-// One line per phase ("phase  3 | 0->4 1->2 ..."), the synchronisations that
-// gate each phase below it, and a footer with the counts, the bottleneck load
-// and the verifier's result. `report` may be null (verification skipped);
-// `check_pattern` says whether the report's pattern check applies.
+// One line per phase ("phase  3 | 0->4 1->2 ...", "0->17[16]" for a message
+// of 16 blocks), the synchronisations that gate each phase below it, and a
+// footer with the counts, the bottleneck load, the verifier's result and the
+// model's (modelled time, bound, their ratio, overrun phases). `report` may
+// be null (verification skipped); `check_pattern` says whether the report's
+// pattern check applies.
 std::string FormatScheduleTable(const Schedule& schedule, const RankTree& tree, const VerifyReport* report,
-                                bool check_pattern = true);
+                                const ModelReport& model, const ModelOptions& model_options, bool check_pattern = true);
 
 // "83.886 ms", "1.250 s", "12.500 us".
 std::string FormatSeconds(double seconds);

@@ -13,6 +13,7 @@
 
 #include "daemon/cli/cli.h"
 #include "tuner/bounds.h"
+#include "tuner/capacity_model.h"
 
 namespace topotune::cli {
 namespace {
@@ -242,6 +243,24 @@ std::string FormatBounds(const Topology& topo, const RankTree& tree, double msiz
     fmt::format_to(it, "bottleneck    {}: all-to-all load {}, the phase count of a contention-free schedule\n", where,
                    BottleneckLoad(tree));
   }
+  // Every network link, the one that takes longest first: its all-to-all
+  // load and how many messages it carries in one phase without overrun.
+  std::vector<LinkCapacity> links = LinkCapacities(tree);
+  std::stable_sort(links.begin(), links.end(), [](const LinkCapacity& a, const LinkCapacity& b) {
+    return static_cast<double>(a.load) / a.speed_bps > static_cast<double>(b.load) / b.speed_bps;
+  });
+  if (!links.empty()) {
+    fmt::format_to(it,
+                   "links         all-to-all load (blocks per direction) and capacity (messages per phase: the "
+                   "speed over the largest demand of a message crossing it), slowest first:\n");
+    size_t width = 0;
+    for (const LinkCapacity& l : links) width = std::max(width, LinkName(tree, l.edge).size());
+    for (const LinkCapacity& l : links) {
+      fmt::format_to(it, "  {:<{}}  {:>8}  load {:>10}  capacity {:>4}  ({})\n", LinkName(tree, l.edge), width,
+                     FormatSpeed(l.speed_bps), l.load, l.capacity,
+                     FormatSeconds(static_cast<double>(l.load) * msize_bytes * 8 / l.speed_bps));
+    }
+  }
   return out;
 }
 
@@ -251,14 +270,19 @@ std::string FormatBoundsJson(const RankTree& tree, double msize_bytes) {
     return fmt::format(R"({{"seconds": {:.9g}, "link": "{}", "speed_bps": {:.9g}, "load": {}}})", b.seconds,
                        LinkName(tree, b.edge), tree.edge(b.edge).speed_bps, b.load);
   };
-  return fmt::format(R"({{"msize": {}, "nprocs": {}, "alltoall": {}, "allgather": {}}})"
+  std::string links;
+  for (const LinkCapacity& l : LinkCapacities(tree)) {
+    fmt::format_to(std::back_inserter(links), R"({}{{"link": "{}", "speed_bps": {:.9g}, "load": {}, "capacity": {}}})",
+                   links.empty() ? "" : ", ", LinkName(tree, l.edge), l.speed_bps, l.load, l.capacity);
+  }
+  return fmt::format(R"({{"msize": {}, "nprocs": {}, "alltoall": {}, "allgather": {}, "links": [{}]}})"
                      "\n",
                      std::llround(msize_bytes), tree.num_ranks(), bound(AlltoallBound(tree, msize_bytes)),
-                     bound(AllgatherBound(tree, msize_bytes)));
+                     bound(AllgatherBound(tree, msize_bytes)), links);
 }
 
 std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const VerifyReport* report,
-                                bool check_pattern) {
+                                const ModelReport& model, const ModelOptions& model_options, bool check_pattern) {
   std::string out;
   auto it = std::back_inserter(out);
   const int phases = s.num_phases();
@@ -279,6 +303,11 @@ std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const V
   for (int r = 0; r < tree.num_ranks(); ++r) hosts.insert(tree.rank_host_name(r));
   fmt::format_to(it, "# {} {}: {} on {}\n", s.collective, s.algorithm, Plural(s.num_ranks, "rank", "ranks"),
                  Plural(static_cast<int64_t>(hosts.size()), "host", "hosts"));
+  if (s.host_combined) {
+    fmt::format_to(it,
+                   "# host-combined: the ranks of a host exchange their blocks in shared memory; a->b[k]: rank a "
+                   "sends rank b k blocks of their hosts' pair, gathered from a's host and scattered on b's.\n");
+  }
   fmt::format_to(it, "# a->b: rank a sends to rank b.");
   if (!s.syncs.empty()) {
     fmt::format_to(it, " sync a(pN)->b above a phase: rank b starts that phase only after rank a finished phase N.");
@@ -293,7 +322,10 @@ std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const V
       fmt::format_to(it, "\n");
     }
     fmt::format_to(it, "phase {:>{}} |", p, width);
-    for (const Message& m : s.phase(p)) fmt::format_to(it, " {}->{}", m.src, m.dst);
+    for (const Message& m : s.phase(p)) {
+      fmt::format_to(it, " {}->{}", m.src, m.dst);
+      if (m.blocks != 1) fmt::format_to(it, "[{}]", m.blocks);
+    }
     fmt::format_to(it, "\n");
   }
   if (stray_syncs > 0) fmt::format_to(it, "({} with a phase out of range)\n", Plural(stray_syncs, "sync", "syncs"));
@@ -308,14 +340,34 @@ std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const V
   }
   fmt::format_to(it, " | bottleneck load {}\n", load);
 
+  fmt::format_to(it, "model ({} blocks, {} per phase): modelled time {}, bound {}, fraction of the bound {:.3f}; ",
+                 FormatBytes(model_options.msize_bytes), FormatLatency(model_options.alpha_s),
+                 FormatSeconds(model.modelled_s), FormatSeconds(model.bound_s), model.fraction_of_bound);
+  if (model.overrun_phases == 0) {
+    fmt::format_to(it, "no link overrun in any phase\n");
+  } else {
+    fmt::format_to(it, "{} of {} overrun a link (worst: {:.3g}x the speed of {} in phase {})\n", model.overrun_phases,
+                   Plural(phases, "phase", "phases"), model.worst_overrun, LinkName(tree, model.worst_edge / 2),
+                   model.worst_phase);
+  }
+
   if (report == nullptr) {
     fmt::format_to(it, "verifier: skipped\n");
     return out;
   }
   const VerifyReport& r = *report;
-  fmt::format_to(it, "verifier: contention-free {} (contention count {}, max link load in one phase {})",
-                 r.contention_count == 0 ? "yes" : "no", r.contention_count, r.max_phase_link_load);
-  if (s.barrier_between_phases) {
+  if (s.host_combined) {
+    fmt::format_to(it,
+                   "verifier: capacity-respecting {} (overrun (phase, link) pairs {}, most messages on a link in one "
+                   "phase {}); ordering left to the kernel",
+                   r.contention_count == 0 ? "yes" : "no", r.contention_count, r.max_phase_link_load);
+  } else {
+    fmt::format_to(it, "verifier: contention-free {} (contention count {}, max link load in one phase {})",
+                   r.contention_count == 0 ? "yes" : "no", r.contention_count, r.max_phase_link_load);
+  }
+  if (s.host_combined) {
+    // Host-combined schedules have no ordering rule to check (verifier.h).
+  } else if (s.barrier_between_phases) {
     fmt::format_to(it, "; ordered by barriers");
   } else {
     fmt::format_to(it, "; unordered contending pairs {}", r.unordered_pairs);

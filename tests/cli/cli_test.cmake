@@ -174,7 +174,7 @@ if(CASE STREQUAL "schedule_json_fig1")
 
 elseif(CASE STREQUAL "schedule_json_subset")
   # Two hosts on each switch: the inter-switch link carries 2 x 2 = 4 pairs each way.
-  run_topotune(schedule --topology "${two}" --hosts h0,h1,h4,h5 --format json)
+  run_topotune(schedule --topology "${two}" --hosts h0,h1,h4,h5 --algorithm tree_scheduled --format json)
   expect_rc(0)
   check_schedule_json(alltoall tree_scheduled)
   expect_equal("ranks" "${json_hosts}" "h0;h1;h4;h5")
@@ -184,7 +184,7 @@ elseif(CASE STREQUAL "schedule_json_subset")
 
 elseif(CASE STREQUAL "schedule_json_multirank")
   # h0 and h5 have 2 slots each; with h5:3 the host link of h5 carries 3 x 2 = 6 pairs.
-  run_topotune(schedule --topology "${three}" --hosts h0,h5:3 --format json)
+  run_topotune(schedule --topology "${three}" --hosts h0,h5:3 --algorithm tree_scheduled --format json)
   expect_rc(0)
   check_schedule_json(alltoall tree_scheduled)
   expect_equal("ranks" "${json_hosts}" "h0;h0;h5;h5;h5")
@@ -201,6 +201,46 @@ elseif(CASE STREQUAL "schedule_json_other_algorithms")
     expect_equal("${alg} messages" "${json_messages}" 56)
     expect_equal("${alg} bottleneck_load" "${json_load}" 16)
   endforeach()
+
+elseif(CASE STREQUAL "schedule_capacity_default")
+  # Without --algorithm, alltoall is capacity_scheduled: on 2 leaves x 16 hosts x 16 ranks (25G hosts, a 100G
+  # inter-leaf link) it overruns no link and reaches 0.9 of the bound, where the ring overruns the inter-leaf
+  # link 64-fold; its JSON carries [src, dst, blocks] messages and "host_combined":true.
+  set(leaves "${EXAMPLES}/two-leaf-16x16.yaml")
+  run_topotune(schedule --topology "${leaves}" --msize 64KiB)
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout
+    "^# alltoall capacity_scheduled: 512 ranks on 32 hosts\n# host-combined: "
+    "\nmodel \\(64KiB blocks, 20us per phase\\): modelled time [0-9.]+ ms, bound 343\.597 ms, fraction of the bound "
+    "0\.9[0-9]+; no link overrun in any phase\n"
+    "verifier: capacity-respecting yes \\(overrun \\(phase, link\\) pairs 0, [^\n]*; pattern complete: ok\n$")
+  run_topotune(schedule --topology "${leaves}" --format json)
+  expect_rc(0)
+  if(NOT out MATCHES "^{\"collective\":\"alltoall\",\"algorithm\":\"capacity_scheduled\",.*\[[0-9]+,[0-9]+,[0-9]+\].*,\"host_combined\":true}\n$")
+    fail("the JSON of capacity_scheduled lacks [src, dst, blocks] messages or \"host_combined\":true")
+  endif()
+  run_topotune(schedule --topology "${leaves}" --algorithm ring --no-verify)
+  expect_rc(0)
+  expect_match(stdout "\nmodel [^\n]*; 509 of 511 phases overrun a link \\(worst: 64x the speed of leaf[01] -- leaf[01] ")
+  run_topotune(schedule --topology "${leaves}" --msize 0)
+  expect_rc(2)
+  expect_match(stderr "--msize: '0' is not a positive size")
+  run_topotune(schedule --topology "${leaves}" --alpha 5parsecs)
+  expect_rc(2)
+  expect_match(stderr "--alpha: '5parsecs' is not a latency")
+
+elseif(CASE STREQUAL "bound_link_capacities")
+  # Every network link with its load and its capacity in messages per phase: the 100G inter-leaf link carries
+  # 256 x 256 blocks per direction and four 25G messages at a time; a host link one.
+  run_topotune(bound --topology "${EXAMPLES}/two-leaf-16x16.yaml")
+  expect_rc(0)
+  expect_match(stdout
+    "\nlinks +all-to-all load [^\n]*\n  leaf0 -- leaf1 +100Gbps  load +65536  capacity +4  \\(343\.597 ms\\)\n"
+    "  leaf0 -- n00 +25Gbps  load +7936  capacity +1  \\(")
+  run_topotune(bound --topology "${EXAMPLES}/two-leaf-16x16.yaml" --json)
+  expect_rc(0)
+  expect_match(stdout "\"links\": \\[{\"link\": \"[^\"]+\", \"speed_bps\": [0-9.e+]+, \"load\": [0-9]+, \"capacity\": [0-9]+}")
 
 elseif(CASE STREQUAL "schedule_table_fig1")
   run_topotune(schedule --topology "${fig1}" --collective alltoall --algorithm tree_scheduled --format table)

@@ -87,7 +87,8 @@ TEST(CliRunTest, ScheduleJsonMatchesFigure1) {
   ASSERT_TRUE(r.out.ends_with("}\n"));
   auto s = ScheduleFromJson(r.out);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->algorithm, "tree_scheduled");
+  // The default alltoall schedule keeps Faraj-Yuan's phases on the seed's shapes.
+  EXPECT_EQ(s->algorithm, "capacity_scheduled");
   EXPECT_EQ(s->num_ranks, 6);
   EXPECT_EQ(s->num_phases(), 9);
   EXPECT_EQ(s->num_messages(), 30);
@@ -132,7 +133,7 @@ TEST(CliRunTest, ExitCodes) {
   EXPECT_EQ(RunCli({"bound", "--topology", Example("two-switch-4x4.yaml"), "--msize", "-5"}).code, kExitUsage);
   Result unknown = RunCli({"schedule", "--topology", Example("two-switch-4x4.yaml"), "--algorithm", "bogus"});
   EXPECT_EQ(unknown.code, kExitUsage);
-  EXPECT_NE(unknown.err.find("valid algorithms: tree_scheduled"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("valid algorithms: capacity_scheduled, tree_scheduled"), std::string::npos) << unknown.err;
   Result missing = RunCli({"topology", "show", "/nonexistent/topology.yaml"});
   EXPECT_EQ(missing.code, kExitFailure);
   EXPECT_NE(missing.err.find("/nonexistent/topology.yaml"), std::string::npos) << missing.err;

@@ -1,0 +1,508 @@
+#include "tuner/capacity_scheduled.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "tuner/bounds.h"
+#include "tuner/tree_scheduled.h"
+
+namespace topotune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kTol = 1e-9;
+constexpr int kMaxHosts = 8192;
+constexpr int kMaxPairOrderHosts = 128;
+constexpr double kPairOrderBudget = 4e6;  // Host pairs x phases.
+
+// Hosts and the switch-level paths between their attachment nodes. Hosts are
+// numbered so that the hosts of one group (same attachment node) are
+// consecutive.
+struct HostView {
+  int num_hosts = 0;
+  std::vector<std::vector<int32_t>> ranks;   // Per host, increasing.
+  std::vector<int> up, down;                 // Directed host-link ids, -1 at the root.
+  std::vector<double> up_speed, down_speed;  // Bytes/s (infinite without a link).
+  std::vector<int> group;                    // Group of each host.
+  int num_groups = 0;
+  std::vector<int> group_begin;  // Hosts of group s: [group_begin[s], group_begin[s+1]).
+  // Group pair (s, t) -> directed edges of NodePath(node_s, node_t) in
+  // path_edges[path_begin[s*L+t] .. path_begin[s*L+t+1]) and its slowest speed.
+  std::vector<int64_t> path_begin;
+  std::vector<int> path_edges;
+  std::vector<double> path_min;
+  std::vector<double> speed;  // Bytes/s per directed edge id.
+  double min_demand = kInf;   // Smallest demand of any host pair.
+
+  double Demand(int h, int g) const {
+    return std::min({up_speed[h], down_speed[g], path_min[static_cast<size_t>(group[h]) * num_groups + group[g]]});
+  }
+};
+
+StatusOr<HostView> BuildHostView(const RankTree& tree) {
+  HostView v;
+  std::unordered_map<int, int> host_of_node;
+  std::vector<int> host_node;
+  std::vector<std::vector<int32_t>> ranks;
+  for (int r = 0; r < tree.num_ranks(); ++r) {
+    const int hn = tree.host_node(r);
+    auto [it, fresh] = host_of_node.try_emplace(hn, static_cast<int>(host_node.size()));
+    if (fresh) {
+      host_node.push_back(hn);
+      ranks.emplace_back();
+    }
+    ranks[it->second].push_back(r);
+  }
+  const int H = static_cast<int>(host_node.size());
+  if (H > kMaxHosts)
+    return Status::InvalidArgument(fmt::format(
+        "capacity_scheduled: {} hosts; at most {} are supported (per-pair state grows as hosts^2)", H, kMaxHosts));
+  v.speed.resize(2 * static_cast<size_t>(tree.num_edges()));
+  for (int e = 0; e < tree.num_edges(); ++e) {
+    const auto& ed = tree.edge(e);
+    double b = ed.intra_host ? kInf : ed.speed_bps / 8.0;
+    v.speed[2 * e] = v.speed[2 * e + 1] = b;
+  }
+  // Group = the node a host hangs from (its parent), or the host itself at the
+  // root.
+  std::vector<int> gnode_of(H);
+  std::vector<int> group_nodes;
+  std::unordered_map<int, int> group_of_node;
+  for (int h = 0; h < H; ++h) {
+    int p = tree.parent(host_node[h]);
+    int gn = p >= 0 ? p : host_node[h];
+    auto [it, fresh] = group_of_node.try_emplace(gn, static_cast<int>(group_nodes.size()));
+    if (fresh) group_nodes.push_back(gn);
+    gnode_of[h] = it->second;
+  }
+  const int L = static_cast<int>(group_nodes.size());
+  // Renumber hosts by group (stable: first rank order within a group).
+  std::vector<int> order(H);
+  for (int h = 0; h < H; ++h) order[h] = h;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return gnode_of[a] < gnode_of[b]; });
+  v.num_hosts = H;
+  v.num_groups = L;
+  v.ranks.resize(H);
+  v.up.assign(H, -1);
+  v.down.assign(H, -1);
+  v.up_speed.assign(H, kInf);
+  v.down_speed.assign(H, kInf);
+  v.group.resize(H);
+  v.group_begin.assign(L + 1, 0);
+  for (int i = 0; i < H; ++i) {
+    int h = order[i];
+    v.ranks[i] = std::move(ranks[h]);
+    v.group[i] = gnode_of[h];
+    ++v.group_begin[gnode_of[h] + 1];
+    int node = host_node[h];
+    int pe = tree.parent_edge(node);
+    if (pe >= 0) {
+      bool a_is_node = tree.edge(pe).a == node;
+      v.up[i] = RankTree::Directed(pe, a_is_node);
+      v.down[i] = RankTree::Directed(pe, !a_is_node);
+      v.up_speed[i] = v.down_speed[i] = v.speed[2 * pe];
+      if (!(tree.edge(pe).speed_bps > 0) || !std::isfinite(tree.edge(pe).speed_bps))
+        return Status::InvalidArgument(
+            fmt::format("capacity_scheduled: link {} - {} has speed {} bit/s; a positive finite speed is required",
+                        tree.node(tree.edge(pe).a).name, tree.node(tree.edge(pe).b).name, tree.edge(pe).speed_bps));
+    }
+  }
+  for (int s = 0; s < L; ++s) v.group_begin[s + 1] += v.group_begin[s];
+  v.path_begin.assign(static_cast<size_t>(L) * L + 1, 0);
+  v.path_min.assign(static_cast<size_t>(L) * L, kInf);
+  std::vector<int> tmp;
+  for (int s = 0; s < L; ++s) {
+    for (int t = 0; t < L; ++t) {
+      tmp.clear();
+      if (s != t) tree.NodePath(group_nodes[s], group_nodes[t], &tmp);
+      double mn = kInf;
+      for (int de : tmp) {
+        const auto& ed = tree.edge(de / 2);
+        if (!ed.intra_host && (!(ed.speed_bps > 0) || !std::isfinite(ed.speed_bps)))
+          return Status::InvalidArgument(
+              fmt::format("capacity_scheduled: link {} - {} has speed {} bit/s; a positive finite speed is required",
+                          tree.node(ed.a).name, tree.node(ed.b).name, ed.speed_bps));
+        mn = std::min(mn, v.speed[de]);
+        v.path_edges.push_back(de);
+      }
+      v.path_min[static_cast<size_t>(s) * L + t] = mn;
+      v.path_begin[static_cast<size_t>(s) * L + t + 1] = static_cast<int64_t>(v.path_edges.size());
+    }
+  }
+  // Smallest demand of any pair: a link with less room than that can take no
+  // further message in this phase.
+  for (int s = 0; s < L; ++s) {
+    double up_min = kInf;
+    for (int h = v.group_begin[s]; h < v.group_begin[s + 1]; ++h) up_min = std::min(up_min, v.up_speed[h]);
+    for (int t = 0; t < L; ++t) {
+      double down_min = kInf;
+      for (int g = v.group_begin[t]; g < v.group_begin[t + 1]; ++g) down_min = std::min(down_min, v.down_speed[g]);
+      bool any_pair = s != t || v.group_begin[s + 1] - v.group_begin[s] >= 2;
+      if (any_pair)
+        v.min_demand = std::min(v.min_demand, std::min({up_min, down_min, v.path_min[static_cast<size_t>(s) * L + t]}));
+    }
+  }
+  return v;
+}
+
+struct Packed {
+  Schedule schedule;
+  double seconds = kInf;
+};
+
+// Greedy capacity-respecting phases for chunk length tau (see the header).
+// Returns nullopt when a lower bound shows it cannot beat `best_seconds`.
+StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, bool pair_order,
+                                     double bound_seconds, double best_seconds) {
+  const int H = v.num_hosts;
+  const int L = v.num_groups;
+  const size_t HH = static_cast<size_t>(H) * H;
+  const int words = (H + 63) / 64;
+  const double msize = opt.msize_bytes;
+
+  auto pair_blocks = [&](int h, int g) {
+    return static_cast<int64_t>(v.ranks[h].size()) * static_cast<int64_t>(v.ranks[g].size());
+  };
+  auto pair_messages = [&](int64_t w, double d) {
+    double x = static_cast<double>(w) * msize / (d * tau);
+    double n = std::ceil(x * (1 - kTol));
+    return static_cast<int32_t>(std::clamp<double>(n, 1.0, static_cast<double>(w)));
+  };
+
+  std::vector<int32_t> rem(HH, 0), total(HH, 0);
+  std::vector<uint64_t> bits(static_cast<size_t>(H) * words, 0);
+  std::vector<double> need(v.speed.size(), 0.0);  // Remaining demand per directed edge.
+  std::vector<int64_t> gp_left(static_cast<size_t>(L) * L, 0);
+  int64_t left = 0;
+  for (int h = 0; h < H; ++h) {
+    for (int g = 0; g < H; ++g) {
+      if (g == h) continue;
+      int64_t w = pair_blocks(h, g);
+      if (w > INT32_MAX) return Status::InvalidArgument("capacity_scheduled: too many blocks between two hosts");
+      double d = v.Demand(h, g);
+      int32_t n = pair_messages(w, d);
+      size_t idx = static_cast<size_t>(h) * H + g;
+      rem[idx] = total[idx] = n;
+      bits[static_cast<size_t>(h) * words + g / 64] |= uint64_t{1} << (g % 64);
+      double dem = d * n;
+      if (v.up[h] >= 0) need[v.up[h]] += dem;
+      if (v.down[g] >= 0) need[v.down[g]] += dem;
+      size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) need[v.path_edges[i]] += dem;
+      gp_left[gp] += n;
+      left += n;
+    }
+  }
+  // Lower bound on this tau's time: the busiest link's phases, each paying
+  // alpha, on top of the physical bound.
+  double min_phases = 0;
+  for (size_t de = 0; de < need.size(); ++de)
+    if (std::isfinite(v.speed[de])) min_phases = std::max(min_phases, std::ceil(need[de] / v.speed[de] * (1 - kTol)));
+  if (bound_seconds + min_phases * opt.alpha_s >= best_seconds) return std::optional<Packed>();
+  // The pair order costs O(pairs log pairs) per phase.
+  if (pair_order && static_cast<double>(HH) * min_phases > kPairOrderBudget) return std::optional<Packed>();
+
+  Packed out;
+  Schedule& s = out.schedule;
+  s.Reserve(left, static_cast<int>(std::min<double>(min_phases * 1.2 + 16, 1e7)));
+  std::vector<double> used(v.speed.size(), 0.0), bytes(v.speed.size(), 0.0);
+  std::vector<int> touched;
+  std::vector<uint64_t> recv_free(words);
+  std::vector<char> send_free(H);
+  std::vector<int32_t> out_ctr(H, 0), in_ctr(H, 0);
+  std::vector<int> senders(H);  // Per group, sorted by host-link criticality.
+  std::vector<double> key(H);
+  std::vector<int> gps;
+  std::vector<double> gp_key(static_cast<size_t>(L) * L, 0.0), group_up(L), group_down(L);
+  for (size_t gp = 0; gp < gp_left.size(); ++gp)
+    if (gp_left[gp] > 0) gps.push_back(static_cast<int>(gp));
+  const double room_floor = v.min_demand * (1 - kTol);
+  auto has_room = [&](int de, double d) { return de < 0 || used[de] + d <= v.speed[de] * (1 + kTol); };
+  auto crit = [&](int de) { return de < 0 ? 0.0 : need[de] / v.speed[de]; };
+  auto touch = [&](int de, double d, double b) {
+    if (used[de] == 0 && bytes[de] == 0) touched.push_back(de);
+    used[de] += d;
+    bytes[de] += b;
+    need[de] -= d;
+  };
+
+  // Places the next message of host pair (h, g) in the current phase.
+  auto place = [&](int h, int g) {
+    const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+    const size_t idx = static_cast<size_t>(h) * H + g;
+    const int32_t n = total[idx], k = n - rem[idx];
+    const int64_t w = pair_blocks(h, g);
+    const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
+    const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
+    const auto& hr = v.ranks[h];
+    const auto& gr = v.ranks[g];
+    s.Add(Message{hr[out_ctr[h]++ % static_cast<int32_t>(hr.size())], gr[in_ctr[g]++ % static_cast<int32_t>(gr.size())],
+                  blocks});
+    if (v.up[h] >= 0) touch(v.up[h], d, b);
+    if (v.down[g] >= 0) touch(v.down[g], d, b);
+    for (int64_t j = v.path_begin[gp]; j < v.path_begin[gp + 1]; ++j) touch(v.path_edges[j], d, b);
+    if (--rem[idx] == 0) bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));
+    --gp_left[gp];
+    --left;
+    if (v.up[h] >= 0 && v.speed[v.up[h]] - used[v.up[h]] < room_floor) send_free[h] = 0;
+    if (v.down[g] >= 0 && v.speed[v.down[g]] - used[v.down[g]] < room_floor)
+      recv_free[g / 64] &= ~(uint64_t{1} << (g % 64));
+  };
+  // Pair order: every remaining host pair by the most critical link it
+  // crosses (its host links and the switch path), ties rotated with the phase.
+  struct Candidate {
+    double key;
+    int64_t rot;
+    int h, g;
+  };
+  std::vector<Candidate> candidates;
+  auto place_by_pair = [&](int64_t ph) {
+    candidates.clear();
+    for (int h = 0; h < H; ++h) {
+      const uint64_t* hb = &bits[static_cast<size_t>(h) * words];
+      for (int w = 0; w < words; ++w) {
+        for (uint64_t x = hb[w]; x; x &= x - 1) {
+          const int g = w * 64 + std::countr_zero(x);
+          const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+          double k = std::max(crit(v.up[h]), crit(v.down[g]));
+          for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
+          candidates.push_back({std::round(k * 1e6), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
+        }
+      }
+    }
+    std::sort(candidates.begin(), candidates.end(),
+              [](const Candidate& a, const Candidate& b) { return a.key != b.key ? a.key > b.key : a.rot < b.rot; });
+    for (const Candidate& c : candidates) {
+      if (!send_free[c.h] || !(recv_free[c.g / 64] >> (c.g % 64) & 1)) continue;
+      const double d = v.Demand(c.h, c.g);
+      if (!has_room(v.up[c.h], d) || !has_room(v.down[c.g], d)) continue;
+      const size_t gp = static_cast<size_t>(v.group[c.h]) * L + v.group[c.g];
+      bool room = true;
+      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1] && room; ++i) room = has_room(v.path_edges[i], d);
+      if (room) place(c.h, c.g);
+    }
+  };
+
+  // Group order (scales to thousands of hosts): switch-to-switch paths by
+  // criticality, then senders and receivers within them.
+  auto place_by_group = [&](int64_t ph) {
+    // Senders of each group by decreasing host-link criticality, ties rotated.
+    for (int h = 0; h < H; ++h) {
+      senders[h] = h;
+      key[h] = crit(v.up[h]);
+    }
+    for (int g = 0; g < L; ++g) {
+      const int b = v.group_begin[g], e = v.group_begin[g + 1], size = e - b;
+      group_up[g] = group_down[g] = 0;
+      for (int h = b; h < e; ++h) {
+        group_up[g] = std::max(group_up[g], key[h]);
+        group_down[g] = std::max(group_down[g], crit(v.down[h]));
+      }
+      const int64_t off = ph % std::max(size, 1);
+      std::sort(senders.begin() + b, senders.begin() + e, [&](int x, int y) {
+        if (key[x] != key[y]) return key[x] > key[y];
+        return (x - b - off + size) % size < (y - b - off + size) % size;
+      });
+    }
+    // Group pairs by the most critical link their messages may cross: the
+    // switch path, or the most critical host link among the senders or
+    // receivers (so that host-bound jobs interleave local and remote pairs).
+    // Keys are rounded so that near-ties rotate with the phase.
+    std::erase_if(gps, [&](int gp) { return gp_left[gp] == 0; });
+    for (int gp : gps) {
+      double k = std::max(group_up[gp / L], group_down[gp % L]);
+      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
+      gp_key[gp] = std::round(k * 1e6);
+    }
+    const int64_t ngp = static_cast<int64_t>(gps.size());
+    const int64_t goff = ngp > 0 ? ph % ngp : 0;
+    std::vector<int> gorder(gps.size());
+    for (int64_t i = 0; i < ngp; ++i) gorder[i] = gps[(i + goff) % ngp];
+    std::stable_sort(gorder.begin(), gorder.end(), [&](int a, int b) { return gp_key[a] > gp_key[b]; });
+
+    for (int gp : gorder) {
+      if (gp_left[gp] == 0) continue;
+      const int S = gp / L, T = gp % L;
+      const int64_t pb = v.path_begin[gp], pe = v.path_begin[gp + 1];
+      auto path_room = [&](double d) {
+        for (int64_t i = pb; i < pe; ++i)
+          if (!has_room(v.path_edges[i], d)) return false;
+        return true;
+      };
+      if (!path_room(room_floor)) continue;
+      const int tb = v.group_begin[T], te = v.group_begin[T + 1], tsize = te - tb;
+      const int64_t toff = ph % std::max(tsize, 1);
+      for (int i = v.group_begin[S]; i < v.group_begin[S + 1]; ++i) {
+        const int h = senders[i];
+        if (!send_free[h]) continue;
+        const uint64_t* hb = &bits[static_cast<size_t>(h) * words];
+        int best = -1;
+        double best_key = -1;
+        int64_t best_rot = 0;
+        for (int w = tb / 64; w <= (te - 1) / 64; ++w) {
+          uint64_t x = hb[w] & recv_free[w];
+          if (w == tb / 64) x &= ~uint64_t{0} << (tb % 64);
+          if (w == (te - 1) / 64 && (te % 64) != 0) x &= ~(~uint64_t{0} << (te % 64));
+          while (x) {
+            const int g = w * 64 + std::countr_zero(x);
+            x &= x - 1;
+            const double d = v.Demand(h, g);
+            if (!has_room(v.up[h], d) || !has_room(v.down[g], d) || !path_room(d)) continue;
+            const double k = crit(v.down[g]);
+            const int64_t rot = (g - tb - toff + tsize) % tsize;
+            if (best < 0 || k > best_key || (k == best_key && rot < best_rot)) {
+              best = g;
+              best_key = k;
+              best_rot = rot;
+            }
+          }
+        }
+        if (best < 0) continue;
+        place(h, best);
+        if (!path_room(room_floor) || gp_left[gp] == 0) break;
+      }
+    }
+  };
+
+  double seconds = 0;
+  int64_t phase = 0;
+  const int64_t max_phases = left + 1;
+  while (left > 0) {
+    if (phase >= max_phases) return Status::Internal("capacity_scheduled: no progress while filling phases");
+    s.AddPhase();
+    std::fill(recv_free.begin(), recv_free.end(), ~uint64_t{0});
+    std::fill(send_free.begin(), send_free.end(), 1);
+    if (pair_order) {
+      place_by_pair(phase);
+    } else {
+      place_by_group(phase);
+    }
+    double t = 0;
+    for (int de : touched) {
+      t = std::max(t, bytes[de] / v.speed[de]);
+      used[de] = bytes[de] = 0;
+    }
+    touched.clear();
+    seconds += t + opt.alpha_s;
+    ++phase;
+    if (phase > INT32_MAX - 1) return Status::InvalidArgument("capacity_scheduled: too many phases");
+  }
+  out.seconds = seconds;
+  return std::optional<Packed>(std::move(out));
+}
+
+}  // namespace
+
+namespace detail {
+
+double CapacityModelledSeconds(const RankTree& tree, const Schedule& s, const CapacityScheduleOptions& options) {
+  std::vector<double> bytes(2 * static_cast<size_t>(tree.num_edges()), 0.0);
+  std::vector<int> touched, path;
+  double total = 0;
+  for (int p = 0; p < s.num_phases(); ++p) {
+    for (const Message& m : s.phase(p)) {
+      path.clear();
+      tree.Path(m.src, m.dst, &path);
+      for (int de : path) {
+        if (tree.edge(de / 2).intra_host) continue;
+        if (bytes[de] == 0) touched.push_back(de);
+        bytes[de] += static_cast<double>(m.blocks) * options.msize_bytes;
+      }
+    }
+    double t = 0;
+    for (int de : touched) {
+      t = std::max(t, bytes[de] / (tree.edge(de / 2).speed_bps / 8.0));
+      bytes[de] = 0;
+    }
+    touched.clear();
+    total += t + options.alpha_s;
+  }
+  return total;
+}
+
+}  // namespace detail
+
+StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options) {
+  if (!(options.msize_bytes > 0) || !std::isfinite(options.msize_bytes))
+    return Status::InvalidArgument(
+        fmt::format("capacity_scheduled: msize_bytes is {}; a positive finite size is required", options.msize_bytes));
+  if (!(options.alpha_s >= 0) || !std::isfinite(options.alpha_s))
+    return Status::InvalidArgument(
+        fmt::format("capacity_scheduled: alpha_s is {}; a finite value >= 0 is required", options.alpha_s));
+  auto finish = [&](Schedule s) {
+    s.collective = "alltoall";
+    s.algorithm = "capacity_scheduled";
+    s.num_ranks = tree.num_ranks();
+    s.host_combined = true;
+    s.syncs.clear();
+    s.syncs_before_reduction = 0;
+    s.barrier_between_phases = false;
+    s.bottleneck_load = BottleneckLoad(tree);
+    return s;
+  };
+
+  auto view = BuildHostView(tree);
+  if (!view.ok()) return view.status();
+  const HostView& v = *view;
+  if (v.num_hosts < 2) return finish(Schedule{});  // Nothing crosses the network.
+
+  const double bound = AlltoallBound(tree, options.msize_bytes).seconds;
+
+  // Candidate chunk lengths from the pair times W x msize / d.
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(v.num_hosts) * (v.num_hosts - 1));
+  for (int h = 0; h < v.num_hosts; ++h)
+    for (int g = 0; g < v.num_hosts; ++g)
+      if (g != h)
+        times.push_back(static_cast<double>(v.ranks[h].size() * v.ranks[g].size()) * options.msize_bytes /
+                        v.Demand(h, g));
+  const auto [shortest_it, longest_it] = std::minmax_element(times.begin(), times.end());
+  const double shortest = *shortest_it, longest = *longest_it;
+  auto mid = times.begin() + static_cast<int64_t>(times.size() / 2);
+  std::nth_element(times.begin(), mid, times.end());
+  const double median = *mid;
+  times = {};
+  // Shorter chunks only help when pair times differ (they let short pairs
+  // share phases with pieces of long ones); with equal pair times they only
+  // add phases, and so latency.
+  std::vector<double> taus{longest};
+  if (shortest < longest * (1 - kTol))
+    for (double t : {median, longest / 2, longest / 4})
+      if (std::none_of(taus.begin(), taus.end(), [&](double x) { return std::abs(x - t) <= kTol * x; }))
+        taus.push_back(t);
+
+  std::optional<Packed> best;
+  // The pair order sorts every remaining host pair in every phase: kept to
+  // jobs of at most kMaxPairOrderHosts hosts.
+  for (bool pair_order : {false, true}) {
+    if (pair_order && v.num_hosts > kMaxPairOrderHosts) break;
+    for (double tau : taus) {
+      auto r = Pack(v, options, tau, pair_order, bound, best ? best->seconds : kInf);
+      if (!r.ok()) return r.status();
+      if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
+    }
+  }
+
+  // The seed's shapes: Faraj-Yuan is optimal there (one message per link per
+  // phase); keep it unless packing is strictly faster.
+  bool one_rank_per_host = v.num_hosts == tree.num_ranks();
+  if (one_rank_per_host) {
+    auto fy = TreeScheduledPhases(tree);
+    if (fy.ok()) {
+      double fy_seconds = detail::CapacityModelledSeconds(tree, *fy, options);
+      if (!best || !(best->seconds < fy_seconds * (1 - kTol))) return finish(std::move(*fy));
+    }
+  }
+  if (!best) return Status::Internal("capacity_scheduled: no schedule produced");
+  return finish(std::move(best->schedule));
+}
+
+}  // namespace topotune
