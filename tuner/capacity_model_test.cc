@@ -137,6 +137,24 @@ TEST(CapacityModel, LowerBoundCountsWhatWholeMessagesCanFill) {
   EXPECT_EQ(ex.phases, 64);
 }
 
+TEST(CapacityModel, LowerBoundAddsDemandGroupsThatCannotShareALink) {
+  // a and c (8 ranks, 25G) and b (2 ranks, 10G) on one switch. On a's 25G
+  // link a 10G message to b and a 25G message to c never fit together, so
+  // a -> b (16 blocks at 10G) and a -> c (64 blocks at 25G) take turns.
+  RankTree tree = Build(BuildTopology({"s0"}, {{"a", 8}, {"b", 2}, {"c", 8}},
+                                      {{"a", "s0", 25e9}, {"b", "s0", 10e9}, {"c", "s0", 25e9}}));
+  const ModelOptions o;
+  const CapacityLimit lim = CapacityLowerBound(tree, o);
+  const double block = o.msize_bytes * 8;
+  EXPECT_DOUBLE_EQ(lim.bound_s, 80 * block / 25e9);
+  EXPECT_EQ(lim.transfer_edge_groups, 2);
+  EXPECT_NEAR(lim.transfer_s, 16 * block / 10e9 + 64 * block / 25e9, 1e-12);
+  EXPECT_EQ(lim.phases, 2);
+  auto why = WhyBelowTarget(tree, o, 0.9);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("2 demand groups that no phase can mix"), std::string::npos) << *why;
+}
+
 // ---- The verifier on host-combined schedules ----
 
 struct Combined {
