@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "tuner/bounds.h"
 
@@ -130,6 +131,10 @@ struct DemandClass {
   double demand = 0;  // Bits per second.
   int64_t pairs = 0;
   double bytes = 0;
+  // How many of the pairs can cross at once at most, by their end hosts: a
+  // host's link takes floor(speed / demand) of them.
+  int64_t at_once = 0;
+  std::unordered_map<int, int64_t> from, to;  // Pairs per sending and per receiving host.
 };
 
 // The largest sum of the classes' demands (each class at most `pairs` times)
@@ -138,7 +143,7 @@ double UsableCapacity(const std::vector<DemandClass>& classes, double speed) {
   std::vector<double> sums{0};  // Reachable sums, increasing.
   const double cap = speed * (1 + kTolerance);
   for (const DemandClass& c : classes) {
-    const int64_t fit = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(cap / c.demand)));
+    const int64_t fit = std::min<int64_t>(c.at_once, static_cast<int64_t>(std::floor(cap / c.demand)));
     std::vector<double> next;
     for (double base : sums)
       for (int64_t k = 0; k <= fit && base + static_cast<double>(k) * c.demand <= cap; ++k)
@@ -160,7 +165,7 @@ int64_t MostMessages(std::vector<DemandClass> classes, double speed) {
   double room = speed * (1 + kTolerance);
   int64_t n = 0;
   for (const DemandClass& c : classes) {
-    const int64_t k = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(room / c.demand)));
+    const int64_t k = std::min<int64_t>(c.at_once, static_cast<int64_t>(std::floor(room / c.demand)));
     n += k;
     room -= static_cast<double>(k) * c.demand;
   }
@@ -192,10 +197,37 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
         if (tree.edge(d / 2).intra_host) continue;
         auto it = std::find_if(classes[d].begin(), classes[d].end(),
                                [&](const DemandClass& c) { return c.demand == demand; });
-        if (it == classes[d].end()) it = classes[d].insert(classes[d].end(), DemandClass{demand});
+        if (it == classes[d].end()) {
+          DemandClass fresh;
+          fresh.demand = demand;
+          it = classes[d].insert(classes[d].end(), std::move(fresh));
+        }
         ++it->pairs;
         it->bytes += static_cast<double>(ranks_on[h] * ranks_on[g]) * options.msize_bytes;
+        ++it->from[h];
+        ++it->to[g];
       }
+    }
+  }
+  auto host_speed = [&](int h) {
+    const int e = tree.parent_edge(h);
+    return e < 0 ? kInf : tree.edge(e).speed_bps;
+  };
+  for (auto& link : classes) {
+    for (DemandClass& c : link) {
+      auto most = [&](const std::unordered_map<int, int64_t>& ends) {
+        int64_t n = 0;
+        for (const auto& [h, count] : ends) {
+          const double speed = host_speed(h);
+          n += std::isinf(speed)
+                   ? count
+                   : std::min<int64_t>(count, static_cast<int64_t>(std::floor(speed / c.demand * (1 + kTolerance))));
+        }
+        return n;
+      };
+      c.at_once = std::max<int64_t>(1, std::min({c.pairs, most(c.from), most(c.to)}));
+      c.from = {};
+      c.to = {};
     }
   }
   // Per directed link and per subset S of its demand classes (all subsets up

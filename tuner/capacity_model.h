@@ -70,7 +70,8 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree);
 // groups' phases and times add up. Within a group, for every set S of its
 // classes (all sets up to 8 classes):
 //   * phases: each pair of S needs a message of its own over e, a phase holds
-//     at most K_S of them (the most whose demands fit under the speed B_e) and
+//     at most K_S of them (the most whose demands fit under the speed B_e,
+//     each class at most as many as its end hosts' links take at once) and
 //     their demands add up to at most B_e, so any schedule has
 //     P >= max(ceil(pairs_S / K_S), ceil(sum of demands_S / B_e)) phases;
 //   * transfer: a phase of length t carries at most t x U_S of S's bytes over
