@@ -131,10 +131,16 @@ struct DemandClass {
   double demand = 0;  // Bits per second.
   int64_t pairs = 0;
   double bytes = 0;
-  // How many of the pairs can cross at once at most, by their end hosts: a
-  // host's link takes floor(speed / demand) of them.
+  // How many of the pairs can cross at once at most: any link f takes
+  // floor(speed_f / demand) of them, so each way of splitting the pairs by a
+  // link they cross (their source host's link, their destination host's, the
+  // link before this one on their path, the link after it) bounds the count.
   int64_t at_once = 0;
-  std::unordered_map<int, int64_t> from, to;  // Pairs per sending and per receiving host.
+  struct Share {
+    int64_t pairs = 0;
+    double speed_bps = 0;  // Infinite: no such link (the path starts or ends here).
+  };
+  std::unordered_map<int, Share> splits[4];  // Pairs per link, for each way of splitting.
 };
 
 // The largest sum of the classes' demands (each class at most `pairs` times)
@@ -204,30 +210,30 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
         }
         ++it->pairs;
         it->bytes += static_cast<double>(ranks_on[h] * ranks_on[g]) * options.msize_bytes;
-        ++it->from[h];
-        ++it->to[g];
+        const size_t at = static_cast<size_t>(std::find(path.begin(), path.end(), d) - path.begin());
+        const int by[4] = {path.front(), path.back(), at > 0 ? path[at - 1] : -1,
+                           at + 1 < path.size() ? path[at + 1] : -1};
+        for (int k = 0; k < 4; ++k) {
+          auto& share = it->splits[k][by[k]];
+          ++share.pairs;
+          share.speed_bps = by[k] < 0 ? kInf : tree.edge(by[k] / 2).speed_bps;
+        }
       }
     }
   }
-  auto host_speed = [&](int h) {
-    const int e = tree.parent_edge(h);
-    return e < 0 ? kInf : tree.edge(e).speed_bps;
-  };
   for (auto& link : classes) {
     for (DemandClass& c : link) {
-      auto most = [&](const std::unordered_map<int, int64_t>& ends) {
+      c.at_once = c.pairs;
+      for (auto& split : c.splits) {
         int64_t n = 0;
-        for (const auto& [h, count] : ends) {
-          const double speed = host_speed(h);
-          n += std::isinf(speed)
-                   ? count
-                   : std::min<int64_t>(count, static_cast<int64_t>(std::floor(speed / c.demand * (1 + kTolerance))));
-        }
-        return n;
-      };
-      c.at_once = std::max<int64_t>(1, std::min({c.pairs, most(c.from), most(c.to)}));
-      c.from = {};
-      c.to = {};
+        for (const auto& [f, share] : split)
+          n += std::isinf(share.speed_bps)
+                   ? share.pairs
+                   : std::min<int64_t>(share.pairs,
+                                       static_cast<int64_t>(std::floor(share.speed_bps / c.demand * (1 + kTolerance))));
+        c.at_once = std::max<int64_t>(1, std::min(c.at_once, n));
+        split = {};
+      }
     }
   }
   // Per directed link and per subset S of its demand classes (all subsets up
