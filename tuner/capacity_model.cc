@@ -28,6 +28,15 @@ double PathDemand(const RankTree& tree, const std::vector<int>& path) {
 
 }  // namespace
 
+Status CheckModelParameters(std::string_view who, double msize_bytes, double alpha_s) {
+  if (!(msize_bytes > 0) || !std::isfinite(msize_bytes))
+    return Status::InvalidArgument(
+        fmt::format("{}: msize_bytes is {}; a positive finite size is required", who, msize_bytes));
+  if (!(alpha_s >= 0) || !std::isfinite(alpha_s))
+    return Status::InvalidArgument(fmt::format("{}: alpha_s is {}; a finite value >= 0 is required", who, alpha_s));
+  return Status::Ok();
+}
+
 double MessageDemand(const RankTree& tree, int src, int dst) {
   std::vector<int> path;
   tree.Path(src, dst, &path);

@@ -20,10 +20,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
+#include "tuner/status.h"
 
 namespace topotune {
 
@@ -31,6 +33,11 @@ struct ModelOptions {
   double msize_bytes = 65536;
   double alpha_s = 20e-6;
 };
+
+// InvalidArgument, naming `who`, unless msize_bytes is positive and finite
+// and alpha_s is finite and >= 0: the parameters of every schedule generator
+// sized for the model.
+Status CheckModelParameters(std::string_view who, double msize_bytes, double alpha_s);
 
 // Bits per second; +infinity when src and dst share a host.
 double MessageDemand(const RankTree& tree, int src, int dst);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tuner/bounds.h"
+#include "tuner/capacity_model.h"
 #include "tuner/tree_scheduled.h"
 
 namespace topotune {
@@ -434,12 +435,7 @@ double CapacityModelledSeconds(const RankTree& tree, const Schedule& s, const Ca
 }  // namespace detail
 
 StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options) {
-  if (!(options.msize_bytes > 0) || !std::isfinite(options.msize_bytes))
-    return Status::InvalidArgument(
-        fmt::format("capacity_scheduled: msize_bytes is {}; a positive finite size is required", options.msize_bytes));
-  if (!(options.alpha_s >= 0) || !std::isfinite(options.alpha_s))
-    return Status::InvalidArgument(
-        fmt::format("capacity_scheduled: alpha_s is {}; a finite value >= 0 is required", options.alpha_s));
+  if (Status st = CheckModelParameters("capacity_scheduled", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   auto finish = [&](Schedule s) {
     s.collective = "alltoall";
     s.algorithm = "capacity_scheduled";

@@ -53,12 +53,7 @@ Schedule PipelinedRing(const std::vector<std::vector<int32_t>>& ranks, int64_t n
 }  // namespace
 
 StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOptions& options) {
-  if (!(options.msize_bytes > 0) || !std::isfinite(options.msize_bytes))
-    return Status::InvalidArgument(
-        fmt::format("node_aware_ring: msize_bytes is {}; a positive finite size is required", options.msize_bytes));
-  if (!(options.alpha_s >= 0) || !std::isfinite(options.alpha_s))
-    return Status::InvalidArgument(
-        fmt::format("node_aware_ring: alpha_s is {}; a finite value >= 0 is required", options.alpha_s));
+  if (Status st = CheckModelParameters("node_aware_ring", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   // Hosts in ring order: the switch-ordered ring lists a host's ranks together.
   std::vector<std::vector<int32_t>> ranks;
   int last_host = -1;
