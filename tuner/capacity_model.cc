@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "tuner/bounds.h"
 
@@ -26,6 +27,15 @@ double PathDemand(const RankTree& tree, const std::vector<int>& path) {
 }
 
 }  // namespace
+
+Status CheckModelParameters(std::string_view who, double msize_bytes, double alpha_s) {
+  if (!(msize_bytes > 0) || !std::isfinite(msize_bytes))
+    return Status::InvalidArgument(
+        fmt::format("{}: msize_bytes is {}; a positive finite size is required", who, msize_bytes));
+  if (!(alpha_s >= 0) || !std::isfinite(alpha_s))
+    return Status::InvalidArgument(fmt::format("{}: alpha_s is {}; a finite value >= 0 is required", who, alpha_s));
+  return Status::Ok();
+}
 
 double MessageDemand(const RankTree& tree, int src, int dst) {
   std::vector<int> path;
@@ -130,6 +140,16 @@ struct DemandClass {
   double demand = 0;  // Bits per second.
   int64_t pairs = 0;
   double bytes = 0;
+  // How many of the pairs can cross at once at most: any link f takes
+  // floor(speed_f / demand) of them, so each way of splitting the pairs by a
+  // link they cross (their source host's link, their destination host's, the
+  // link before this one on their path, the link after it) bounds the count.
+  int64_t at_once = 0;
+  struct Share {
+    int64_t pairs = 0;
+    double speed_bps = 0;  // Infinite: no such link (the path starts or ends here).
+  };
+  std::unordered_map<int, Share> splits[4];  // Pairs per link, for each way of splitting.
 };
 
 // The largest sum of the classes' demands (each class at most `pairs` times)
@@ -138,7 +158,7 @@ double UsableCapacity(const std::vector<DemandClass>& classes, double speed) {
   std::vector<double> sums{0};  // Reachable sums, increasing.
   const double cap = speed * (1 + kTolerance);
   for (const DemandClass& c : classes) {
-    const int64_t fit = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(cap / c.demand)));
+    const int64_t fit = std::min<int64_t>(c.at_once, static_cast<int64_t>(std::floor(cap / c.demand)));
     std::vector<double> next;
     for (double base : sums)
       for (int64_t k = 0; k <= fit && base + static_cast<double>(k) * c.demand <= cap; ++k)
@@ -160,7 +180,7 @@ int64_t MostMessages(std::vector<DemandClass> classes, double speed) {
   double room = speed * (1 + kTolerance);
   int64_t n = 0;
   for (const DemandClass& c : classes) {
-    const int64_t k = std::min<int64_t>(c.pairs, static_cast<int64_t>(std::floor(room / c.demand)));
+    const int64_t k = std::min<int64_t>(c.at_once, static_cast<int64_t>(std::floor(room / c.demand)));
     n += k;
     room -= static_cast<double>(k) * c.demand;
   }
@@ -192,9 +212,36 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
         if (tree.edge(d / 2).intra_host) continue;
         auto it = std::find_if(classes[d].begin(), classes[d].end(),
                                [&](const DemandClass& c) { return c.demand == demand; });
-        if (it == classes[d].end()) it = classes[d].insert(classes[d].end(), DemandClass{demand});
+        if (it == classes[d].end()) {
+          DemandClass fresh;
+          fresh.demand = demand;
+          it = classes[d].insert(classes[d].end(), std::move(fresh));
+        }
         ++it->pairs;
         it->bytes += static_cast<double>(ranks_on[h] * ranks_on[g]) * options.msize_bytes;
+        const size_t at = static_cast<size_t>(std::find(path.begin(), path.end(), d) - path.begin());
+        const int by[4] = {path.front(), path.back(), at > 0 ? path[at - 1] : -1,
+                           at + 1 < path.size() ? path[at + 1] : -1};
+        for (int k = 0; k < 4; ++k) {
+          auto& share = it->splits[k][by[k]];
+          ++share.pairs;
+          share.speed_bps = by[k] < 0 ? kInf : tree.edge(by[k] / 2).speed_bps;
+        }
+      }
+    }
+  }
+  for (auto& link : classes) {
+    for (DemandClass& c : link) {
+      c.at_once = c.pairs;
+      for (auto& split : c.splits) {
+        int64_t n = 0;
+        for (const auto& [f, share] : split)
+          n += std::isinf(share.speed_bps)
+                   ? share.pairs
+                   : std::min<int64_t>(share.pairs,
+                                       static_cast<int64_t>(std::floor(share.speed_bps / c.demand * (1 + kTolerance))));
+        c.at_once = std::max<int64_t>(1, std::min(c.at_once, n));
+        split = {};
       }
     }
   }
@@ -208,42 +255,88 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
     if (all.empty()) continue;
     const double speed = tree.edge(d / 2).speed_bps;
     const int k = static_cast<int>(all.size());
-    std::vector<uint32_t> subsets;
-    if (k <= kMaxClasses) {
-      for (uint32_t m = 1; m < (1u << k); ++m) subsets.push_back(m);
-    } else {
-      for (int c = 0; c < k; ++c) subsets.push_back(1u << c);
-      subsets.push_back(~0u);
-    }
-    std::vector<DemandClass> sub;
-    for (uint32_t mask : subsets) {
-      sub.clear();
-      double bytes = 0, sum = 0;
-      int64_t pairs = 0;
-      for (int c = 0; c < k; ++c)
-        if ((mask >> c & 1) || (mask == ~0u)) {
-          sub.push_back(all[c]);
-          bytes += all[c].bytes;
-          pairs += all[c].pairs;
-          sum += all[c].demand * static_cast<double>(all[c].pairs);
+    // Groups: classes joined when two of their demands fit on the link
+    // together (transitively). No phase mixes two groups on this link, so the
+    // groups' phases and times add up.
+    std::vector<int> group(k);
+    for (int c = 0; c < k; ++c) group[c] = c;
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b)
+        if (all[a].demand + all[b].demand <= speed * (1 + kTolerance)) {
+          const int ga = group[a], gb = group[b];
+          for (int& g : group)
+            if (g == gb) g = ga;
         }
-      const int64_t phases = std::max(static_cast<int64_t>(std::ceil(sum / speed * (1 - kTolerance))),
-                                      (pairs + MostMessages(sub, speed) - 1) / MostMessages(sub, speed));
-      if (phases > lim.phases) {
-        lim.phases = phases;
-        lim.phase_edge = d;
-        lim.phase_edge_pairs = pairs;
-        lim.phase_edge_per_phase = MostMessages(sub, speed);
-        lim.phase_edge_demand_sum_bps = sum;
+    std::vector<int> roots(group);
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    int64_t link_phases = 0, link_pairs = 0, link_per_phase = 0;
+    double link_transfer = 0, link_usable = 0, link_sum = 0;
+    for (int root : roots) {
+      std::vector<int> members;
+      for (int c = 0; c < k; ++c)
+        if (group[c] == root) members.push_back(c);
+      const int m = static_cast<int>(members.size());
+      std::vector<uint32_t> subsets;
+      if (m <= kMaxClasses) {
+        for (uint32_t mask = 1; mask < (1u << m); ++mask) subsets.push_back(mask);
+      } else {
+        for (int c = 0; c < m; ++c) subsets.push_back(1u << c);
+        subsets.push_back(~0u);
       }
-      const double usable = UsableCapacity(sub, speed);
-      const double transfer = bytes * 8 / usable;
-      if (transfer > lim.transfer_s * (1 + kTolerance)) {
-        lim.transfer_s = transfer;
-        lim.transfer_edge = d;
-        lim.transfer_edge_pairs = pairs;
-        lim.transfer_edge_usable_bps = usable;
+      int64_t best_phases = 0, best_per_phase = 0;
+      double best_transfer = 0, best_usable = 0;
+      std::vector<DemandClass> sub;
+      for (uint32_t mask : subsets) {
+        sub.clear();
+        double bytes = 0, sum = 0;
+        int64_t pairs = 0;
+        for (int c = 0; c < m; ++c)
+          if ((mask >> c & 1) || (mask == ~0u)) {
+            const DemandClass& x = all[members[c]];
+            sub.push_back(x);
+            bytes += x.bytes;
+            pairs += x.pairs;
+            sum += x.demand * static_cast<double>(x.pairs);
+          }
+        const int64_t per_phase = MostMessages(sub, speed);
+        const int64_t phases = std::max(static_cast<int64_t>(std::ceil(sum / speed * (1 - kTolerance))),
+                                        (pairs + per_phase - 1) / per_phase);
+        if (phases > best_phases) {
+          best_phases = phases;
+          best_per_phase = per_phase;
+        }
+        const double usable = UsableCapacity(sub, speed);
+        const double transfer = bytes * 8 / usable;
+        if (transfer > best_transfer) {
+          best_transfer = transfer;
+          best_usable = usable;
+        }
       }
+      link_phases += best_phases;
+      link_transfer += best_transfer;
+      link_per_phase = best_per_phase;
+      link_usable = best_usable;
+      for (int c : members) {
+        link_pairs += all[c].pairs;
+        link_sum += all[c].demand * static_cast<double>(all[c].pairs);
+      }
+    }
+    const int groups = static_cast<int>(roots.size());
+    if (link_phases > lim.phases) {
+      lim.phases = link_phases;
+      lim.phase_edge = d;
+      lim.phase_edge_pairs = link_pairs;
+      lim.phase_edge_groups = groups;
+      lim.phase_edge_per_phase = groups == 1 ? link_per_phase : 0;
+      lim.phase_edge_demand_sum_bps = link_sum;
+    }
+    if (link_transfer > lim.transfer_s * (1 + kTolerance)) {
+      lim.transfer_s = link_transfer;
+      lim.transfer_edge = d;
+      lim.transfer_edge_pairs = link_pairs;
+      lim.transfer_edge_groups = groups;
+      lim.transfer_edge_usable_bps = groups == 1 ? link_usable : 0;
     }
   }
   lim.seconds = lim.transfer_s + static_cast<double>(lim.phases) * options.alpha_s;
@@ -259,18 +352,35 @@ std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptio
     const RankTree::TreeEdge& e = tree.edge(d / 2);
     return fmt::format("{} -> {}", tree.node(d % 2 == 0 ? e.a : e.b).name, tree.node(d % 2 == 0 ? e.b : e.a).name);
   };
-  std::string why = fmt::format(
-      "{} host pairs cross {} ({:g} Gbit/s), at most {} at once with their demands (adding up to {:.3g} x its "
-      "speed), so any capacity-respecting schedule has >= {} phases: {:.3g} s of per-phase latency",
-      lim.phase_edge_pairs, link(lim.phase_edge), tree.edge(lim.phase_edge / 2).speed_bps / 1e9,
-      lim.phase_edge_per_phase, lim.phase_edge_demand_sum_bps / tree.edge(lim.phase_edge / 2).speed_bps, lim.phases,
-      static_cast<double>(lim.phases) * options.alpha_s);
-  if (lim.transfer_edge >= 0)
-    why += fmt::format(
-        "; {} ({:g} Gbit/s) can be filled to only {:g} Gbit/s by whole messages of {} of its host pairs, so the "
-        "phases carry their bytes in >= {:.3g} s",
-        link(lim.transfer_edge), tree.edge(lim.transfer_edge / 2).speed_bps / 1e9, lim.transfer_edge_usable_bps / 1e9,
-        lim.transfer_edge_pairs, lim.transfer_s);
+  const RankTree::TreeEdge& pe = tree.edge(lim.phase_edge / 2);
+  std::string why =
+      lim.phase_edge_groups > 1
+          ? fmt::format(
+                "{} host pairs cross {} ({:g} Gbit/s) with demands in {} groups that no phase can mix on it, "
+                "so any capacity-respecting schedule has >= {} phases: {:.3g} s of per-phase latency",
+                lim.phase_edge_pairs, link(lim.phase_edge), pe.speed_bps / 1e9, lim.phase_edge_groups, lim.phases,
+                static_cast<double>(lim.phases) * options.alpha_s)
+          : fmt::format(
+                "{} host pairs cross {} ({:g} Gbit/s), at most {} at once with their demands (adding up to "
+                "{:.3g} x its speed), so any capacity-respecting schedule has >= {} phases: {:.3g} s of "
+                "per-phase latency",
+                lim.phase_edge_pairs, link(lim.phase_edge), pe.speed_bps / 1e9, lim.phase_edge_per_phase,
+                lim.phase_edge_demand_sum_bps / pe.speed_bps, lim.phases,
+                static_cast<double>(lim.phases) * options.alpha_s);
+  if (lim.transfer_edge >= 0) {
+    const double speed = tree.edge(lim.transfer_edge / 2).speed_bps;
+    why += lim.transfer_edge_groups > 1
+               ? fmt::format(
+                     "; {} ({:g} Gbit/s) carries the bytes of its {} host pairs in {} demand groups that no "
+                     "phase can mix, one group after the other: >= {:.3g} s",
+                     link(lim.transfer_edge), speed / 1e9, lim.transfer_edge_pairs, lim.transfer_edge_groups,
+                     lim.transfer_s)
+               : fmt::format(
+                     "; {} ({:g} Gbit/s) can be filled to only {:g} Gbit/s by whole messages of {} of its "
+                     "host pairs, so the phases carry their bytes in >= {:.3g} s",
+                     link(lim.transfer_edge), speed / 1e9, lim.transfer_edge_usable_bps / 1e9, lim.transfer_edge_pairs,
+                     lim.transfer_s);
+  }
   why += fmt::format("; against a bound of {:.3g} s this caps the fraction of the bound at {:.3f} < {:.2f}",
                      lim.bound_s, limit, target);
   return why;

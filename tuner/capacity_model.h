@@ -20,10 +20,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
+#include "tuner/status.h"
 
 namespace topotune {
 
@@ -31,6 +33,11 @@ struct ModelOptions {
   double msize_bytes = 65536;
   double alpha_s = 20e-6;
 };
+
+// InvalidArgument, naming `who`, unless msize_bytes is positive and finite
+// and alpha_s is finite and >= 0: the parameters of every schedule generator
+// sized for the model.
+Status CheckModelParameters(std::string_view who, double msize_bytes, double alpha_s);
 
 // Bits per second; +infinity when src and dst share a host.
 double MessageDemand(const RankTree& tree, int src, int dst);
@@ -64,10 +71,14 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree);
 // A lower bound on the modelled time of every capacity-respecting
 // host-combined schedule (one or more messages per host pair, blocks of one
 // pair never split below a block). On each directed link e, the host pairs
-// that cross it fall into classes by demand; for every set S of classes
-// (all sets up to 8 classes):
+// that cross it fall into classes by demand, and the classes into groups:
+// two classes are in one group when two of their demands fit on the link
+// together (transitively), so no phase mixes two groups on it and the
+// groups' phases and times add up. Within a group, for every set S of its
+// classes (all sets up to 8 classes):
 //   * phases: each pair of S needs a message of its own over e, a phase holds
-//     at most K_S of them (the most whose demands fit under the speed B_e) and
+//     at most K_S of them (the most whose demands fit under the speed B_e,
+//     each class at most as many as its end hosts' links take at once) and
 //     their demands add up to at most B_e, so any schedule has
 //     P >= max(ceil(pairs_S / K_S), ceil(sum of demands_S / B_e)) phases;
 //   * transfer: a phase of length t carries at most t x U_S of S's bytes over
@@ -75,7 +86,8 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree);
 //     B_e (a 40 Gbit/s uplink between 25 Gbit/s hosts carries one message at
 //     a time: U = 25 Gbit/s), so the phases last >= bytes_S / U_S in all;
 //     and never less than the physical bound.
-// seconds = max(bound, max bytes_S / U_S) + max P x alpha.
+// Per link, the groups' best P and best bytes_S / U_S are summed;
+// seconds = max(bound, max over links of that time) + max over links of P x alpha.
 // Cost: O(host pairs x tree depth + links x 2^classes).
 struct CapacityLimit {
   double bound_s = 0;     // AlltoallBound.
@@ -84,11 +96,13 @@ struct CapacityLimit {
   double seconds = 0;     // transfer_s + phases x alpha.
   int phase_edge = -1;    // Directed edge that sets `phases`; -1 when no pair crosses the network.
   int64_t phase_edge_pairs = 0;
-  int64_t phase_edge_per_phase = 0;
+  int phase_edge_groups = 1;         // Demand groups that no phase mixes on that link.
+  int64_t phase_edge_per_phase = 0;  // With one group: the most of its pairs at once; else 0.
   double phase_edge_demand_sum_bps = 0;
   int transfer_edge = -1;  // Directed edge whose usable capacity sets transfer_s (-1: the bound does).
   int64_t transfer_edge_pairs = 0;
-  double transfer_edge_usable_bps = 0;
+  int transfer_edge_groups = 1;
+  double transfer_edge_usable_bps = 0;  // With one group: U of the limiting set; else 0.
 };
 CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& options = {});
 

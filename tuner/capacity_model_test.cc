@@ -137,6 +137,39 @@ TEST(CapacityModel, LowerBoundCountsWhatWholeMessagesCanFill) {
   EXPECT_EQ(ex.phases, 64);
 }
 
+TEST(CapacityModel, LowerBoundAddsDemandGroupsThatCannotShareALink) {
+  // a and c (8 ranks, 25G) and b (2 ranks, 10G) on one switch. On a's 25G
+  // link a 10G message to b and a 25G message to c never fit together, so
+  // a -> b (16 blocks at 10G) and a -> c (64 blocks at 25G) take turns.
+  RankTree tree = Build(
+      BuildTopology({"s0"}, {{"a", 8}, {"b", 2}, {"c", 8}}, {{"a", "s0", 25e9}, {"b", "s0", 10e9}, {"c", "s0", 25e9}}));
+  const ModelOptions o;
+  const CapacityLimit lim = CapacityLowerBound(tree, o);
+  const double block = o.msize_bytes * 8;
+  EXPECT_DOUBLE_EQ(lim.bound_s, 80 * block / 25e9);
+  EXPECT_EQ(lim.transfer_edge_groups, 2);
+  EXPECT_NEAR(lim.transfer_s, 16 * block / 10e9 + 64 * block / 25e9, 1e-12);
+  EXPECT_EQ(lim.phases, 2);
+  auto why = WhyBelowTarget(tree, o, 0.9);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("2 demand groups that no phase can mix"), std::string::npos) << *why;
+}
+
+TEST(CapacityModel, LowerBoundCountsOneMessageAtATimeIntoASlowHost) {
+  // Leaves joined at 25G: a, b (8 ranks, 25G) on one, c (8 ranks, 25G) and
+  // d (2 ranks, 10G) on the other. Into the second leaf the 10G pairs a -> d
+  // and b -> d never run together (d's link takes one), nor beside a 25G one.
+  RankTree tree = Build(
+      BuildTopology({"l0", "l1"}, {{"a", 8}, {"b", 8}, {"c", 8}, {"d", 2}},
+                    {{"a", "l0", 25e9}, {"b", "l0", 25e9}, {"l0", "l1", 25e9}, {"c", "l1", 25e9}, {"d", "l1", 10e9}}));
+  const ModelOptions o;
+  const CapacityLimit lim = CapacityLowerBound(tree, o);
+  const double block = o.msize_bytes * 8;
+  EXPECT_DOUBLE_EQ(lim.bound_s, 160 * block / 25e9);  // 16 x 10 ranks across the leaves.
+  EXPECT_NEAR(lim.transfer_s, 32 * block / 10e9 + 128 * block / 25e9, 1e-12);
+  EXPECT_EQ(lim.transfer_edge_groups, 2);
+}
+
 // ---- The verifier on host-combined schedules ----
 
 struct Combined {

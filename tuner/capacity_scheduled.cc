@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tuner/bounds.h"
+#include "tuner/capacity_model.h"
 #include "tuner/tree_scheduled.h"
 
 namespace topotune {
@@ -21,6 +22,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTol = 1e-9;
 constexpr int kMaxHosts = 8192;
 constexpr int kMaxPairOrderHosts = 128;
+constexpr double kClassRatio = 4;  // Pair times within one size class.
+constexpr int kMaxClasses = 4;
 constexpr double kPairOrderBudget = 4e6;  // Host pairs x phases.
 
 // Hosts and the switch-level paths between their attachment nodes. Hosts are
@@ -161,7 +164,8 @@ struct Packed {
 // Greedy capacity-respecting phases for chunk length tau (see the header).
 // Returns nullopt when a lower bound shows it cannot beat `best_seconds`.
 StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, bool pair_order,
-                                     double bound_seconds, double best_seconds) {
+                                     double bound_seconds, double best_seconds,
+                                     const std::vector<uint8_t>* only = nullptr) {
   const int H = v.num_hosts;
   const int L = v.num_groups;
   const size_t HH = static_cast<size_t>(H) * H;
@@ -184,7 +188,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   int64_t left = 0;
   for (int h = 0; h < H; ++h) {
     for (int g = 0; g < H; ++g) {
-      if (g == h) continue;
+      if (g == h || (only && !(*only)[static_cast<size_t>(h) * H + g])) continue;
       int64_t w = pair_blocks(h, g);
       if (w > INT32_MAX) return Status::InvalidArgument("capacity_scheduled: too many blocks between two hosts");
       double d = v.Demand(h, g);
@@ -431,12 +435,7 @@ double CapacityModelledSeconds(const RankTree& tree, const Schedule& s, const Ca
 }  // namespace detail
 
 StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options) {
-  if (!(options.msize_bytes > 0) || !std::isfinite(options.msize_bytes))
-    return Status::InvalidArgument(
-        fmt::format("capacity_scheduled: msize_bytes is {}; a positive finite size is required", options.msize_bytes));
-  if (!(options.alpha_s >= 0) || !std::isfinite(options.alpha_s))
-    return Status::InvalidArgument(
-        fmt::format("capacity_scheduled: alpha_s is {}; a finite value >= 0 is required", options.alpha_s));
+  if (Status st = CheckModelParameters("capacity_scheduled", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   auto finish = [&](Schedule s) {
     s.collective = "alltoall";
     s.algorithm = "capacity_scheduled";
@@ -457,13 +456,15 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   const double bound = AlltoallBound(tree, options.msize_bytes).seconds;
 
   // Candidate chunk lengths from the pair times W x msize / d.
+  const int H = v.num_hosts;
+  auto pair_time = [&](int h, int g) {
+    return static_cast<double>(v.ranks[h].size() * v.ranks[g].size()) * options.msize_bytes / v.Demand(h, g);
+  };
   std::vector<double> times;
-  times.reserve(static_cast<size_t>(v.num_hosts) * (v.num_hosts - 1));
-  for (int h = 0; h < v.num_hosts; ++h)
-    for (int g = 0; g < v.num_hosts; ++g)
-      if (g != h)
-        times.push_back(static_cast<double>(v.ranks[h].size() * v.ranks[g].size()) * options.msize_bytes /
-                        v.Demand(h, g));
+  times.reserve(static_cast<size_t>(H) * (H - 1));
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < H; ++g)
+      if (g != h) times.push_back(pair_time(h, g));
   const auto [shortest_it, longest_it] = std::minmax_element(times.begin(), times.end());
   const double shortest = *shortest_it, longest = *longest_it;
   auto mid = times.begin() + static_cast<int64_t>(times.size() / 2);
@@ -475,7 +476,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   // add phases, and so latency.
   std::vector<double> taus{longest};
   if (shortest < longest * (1 - kTol))
-    for (double t : {median, longest / 2, longest / 4})
+    for (double t : {median, longest / 2, longest / 4, longest / 8, longest / 16})
       if (std::none_of(taus.begin(), taus.end(), [&](double x) { return std::abs(x - t) <= kTol * x; }))
         taus.push_back(t);
 
@@ -489,6 +490,55 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
       if (!r.ok()) return r.status();
       if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
     }
+  }
+
+  // Size classes: when pair times differ by more than kClassRatio, a short
+  // pair holds a long phase's capacity for a fraction of it. Pairs whose
+  // times lie within kClassRatio of each other form a class; each class gets
+  // phases of its own (the same search), and the classes run one after the
+  // other, longest first.
+  if (shortest * kClassRatio < longest && best) {
+    const size_t HH = static_cast<size_t>(H) * H;
+    std::vector<uint8_t> cls(HH, 0);
+    int classes = 0;
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < H; ++g)
+        if (g != h) {
+          const int c = std::min<int>(
+              kMaxClasses - 1,
+              static_cast<int>(std::floor(std::log(longest / pair_time(h, g)) / std::log(kClassRatio) * (1 - kTol))));
+          cls[static_cast<size_t>(h) * H + g] = static_cast<uint8_t>(c);
+          classes = std::max(classes, c + 1);
+        }
+    Packed joined;
+    joined.seconds = 0;
+    std::vector<uint8_t> only(HH);
+    for (int c = 0; c < classes && joined.seconds < best->seconds; ++c) {
+      double class_longest = 0;
+      for (int h = 0; h < H; ++h)
+        for (int g = 0; g < H; ++g) {
+          const size_t idx = static_cast<size_t>(h) * H + g;
+          only[idx] = g != h && cls[idx] == c;
+          if (only[idx]) class_longest = std::max(class_longest, pair_time(h, g));
+        }
+      if (class_longest == 0) continue;
+      std::optional<Packed> part;
+      for (bool pair_order : {false, true}) {
+        if (pair_order && H > kMaxPairOrderHosts) break;
+        for (double tau : {class_longest, class_longest / 2, class_longest / 4}) {
+          auto r = Pack(v, options, tau, pair_order, 0, part ? part->seconds : kInf, &only);
+          if (!r.ok()) return r.status();
+          if (r->has_value() && (!part || (*r)->seconds < part->seconds)) part = std::move(**r);
+        }
+      }
+      if (!part) return Status::Internal("capacity_scheduled: no schedule for a size class");
+      for (int p = 0; p < part->schedule.num_phases(); ++p) {
+        joined.schedule.AddPhase();
+        for (const Message& m : part->schedule.phase(p)) joined.schedule.Add(m);
+      }
+      joined.seconds += part->seconds;
+    }
+    if (joined.seconds < best->seconds) best = std::move(joined);
   }
 
   // The seed's shapes: Faraj-Yuan is optimal there (one message per link per

@@ -62,6 +62,13 @@ class Schedule {
   // is the generator's choice; the sender gathers the blocks from its host's
   // ranks, and the receiver scatters them, through shared memory. Blocks
   // between ranks of one host never enter the phases.
+  // Host-combined allgather (collective "allgather"): every host H has a
+  // stream of blocks, first the blocks of its own ranks (in rank order), then
+  // the blocks it receives, in phase, list and message order. The messages
+  // from a rank of H to a rank of G, in phase then list order, carry the next
+  // `blocks` blocks of H's stream that did not originate on G; a message may
+  // only carry blocks H had at the start of its phase. In the end every host
+  // holds every block exactly once.
   bool host_combined = false;
   // Maximum number of messages over one directed link, counting each rank's
   // own edge to its host (set by generators that know the tree; 0 otherwise).

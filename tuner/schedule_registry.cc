@@ -9,6 +9,7 @@
 #include "tuner/alltoallv_schedules.h"
 #include "tuner/capacity_scheduled.h"
 #include "tuner/classic_schedules.h"
+#include "tuner/node_aware_ring.h"
 #include "tuner/tree_scheduled.h"
 
 namespace topotune {
@@ -49,6 +50,13 @@ std::vector<ScheduleAlgorithm> BuildTable() {
       {"alltoallv", "a2a_phased",
        "CC-MPI all-to-all based: fill each phase from a ring phase first, at most N-1 phases (Figure 4)",
        [](const RankTree& t) { return ScheduleOf(A2aPhased(UniformSizeMatrix(t.num_ranks(), 1))); }},
+      {"allgather", "node_aware_ring",
+       "hosts in a depth-first switch-ordered ring, each host's blocks gathered in shared memory and forwarded in "
+       "pipelined chunks: one message per link direction per phase (the default)",
+       [](const RankTree& t) { return NodeAwareRing(t); },
+       [](const RankTree& t, double msize, double alpha) {
+         return NodeAwareRing(t, {.msize_bytes = msize, .alpha_s = alpha});
+       }},
       {"allgather", "ring", "ring in MPI rank order: N-1 phases, each rank sends to rank+1",
        [](const RankTree& t) -> StatusOr<Schedule> { return RankOrderRingSchedule(t); }},
       {"allgather", "switch_ordered_ring",

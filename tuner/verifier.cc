@@ -108,12 +108,49 @@ VerifyReport VerifyHostCombined(const Schedule& s, const RankTree& tree, const V
   }
   const uint64_t hosts = host_name.size();
   std::unordered_map<uint64_t, int64_t> carried;  // Blocks per ordered host pair.
+  // Allgather: each host's stream of blocks (origin ranks), what it holds, and
+  // per host pair how far the sender's stream has been read (schedule.h).
+  const bool allgather = s.collective == "allgather";
+  std::vector<std::vector<int32_t>> stream(allgather ? hosts : 0);
+  std::vector<std::vector<char>> holds(allgather ? hosts : 0);
+  std::unordered_map<uint64_t, size_t> cursor;
+  std::vector<std::pair<int, std::vector<int32_t>>> arriving;  // (host, blocks) of this phase.
+  std::vector<size_t> at_start;
+  if (allgather) {
+    for (uint64_t h = 0; h < hosts; ++h) holds[h].assign(n, 0);
+    for (int r = 0; r < n; ++r) {
+      stream[host_of[r]].push_back(r);
+      holds[host_of[r]][r] = 1;
+    }
+  }
+  // Reads the next `count` blocks of h's stream for g (skipping g's own),
+  // within what h had when the phase began.
+  auto carry = [&](int p, const Message& m, int h, int g) {
+    size_t& at = cursor[static_cast<uint64_t>(h) * hosts + g];
+    std::vector<int32_t> blocks;
+    while (static_cast<int64_t>(blocks.size()) < m.blocks && at < at_start[h]) {
+      const int32_t b = stream[h][at++];
+      if (host_of[b] != g) blocks.push_back(b);
+    }
+    if (static_cast<int64_t>(blocks.size()) < m.blocks) {
+      error(
+          fmt::format("phase {}: message {}->{} carries {} blocks, but host {} had only {} more for host {} when "
+                      "the phase began",
+                      p, m.src, m.dst, m.blocks, host_name[h], blocks.size(), host_name[g]));
+      ++rep.pattern_errors;
+    }
+    arriving.emplace_back(g, std::move(blocks));
+  };
   const size_t ndir = 2 * static_cast<size_t>(tree.num_edges());
   std::vector<double> demand(ndir, 0);
   std::vector<int> in_phase(ndir, 0), touched, path;
   std::vector<int64_t> total(ndir, 0);
   for (int p = 0; p < s.num_phases(); ++p) {
     touched.clear();
+    if (allgather) {
+      at_start.resize(hosts);
+      for (uint64_t h = 0; h < hosts; ++h) at_start[h] = stream[h].size();
+    }
     for (const Message& m : s.phase(p)) {
       if (m.src < 0 || m.src >= n || m.dst < 0 || m.dst >= n) {
         error(fmt::format("phase {}: message {}->{} names a rank outside 0..{}", p, m.src, m.dst, n - 1));
@@ -135,6 +172,7 @@ VerifyReport VerifyHostCombined(const Schedule& s, const RankTree& tree, const V
         continue;
       }
       carried[static_cast<uint64_t>(h) * hosts + g] += m.blocks;
+      if (allgather) carry(p, m, h, g);
       path.clear();
       tree.Path(m.src, m.dst, &path);
       double d = std::numeric_limits<double>::infinity();
@@ -159,6 +197,29 @@ VerifyReport VerifyHostCombined(const Schedule& s, const RankTree& tree, const V
       in_phase[de] = 0;
       demand[de] = 0;
     }
+    for (auto& [g, blocks] : arriving) {
+      for (int32_t b : blocks) {
+        if (holds[g][b]) {
+          error(fmt::format("phase {}: host {} receives the block of rank {} again", p, host_name[g], b));
+          ++rep.pattern_errors;
+          continue;
+        }
+        holds[g][b] = 1;
+        stream[g].push_back(b);
+      }
+    }
+    arriving.clear();
+  }
+  if (allgather) {
+    for (uint64_t h = 0; h < hosts; ++h) {
+      if (static_cast<int>(stream[h].size()) == n) continue;
+      const auto missing = std::find(holds[h].begin(), holds[h].end(), 0) - holds[h].begin();
+      error(fmt::format("host {} ends with {} of the {} blocks (missing the block of rank {})", host_name[h],
+                        stream[h].size(), n, missing));
+      ++rep.pattern_errors;
+    }
+    for (int64_t t : total) rep.max_link_load = std::max(rep.max_link_load, t);
+    return rep;
   }
   for (uint64_t h = 0; h < hosts; ++h) {
     for (uint64_t g = 0; g < hosts; ++g) {

@@ -27,6 +27,9 @@
 // phase when the demands of its messages (each the speed of the slowest
 // network link on its path) add up to more than its speed (relative
 // tolerance 1e-9); contention_count counts the overrun (phase, edge) pairs.
+// For collective "allgather" the pattern is the stream rule of schedule.h:
+// each message carries only blocks its sending host had when the phase began,
+// no host receives a block twice, and every host ends with every block.
 // Their ordering is not checked (ordering_checked is false): the rule for
 // links that carry several messages at once is the kernel's (see ARCHITECTURE).
 // In other schedules every message must carry one block.

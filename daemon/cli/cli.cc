@@ -412,17 +412,18 @@ int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) 
     return kExitFailure;
   }
 
-  // Allgather repeats (src, dst) pairs across phases, so the verifier's
-  // exactly-once pattern check applies to the all-to-all family only; its
-  // contention and ordering checks apply to all.
-  const bool check_pattern = entry->collective != "allgather";
+  // Rank-level allgather repeats (src, dst) pairs across phases, so the
+  // verifier's exactly-once pattern check applies to the all-to-all family
+  // and to host-combined schedules (whose allgather rule is the block stream
+  // of schedule.h); its contention and ordering checks apply to all.
+  const bool check_pattern = entry->collective != "allgather" || schedule->host_combined;
   std::optional<VerifyReport> report;
   if (!args.no_verify) {
     VerifyOptions options;
     options.all_pairs = check_pattern;
     report = Verify(*schedule, job->tree, options);
     const bool generator_bug = report->sync_errors > 0 || (check_pattern && report->pattern_errors > 0);
-    const bool scheduled = entry->name == "tree_scheduled" || entry->name == "capacity_scheduled";
+    const bool scheduled = entry->name == "tree_scheduled" || schedule->host_combined;
     if ((scheduled && !report->ok()) || generator_bug) {
       err << fmt::format("topotune: warning: the verifier rejects this {} {} schedule ({} problems shown):\n",
                          entry->collective, entry->name, report->errors.size());
@@ -613,8 +614,8 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "Generates the schedule of a collective algorithm for the ranks of the placement, checks it with the\n"
                  "verifier (every block delivered once, no link overrun in a phase, contending messages ordered by\n"
                  "program order or synchronisations), models its time and prints it. A verifier failure of\n"
-                 "tree_scheduled or capacity_scheduled, or a wrong pattern or malformed synchronisation from any\n"
-                 "algorithm, is reported on stderr as a warning.\n"
+                 "tree_scheduled or of a host-combined schedule, or a wrong pattern or malformed synchronisation\n"
+                 "from any algorithm, is reported on stderr as a warning.\n"
                  "\n"
                  "THE MODEL. A message's demand is the speed of the slowest link on its path; a phase overruns a\n"
                  "link when the demands of its messages on it add up to more than its speed. Each phase lasts as\n"
@@ -624,7 +625,9 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "capacity_scheduled, the default for alltoall, combines each host pair's blocks into messages\n"
                  "(gathered and scattered in shared memory) and packs as many into a phase as every link carries,\n"
                  "sized for --msize and --alpha; on trees of one rank per host and one speed it is Faraj-Yuan's\n"
-                 "schedule.\n"
+                 "schedule. node_aware_ring, the default for allgather, runs the switch-ordered ring between\n"
+                 "hosts: each host forwards its own ranks' blocks, then those it received, in chunks, one message\n"
+                 "per link direction per phase.\n"
                  "\n"
                  "--format table prints one line per phase ('phase  3 | 0->4 1->2 ...', '0->17[16]' for a message\n"
                  "of 16 blocks), the synchronisations that gate each phase, above it ('sync | 0(p1)->4': rank 4\n"
@@ -647,7 +650,8 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   sched
       ->add_option("--algorithm", sched_args.algorithm,
-                   "Algorithm from the table below (default: the collective's first, for alltoall capacity_scheduled)")
+                   "Algorithm from the table below (default: the collective's first: capacity_scheduled for "
+                   "alltoall, node_aware_ring for allgather)")
       ->type_name("NAME");
   sched->add_option("--format", sched_args.format, "Output format: table (default) or json (one line)")
       ->option_text("table|json")
@@ -655,13 +659,13 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sched
       ->add_option("--msize", sched_args.msize,
                    "Bytes per block (64KiB, 1MiB, 4096): the block size the schedule is built for (capacity_scheduled "
-                   "sizes its messages by it) and the model's footer uses")
+                   "and node_aware_ring size their messages by it) and the model's footer uses")
       ->type_name("SIZE")
       ->capture_default_str();
   sched
       ->add_option("--alpha", sched_args.alpha,
-                   "Per-phase latency of the model (20us, 1.5ms, 0), which capacity_scheduled weighs against "
-                   "the time of its phases")
+                   "Per-phase latency of the model (20us, 1.5ms, 0), which capacity_scheduled and node_aware_ring "
+                   "weigh against the time of their phases")
       ->type_name("LATENCY")
       ->capture_default_str();
   sched->add_flag("--no-verify", sched_args.no_verify, "Skip the verifier (for very large schedules)");

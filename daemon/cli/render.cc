@@ -303,7 +303,12 @@ std::string FormatScheduleTable(const Schedule& s, const RankTree& tree, const V
   for (int r = 0; r < tree.num_ranks(); ++r) hosts.insert(tree.rank_host_name(r));
   fmt::format_to(it, "# {} {}: {} on {}\n", s.collective, s.algorithm, Plural(s.num_ranks, "rank", "ranks"),
                  Plural(static_cast<int64_t>(hosts.size()), "host", "hosts"));
-  if (s.host_combined) {
+  if (s.host_combined && s.collective == "allgather") {
+    fmt::format_to(it,
+                   "# host-combined: the ranks of a host share their blocks in shared memory; a->b[k]: rank a "
+                   "sends rank b the next k blocks of its host's stream (its own, then those it received), "
+                   "scattered on b's host.\n");
+  } else if (s.host_combined) {
     fmt::format_to(it,
                    "# host-combined: the ranks of a host exchange their blocks in shared memory; a->b[k]: rank a "
                    "sends rank b k blocks of their hosts' pair, gathered from a's host and scattered on b's.\n");

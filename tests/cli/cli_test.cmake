@@ -230,6 +230,24 @@ elseif(CASE STREQUAL "schedule_capacity_default")
   expect_rc(2)
   expect_match(stderr "--alpha: '5parsecs' is not a latency")
 
+elseif(CASE STREQUAL "schedule_allgather_node_aware")
+  # Without --algorithm, allgather is node_aware_ring: on 2 leaves x 16 hosts x 16 ranks, 31 phases of a host's 16
+  # blocks (0.94 of the bound), where the rank-level switch-ordered ring needs 511 phases (0.50); the verifier
+  # checks the block streams.
+  run_topotune(schedule --collective allgather --topology "${EXAMPLES}/two-leaf-16x16.yaml")
+  expect_rc(0)
+  expect_empty(stderr)
+  expect_match(stdout
+    "^# allgather node_aware_ring: 512 ranks on 32 hosts\n# host-combined: [^\n]*stream"
+    "\nphases 31 \\| messages 992 \\| syncs 0 \\| [^\n]*\n"
+    "model \\(64KiB blocks, 20us per phase\\): modelled time 11\\.022 ms, bound 10\\.402 ms, fraction of the bound "
+    "0\\.944; no link overrun in any phase\n"
+    "verifier: capacity-respecting yes [^\n]*; pattern complete: ok\n$")
+  run_topotune(schedule --collective allgather --algorithm switch_ordered_ring --topology
+    "${EXAMPLES}/two-leaf-16x16.yaml")
+  expect_rc(0)
+  expect_match(stdout "\nphases 511 [^\n]*\nmodel [^\n]*fraction of the bound 0\\.497;")
+
 elseif(CASE STREQUAL "bound_link_capacities")
   # Every network link with its load and its capacity in messages per phase: the 100G inter-leaf link carries
   # 256 x 256 blocks per direction and four 25G messages at a time; a host link one.
