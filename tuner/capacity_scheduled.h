@@ -68,9 +68,10 @@
 //   6. When every host has one rank, the Faraj-Yuan phases
 //      (TreeScheduledPhases) are evaluated too and kept on ties, so the seed's
 //      shapes (Figure 1, Table 4) get exactly the seed's schedule.
-//   Cost: per phase O(|switch pairs| + |hosts| x |switches|) plus the placed
-//   messages, with per-host bitsets of remaining destinations; no work per
-//   host pair per phase.
+//   Cost: the group order, per phase O(|switch pairs| + |hosts| x |switches|)
+//   plus the placed messages, with per-host bitsets of remaining
+//   destinations (no work per host pair per phase); the pair order,
+//   O(pairs log pairs) per phase, only while host pairs x phases <= 4e6.
 //
 // Thread-safety: pure functions.
 #pragma once
