@@ -264,6 +264,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   // crosses (its host links and the switch path), ties rotated with the phase.
   struct Candidate {
     double key;
+    double demand;
     int64_t rot;
     int h, g;
   };
@@ -278,12 +279,16 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
           const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
           double k = std::max(crit(v.up[h]), crit(v.down[g]));
           for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
-          candidates.push_back({std::round(k * 1e6), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
+          candidates.push_back(
+              {std::round(k * 1e6), v.Demand(h, g), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
         }
       }
     }
-    std::sort(candidates.begin(), candidates.end(),
-              [](const Candidate& a, const Candidate& b) { return a.key != b.key ? a.key > b.key : a.rot < b.rot; });
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.key != b.key) return a.key > b.key;
+      if (a.demand != b.demand) return a.demand > b.demand;
+      return a.rot < b.rot;
+    });
     for (const Candidate& c : candidates) {
       if (!send_free[c.h] || !(recv_free[c.g / 64] >> (c.g % 64) & 1)) continue;
       const double d = v.Demand(c.h, c.g);

@@ -57,7 +57,8 @@
 //   4. A few tau are tried (the longest pair time, the median, and a half to
 //      a sixteenth of the longest), each with two orders: the group order of
 //      step 3, and (jobs of up to 128 hosts) a pair order that sorts every
-//      remaining host pair by the most critical link it crosses. Each
+//      remaining host pair by the most critical link it crosses (then the
+//      larger demand first, as in first-fit decreasing packing). Each
 //      schedule's modelled time (per phase: the most loaded link's bytes /
 //      speed, plus alpha) is computed and the fastest kept.
 //   5. Size classes: when pair times differ by more than 4x (uneven ranks per
