@@ -410,35 +410,6 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
 
 }  // namespace
 
-namespace detail {
-
-double CapacityModelledSeconds(const RankTree& tree, const Schedule& s, const CapacityScheduleOptions& options) {
-  std::vector<double> bytes(2 * static_cast<size_t>(tree.num_edges()), 0.0);
-  std::vector<int> touched, path;
-  double total = 0;
-  for (int p = 0; p < s.num_phases(); ++p) {
-    for (const Message& m : s.phase(p)) {
-      path.clear();
-      tree.Path(m.src, m.dst, &path);
-      for (int de : path) {
-        if (tree.edge(de / 2).intra_host) continue;
-        if (bytes[de] == 0) touched.push_back(de);
-        bytes[de] += static_cast<double>(m.blocks) * options.msize_bytes;
-      }
-    }
-    double t = 0;
-    for (int de : touched) {
-      t = std::max(t, bytes[de] / (tree.edge(de / 2).speed_bps / 8.0));
-      bytes[de] = 0;
-    }
-    touched.clear();
-    total += t + options.alpha_s;
-  }
-  return total;
-}
-
-}  // namespace detail
-
 StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options) {
   if (Status st = CheckModelParameters("capacity_scheduled", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   auto finish = [&](Schedule s) {
@@ -552,7 +523,8 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   if (one_rank_per_host) {
     auto fy = TreeScheduledPhases(tree);
     if (fy.ok()) {
-      double fy_seconds = detail::CapacityModelledSeconds(tree, *fy, options);
+      const double fy_seconds =
+          ModelSchedule(*fy, tree, {.msize_bytes = options.msize_bytes, .alpha_s = options.alpha_s}).modelled_s;
       if (!best || !(best->seconds < fy_seconds * (1 - kTol))) return finish(std::move(*fy));
     }
   }

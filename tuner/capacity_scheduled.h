@@ -93,11 +93,4 @@ struct CapacityScheduleOptions {
 // a network link without a positive speed, or more than 8,192 hosts.
 StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options = {});
 
-namespace detail {
-// The modelled time of a schedule of `tree` (host-combined or rank-level):
-// per phase, the largest bytes / (speed in bytes/s) over directed network
-// links plus alpha; messages within one host cost nothing.
-double CapacityModelledSeconds(const RankTree& tree, const Schedule& s, const CapacityScheduleOptions& options);
-}  // namespace detail
-
 }  // namespace topotune

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tuner/bounds.h"
+#include "tuner/capacity_model.h"
 #include "tuner/test_trees.h"
 #include "tuner/tree_scheduled.h"
 
@@ -165,7 +166,7 @@ TEST(CapacityScheduled, TwoLeaves16Hosts16Ranks) {
   EXPECT_TRUE(c.errors.empty()) << First(c);
   EXPECT_GE(c.ratio(), 0.9);
   EXPECT_GE(c.phases, 64);  // The inter-leaf link takes 4 of 256 crossing pairs per phase.
-  EXPECT_NEAR(c.seconds, detail::CapacityModelledSeconds(tree, *s, {}), 1e-9 * c.seconds);
+  EXPECT_NEAR(c.seconds, ModelSchedule(*s, tree).modelled_s, 1e-9 * c.seconds);
 }
 
 TEST(CapacityScheduled, FarajYuanFigure1IsTheSeedSchedule) {
