@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tuner/alltoallv_schedules.h"
+#include "tuner/host_program.h"
 #include "tuner/rank_program.h"
 
 namespace topotune::kernels {
@@ -84,6 +85,8 @@ struct AlltoallvPlan {
   std::vector<int64_t> pattern;  // sizes[src * n + dst] in bytes, the pattern it was built for.
 };
 
+class HostSegments;  // host_segments.h
+
 // Per-communicator state that topology-aware kernels need. Pointers are not
 // owned and must outlive the calls that use them; a kernel that needs a
 // missing piece falls back.
@@ -98,6 +101,11 @@ struct KernelContext {
   const std::vector<int>* ring_order = nullptr;      // allgather switch_ordered_ring / link_scheduled: rank order.
   const std::vector<int>* switch_of_rank = nullptr;  // allgather link_scheduled: switch index of each rank.
   const AlltoallvPlan* alltoallv_plan = nullptr;     // alltoallv Level 3.
+  const HostProgram* alltoall_hosts = nullptr;       // alltoall capacity_scheduled: this rank's host program.
+  const HostProgram* allgather_hosts = nullptr;      // allgather node_aware_ring: this rank's host program.
+  // The host-combined kernels' shared memory, grown on demand (hence not
+  // const); owned by whoever owns the context.
+  HostSegments* host_segments = nullptr;
 };
 
 // The outcome of a kernel call.

@@ -20,5 +20,6 @@ KernelStatus AllgatherSwitchOrderedRing(const AllgatherArgs& a, const KernelCont
 KernelStatus AllgatherSimultaneousBcast(const AllgatherArgs& a, const KernelContext& ctx);
 KernelStatus AllgatherRecursiveDoubling(const AllgatherArgs& a, const KernelContext& ctx);
 KernelStatus AllgatherLinkScheduled(const AllgatherArgs& a, const KernelContext& ctx);
+KernelStatus AllgatherNodeAwareRing(const AllgatherArgs& a, const KernelContext& ctx);
 
 }  // namespace topotune::kernels

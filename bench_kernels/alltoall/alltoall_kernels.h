@@ -32,6 +32,7 @@ KernelStatus AlltoallRing(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallBruck(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallPhasedBarrier(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallTreeScheduled(const AlltoallArgs& args, const KernelContext& ctx);
+KernelStatus AlltoallCapacityScheduled(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallMesh(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallGrid3d(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallHypercube(const AlltoallArgs& args, const KernelContext& ctx);

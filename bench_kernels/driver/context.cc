@@ -10,7 +10,11 @@
 #include <sstream>
 
 #include "bench_kernels/alltoallv/plan.h"
+#include "bench_kernels/host_segments.h"
 #include "tuner/allgather_orders.h"
+#include "tuner/capacity_scheduled.h"
+#include "tuner/host_program.h"
+#include "tuner/node_aware_ring.h"
 #include "tuner/rank_program.h"
 #include "tuner/topology_io.h"
 #include "tuner/tree_scheduled.h"
@@ -75,6 +79,7 @@ StatusOr<std::string> ReadAndBroadcast(const std::string& path, MPI_Comm comm) {
 }
 
 ContextHolder::~ContextHolder() {
+  segments_.reset();
   if (ctx_.private_comm != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -99,6 +104,15 @@ void ContextHolder::SetRing(std::vector<int> order, std::vector<int> switch_of_r
   ctx_.switch_of_rank = switch_of_rank_.get();
 }
 
+void ContextHolder::SetHostProgram(HostProgram program) {
+  const bool allgather = program.allgather;
+  auto& slot = allgather ? allgather_hosts_ : alltoall_hosts_;
+  slot = std::make_unique<HostProgram>(std::move(program));
+  (allgather ? ctx_.allgather_hosts : ctx_.alltoall_hosts) = slot.get();
+  if (!segments_) segments_ = std::make_unique<kernels::HostSegments>();
+  ctx_.host_segments = segments_.get();
+}
+
 Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective collective, int rank) {
   switch (collective) {
     case kernels::Collective::kAlltoall: {
@@ -109,12 +123,23 @@ Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective coll
       auto program = CompileRankProgram(*schedule, rank);
       if (!program.ok()) return Status::Internal("tree_scheduled program: " + program.status().message());
       SetProgram(std::move(program).value());
+      auto capacity = CapacityScheduled(tree);
+      if (!capacity.ok()) return Status::Internal("capacity_scheduled: " + capacity.status().message());
+      auto hosts = CompileHostProgram(*capacity, HostIndexOfRanks(tree), rank);
+      if (!hosts.ok()) return Status::Internal("capacity_scheduled program: " + hosts.status().message());
+      SetHostProgram(std::move(hosts).value());
       return Status::Ok();
     }
     case kernels::Collective::kAllgather: {
       std::vector<int> order = SwitchOrderedRing(tree);
       std::vector<int> switch_of_rank = SwitchOfRank(tree, order);
       SetRing(std::move(order), std::move(switch_of_rank));
+      if (tree.num_ranks() < 2) return Status::Ok();
+      auto ring = NodeAwareRing(tree);
+      if (!ring.ok()) return Status::Internal("node_aware_ring: " + ring.status().message());
+      auto hosts = CompileHostProgram(*ring, HostIndexOfRanks(tree), rank);
+      if (!hosts.ok()) return Status::Internal("node_aware_ring program: " + hosts.status().message());
+      SetHostProgram(std::move(hosts).value());
       return Status::Ok();
     }
     case kernels::Collective::kAlltoallv:

@@ -5,9 +5,13 @@
 //
 // What is built, for the ranks of a RankTree:
 //   * alltoall: this rank's tree_scheduled program (Faraj-Yuan §4 phases plus
-//     §5 synchronisations, compiled by CompileRankProgram);
-//   * allgather: the switch-ordered ring (SwitchOrderedRing, Jacunski §4.2)
-//     and the switch index of every rank (tuner/allgather_orders.h SwitchOfRank);
+//     §5 synchronisations, compiled by CompileRankProgram) and its
+//     capacity_scheduled host program (CompileHostProgram);
+//   * allgather: the switch-ordered ring (SwitchOrderedRing, Jacunski §4.2),
+//     the switch index of every rank (tuner/allgather_orders.h SwitchOfRank)
+//     and this rank's node_aware_ring host program;
+//   * with a host program: the shared memory of the host-combined kernels
+//     (bench_kernels/host_segments.h);
 //   * alltoallv: the Level 3 plan (CC-MPI §4.2) of one call shape, built on
 //     demand with SetAlltoallvPlan because it depends on the sizes;
 //   * always: a private duplicate of the communicator (MPI_Comm_dup).
@@ -26,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_kernels/host_segments.h"
 #include "bench_kernels/kernel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/status.h"
@@ -82,6 +87,9 @@ class ContextHolder {
   // and the switch index of every rank.
   void SetProgram(RankProgram program);
   void SetRing(std::vector<int> order, std::vector<int> switch_of_rank);
+  // This rank's host program of capacity_scheduled (alltoall) or
+  // node_aware_ring (allgather), as program.allgather says.
+  void SetHostProgram(HostProgram program);
   // Collective over shape.comm: builds the Level 3 plan of this call shape
   // with BuildAlltoallvPlan (greedy_phased when `greedy`, else a2a_phased)
   // and points the context at it. Returns an MPI error code.
@@ -100,6 +108,8 @@ class ContextHolder {
   std::unique_ptr<std::vector<int>> ring_order_;
   std::unique_ptr<std::vector<int>> switch_of_rank_;
   std::unique_ptr<kernels::AlltoallvPlan> plan_;
+  std::unique_ptr<HostProgram> alltoall_hosts_, allgather_hosts_;
+  std::unique_ptr<kernels::HostSegments> segments_;  // Freed before private_comm.
 };
 
 }  // namespace topotune::bench

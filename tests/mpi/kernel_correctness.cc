@@ -23,7 +23,9 @@
 // placed alternately on the two switches so that consecutive ranks talk
 // across the inter-switch link ("spread": rank i on h((i%2)*4 + i/2)); from
 // 5 ranks also with two ranks on some hosts ("packed": rank i on
-// h((i%2)*4 + (i/2)%2)); and once with an empty context, where they must
+// h((i%2)*4 + (i/2)%2)); from 4 ranks with two to four ranks on each of
+// two hosts, interleaved ("dense": rank i on h((i%2)*4 + i/8), so 2+2 on 4
+// ranks, 3+2 on 5, 4+4 on 8); and once with an empty context, where they must
 // fall back and still deliver. Other kernels run with an empty context and
 // with only a private communicator. Level 3 alltoallv kernels get the plan
 // of each call's pattern, and once a stale plan, which must not corrupt data.
@@ -451,6 +453,9 @@ int Main(int argc, char** argv) {
     if (int rc = placed("spread", [](int i) { return (i % 2) * 4 + (i / 2) % 4; })) return rc;
     if (n >= 5) {
       if (int rc = placed("packed", [](int i) { return (i % 2) * 4 + (i / 2) % 2; })) return rc;
+    }
+    if (n >= 4) {
+      if (int rc = placed("dense", [](int i) { return (i % 2) * 4 + i / 8; })) return rc;
     }
     variants.push_back({"empty (must fall back)", std::make_unique<topotune::bench::ContextHolder>(), false});
   } else {

@@ -1,0 +1,144 @@
+#include "bench_kernels/host_segments.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "bench_kernels/alltoall/alltoall_buffers.h"
+
+namespace topotune::kernels {
+
+HostSegments::~HostSegments() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) Free();
+}
+
+void HostSegments::Free() {
+  if (win_ != MPI_WIN_NULL) {
+    PMPI_Win_unlock_all(win_);
+    PMPI_Win_free(&win_);
+  }
+  if (host_ != MPI_COMM_NULL) PMPI_Comm_free(&host_);
+  base_ = nullptr;
+  bytes_ = 0;
+}
+
+KernelStatus HostSegments::Prepare(MPI_Comm comm, const HostProgram& program) {
+  if (comm != parent_) {
+    Free();
+    parent_ = comm;
+    unusable_.clear();
+    int me = 0;
+    PMPI_Comm_rank(comm, &me);
+    const int host = program.host_of_rank[me];
+    int rc = PMPI_Comm_split(comm, host, me, &host_);
+    int shared_size = -1, host_size = 0;
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(host_, &host_size);
+    MPI_Comm shm = MPI_COMM_NULL;
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split_type(host_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(shm, &shared_size);
+    if (shm != MPI_COMM_NULL) PMPI_Comm_free(&shm);
+    if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+    int ok = shared_size == host_size && host_size == program.host_size(host) ? 1 : 0;
+    if (rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS)
+      return KernelStatus::MpiError(rc);
+    if (!ok)
+      unusable_ =
+          "the ranks the plan places on one host do not all share memory (the placement is not the nodes MPI runs on)";
+  }
+  if (!unusable_.empty()) return KernelStatus::Fallback(unusable_);
+  return KernelStatus::Done();
+}
+
+int HostSegments::Reserve(int64_t bytes) {
+  if (bytes <= bytes_) return MPI_SUCCESS;
+  if (win_ != MPI_WIN_NULL) {
+    PMPI_Win_unlock_all(win_);
+    PMPI_Win_free(&win_);
+    base_ = nullptr;
+    bytes_ = 0;
+  }
+  int local = 0;
+  PMPI_Comm_rank(host_, &local);
+  void* mine = nullptr;
+  int rc =
+      PMPI_Win_allocate_shared(local == 0 ? static_cast<MPI_Aint>(bytes) : 0, 1, MPI_INFO_NULL, host_, &mine, &win_);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Aint size = 0;
+  int disp = 0;
+  void* first = nullptr;
+  if (rc = PMPI_Win_shared_query(win_, 0, &size, &disp, &first); rc != MPI_SUCCESS) return rc;
+  if (size < bytes) return MPI_ERR_NO_MEM;
+  if (rc = PMPI_Win_lock_all(MPI_MODE_NOCHECK, win_); rc != MPI_SUCCESS) return rc;
+  base_ = static_cast<char*>(first);
+  bytes_ = bytes;
+  return MPI_SUCCESS;
+}
+
+int HostSegments::Barrier() {
+  int rc = PMPI_Win_sync(win_);
+  if (rc == MPI_SUCCESS) rc = PMPI_Barrier(host_);
+  if (rc == MPI_SUCCESS) rc = PMPI_Win_sync(win_);
+  return rc;
+}
+
+std::string HostProgramMismatch(const HostProgram& program, bool allgather, int rank, int size) {
+  const char* name = allgather ? "node_aware_ring" : "capacity_scheduled";
+  if (program.allgather != allgather)
+    return fmt::format("the {} program is for {}", name, program.allgather ? "allgather" : "alltoall");
+  if (program.rank != rank)
+    return fmt::format("the {} program is for rank {}, not for rank {}", name, program.rank, rank);
+  if (static_cast<int>(program.host_of_rank.size()) != size || static_cast<int>(program.local_index.size()) != size ||
+      program.num_hosts() < 1 || program.first_rank_of_host.back() != size)
+    return fmt::format("the {} program places {} ranks, not the communicator's {}", name, program.host_of_rank.size(),
+                       size);
+  if (allgather && static_cast<int>(program.stream_origin.size()) != size)
+    return fmt::format("the {} program's stream has {} blocks, not {}", name, program.stream_origin.size(), size);
+  const int host = program.host_of_rank[rank];
+  const int64_t limit = allgather ? size : static_cast<int64_t>(program.host_size(host)) * size;
+  for (const auto* list : {&program.sends, &program.recvs})
+    for (const HostTransfer& t : *list)
+      if (t.peer < 0 || t.peer >= size || program.host_of_rank[t.peer] == host || t.blocks < 1 || t.offset < 0 ||
+          t.offset + t.blocks > limit)
+        return fmt::format("the {} program has a message with rank {} outside the host layout in phase {}", name,
+                           t.peer, t.phase);
+  return {};
+}
+
+int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
+                     MPI_Comm comm) {
+  // Receives up front; recv_end[i] is one past the requests of program.recvs[i].
+  std::vector<MPI_Request> recvs, sends;
+  std::vector<size_t> recv_end;
+  recv_end.reserve(program.recvs.size());
+  for (const HostTransfer& t : program.recvs) {
+    int rc = alltoall_detail::PostRecv(recv_base + t.offset * block_bytes, t.blocks * block_bytes, t.peer, kDataTag,
+                                       comm, &recvs);
+    if (rc != MPI_SUCCESS) return rc;
+    recv_end.push_back(recvs.size());
+  }
+  size_t s = 0, r = 0, waited = 0;  // Next send, next receive, receive requests completed.
+  while (s < program.sends.size() || r < program.recvs.size()) {
+    const int32_t phase = std::min(s < program.sends.size() ? program.sends[s].phase : INT32_MAX,
+                                   r < program.recvs.size() ? program.recvs[r].phase : INT32_MAX);
+    for (; s < program.sends.size() && program.sends[s].phase == phase; ++s) {
+      const HostTransfer& t = program.sends[s];
+      int rc = alltoall_detail::PostSend(send_base + t.offset * block_bytes, t.blocks * block_bytes, t.peer, kDataTag,
+                                         comm, &sends);
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    while (r < program.recvs.size() && program.recvs[r].phase == phase) ++r;
+    if (int rc = alltoall_detail::WaitAll(&sends); rc != MPI_SUCCESS) return rc;
+    const size_t until = r > 0 ? recv_end[r - 1] : 0;
+    if (until > waited) {
+      int rc = MPI_Waitall(static_cast<int>(until - waited), recvs.data() + waited, MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+      waited = until;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace topotune::kernels

@@ -1,0 +1,80 @@
+// What the host-combined kernels (alltoall capacity_scheduled, allgather
+// node_aware_ring) share: the ranks of each host, their shared memory, and
+// the phased transfers of a HostProgram (tuner/host_program.h).
+//
+// HostSegments belongs to one communicator's context. Prepare, on the first
+// call, splits the communicator by the program's host index (MPI_Comm_split,
+// ranks in rank order, so a rank's host rank is its local index) and checks
+// that the ranks the plan puts on one host share memory
+// (MPI_Comm_split_type MPI_COMM_TYPE_SHARED on that host communicator gives
+// all of them). The answer is agreed over the whole communicator
+// (MPI_Allreduce), so either every rank runs the kernel or every rank
+// declines. Reserve keeps one shared window per host (MPI_Win_allocate_shared,
+// all of it owned by the host's first rank, so the segment is contiguous on
+// every MPI), grown when a call needs more; it stays locked (lock_all) for
+// its life, and Barrier is MPI_Win_sync, host barrier, MPI_Win_sync, the
+// separate-memory-model idiom for making stores visible across processes.
+//
+// RunHostTransfers runs a program's messages: every receive posted up front
+// (so no message waits for its receiver), then phase by phase the rank's
+// sends, and it waits for that phase's sends and receives before the next.
+// Phases are only an order here: there are no synchronisations between
+// ranks, so the schedule's capacity-respecting phases hold as long as ranks
+// keep pace.
+//
+// Thread-safety: one HostSegments per communicator, used by one thread; its
+// collective methods must be called by every rank in the same order. All
+// MPI collectives go through PMPI_, so that the PMPI shim does not see them.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench_kernels/kernel.h"
+#include "tuner/host_program.h"
+
+namespace topotune::kernels {
+
+class HostSegments {
+ public:
+  HostSegments() = default;
+  HostSegments(const HostSegments&) = delete;
+  HostSegments& operator=(const HostSegments&) = delete;
+  // Frees the window and the host communicator (MPI must still be running).
+  ~HostSegments();
+
+  // Collective over `comm` the first time (and whenever `comm` changes): see
+  // the file comment. Done, Fallback (the same on every rank) or an MPI
+  // error.
+  KernelStatus Prepare(MPI_Comm comm, const HostProgram& program);
+  // Collective over the host: at least `bytes` of shared memory; base() is
+  // its start on every rank of the host. Returns an MPI error code.
+  int Reserve(int64_t bytes);
+  char* base() const { return base_; }
+  // Collective over the host: stores before it are visible after it.
+  int Barrier();
+
+ private:
+  void Free();
+  MPI_Comm parent_ = MPI_COMM_NULL;  // The communicator Prepare split.
+  MPI_Comm host_ = MPI_COMM_NULL;
+  MPI_Win win_ = MPI_WIN_NULL;
+  char* base_ = nullptr;
+  int64_t bytes_ = 0;
+  std::string unusable_;  // Why the kernel declines on `parent_`; empty when it runs.
+};
+
+// Why `program` cannot run `collective` as `rank` of `size` ranks; empty
+// when it can. The same answer on every rank for programs compiled from one
+// schedule.
+std::string HostProgramMismatch(const HostProgram& program, bool allgather, int rank, int size);
+
+// Runs the transfers of `program` (see the file comment): sends read blocks
+// of `block_bytes` from send_base + offset, receives write to recv_base +
+// offset. Returns an MPI error code.
+int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
+                     MPI_Comm comm);
+
+}  // namespace topotune::kernels
