@@ -141,6 +141,7 @@ struct KernelInfo {
   AlltoallvFn alltoallv = nullptr;
   AllgatherFn allgather = nullptr;
   bool needs_context = false;  // Needs a KernelContext piece built from the topology.
+  bool host_program = false;   // That piece is a HostProgram (alltoall_hosts or allgather_hosts).
 };
 
 std::span<const KernelInfo> Kernels();

@@ -154,9 +154,9 @@ Status WalkAllgather(const Schedule& s, const Hosts& hosts, const Visit& visit,
   return Status::Ok();
 }
 
-// Compiles the programs of ranks [lo, hi).
-StatusOr<std::vector<HostProgram>> Compile(const Schedule& s, const std::vector<int32_t>& host_of_rank, int lo,
-                                           int hi) {
+// Compiles the programs of ranks [lo, hi), with the layout when `layout`.
+StatusOr<std::vector<HostProgram>> Compile(const Schedule& s, const std::vector<int32_t>& host_of_rank, int lo, int hi,
+                                           bool layout) {
   const bool allgather = s.collective == "allgather";
   if (!allgather && s.collective != "alltoall")
     return Status::InvalidArgument(
@@ -181,9 +181,11 @@ StatusOr<std::vector<HostProgram>> Compile(const Schedule& s, const std::vector<
     HostProgram& prog = progs[r - lo];
     prog.allgather = allgather;
     prog.rank = r;
-    prog.host_of_rank = hosts->host_of_rank;
-    prog.local_index = hosts->local_index;
-    prog.first_rank_of_host = hosts->first_rank_of_host;
+    if (layout) {
+      prog.host_of_rank = hosts->host_of_rank;
+      prog.local_index = hosts->local_index;
+      prog.first_rank_of_host = hosts->first_rank_of_host;
+    }
     if (allgather) prog.stream_origin = streams[hosts->host_of_rank[r]];
   }
   return progs;
@@ -202,9 +204,23 @@ std::vector<int32_t> HostIndexOfRanks(const RankTree& tree) {
 StatusOr<HostProgram> CompileHostProgram(const Schedule& schedule, const std::vector<int32_t>& host_of_rank, int rank) {
   if (rank < 0 || rank >= schedule.num_ranks)
     return Status::InvalidArgument(fmt::format("rank {} is outside 0..{}", rank, schedule.num_ranks - 1));
-  auto progs = Compile(schedule, host_of_rank, rank, rank + 1);
+  auto progs = Compile(schedule, host_of_rank, rank, rank + 1, /*layout=*/true);
   if (!progs.ok()) return progs.status();
   return std::move((*progs)[0]);
+}
+
+StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
+                                                       const std::vector<int32_t>& host_of_rank) {
+  return Compile(schedule, host_of_rank, 0, schedule.num_ranks, /*layout=*/false);
+}
+
+Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program) {
+  auto hosts = MakeHosts(host_of_rank, static_cast<int>(host_of_rank.size()));
+  if (!hosts.ok()) return hosts.status();
+  program->host_of_rank = std::move(hosts->host_of_rank);
+  program->local_index = std::move(hosts->local_index);
+  program->first_rank_of_host = std::move(hosts->first_rank_of_host);
+  return Status::Ok();
 }
 
 std::string SimulateHostPrograms(const std::vector<HostProgram>& programs) {

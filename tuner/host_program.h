@@ -68,6 +68,16 @@ struct HostProgram {
 // Host index of every rank of `tree`, hosts numbered by their lowest rank.
 std::vector<int32_t> HostIndexOfRanks(const RankTree& tree);
 
+// Sets program->host_of_rank and the layout derived from it (local_index,
+// first_rank_of_host). InvalidArgument when hosts are not numbered 0, 1, ...
+// by their lowest rank.
+Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program);
+
+// Sets program->host_of_rank and the layout derived from it (local_index,
+// first_rank_of_host). InvalidArgument when hosts are not numbered 0, 1, ...
+// by their lowest rank.
+Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program);
+
 // Compiles `schedule` (a host-combined alltoall or allgather, or a rank-level
 // alltoall whose ranks are alone on their hosts) for `rank`, with
 // host_of_rank[i] the host index of rank i (hosts numbered by their lowest
@@ -75,6 +85,11 @@ std::vector<int32_t> HostIndexOfRanks(const RankTree& tree);
 // the block contract, or forwards a block its sending rank did not receive.
 // O(messages + N).
 StatusOr<HostProgram> CompileHostProgram(const Schedule& schedule, const std::vector<int32_t>& host_of_rank, int rank);
+// Every rank's program in one pass (what a plan server sends). The layout
+// (host_of_rank, local_index, first_rank_of_host), the same for every rank,
+// is left empty: the caller has it once (SetHostLayout fills it in).
+StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
+                                                       const std::vector<int32_t>& host_of_rank);
 
 // Runs the programs of every rank in memory, as the kernel would move data
 // (copy in, transfers by phase, copy out), and returns what is wrong (the

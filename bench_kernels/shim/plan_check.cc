@@ -21,10 +21,10 @@ std::string Where(v1::Collective c) { return std::string(v1::CollectiveName(c));
 // Whether the kernels of `k` take a compiled schedule or a ring order from
 // the plan (alltoallv kernels build their plans in the job).
 bool NeedsPrograms(const kernels::KernelInfo& k) {
-  return k.collective == kernels::Collective::kAlltoall && k.needs_context;
+  return (k.collective == kernels::Collective::kAlltoall && k.needs_context) || k.host_program;
 }
 bool NeedsRing(const kernels::KernelInfo& k) {
-  return k.collective == kernels::Collective::kAllgather && k.needs_context;
+  return k.collective == kernels::Collective::kAllgather && k.needs_context && !k.host_program;
 }
 
 Status CheckRank(int32_t r, int nprocs, int self, std::string_view what) {
@@ -110,6 +110,45 @@ StatusOr<RankProgram> ProgramFromProto(const v1::RankProgram& wire, int nprocs) 
     step.wait_for.assign(s.wait_for().begin(), s.wait_for().end());
     step.notify.assign(s.notify().begin(), s.notify().end());
     out.steps.push_back(std::move(step));
+  }
+  return out;
+}
+
+StatusOr<HostProgram> HostProgramFromProto(const v1::RankProgram& wire,
+                                           const google::protobuf::RepeatedField<int32_t>& host_of_rank,
+                                           bool allgather) {
+  HostProgram out;
+  out.allgather = allgather;
+  out.rank = wire.rank();
+  const int n = host_of_rank.size();
+  if (out.rank < 0 || out.rank >= n)
+    return Status::InvalidArgument(fmt::format("a host program of rank {}, not a rank of {}", out.rank, n));
+  if (Status st = SetHostLayout({host_of_rank.begin(), host_of_rank.end()}, &out); !st.ok()) return st;
+  const std::string who = fmt::format("rank {}'s host program", out.rank);
+  const int host = out.host_of_rank[out.rank];
+  const int64_t limit = allgather ? n : static_cast<int64_t>(out.host_size(host)) * n;
+  for (const auto& [list, into] : {std::pair{&wire.sends(), &out.sends}, std::pair{&wire.recvs(), &out.recvs}}) {
+    int32_t last_phase = 0;
+    for (const v1::HostTransfer& t : *list) {
+      if (t.peer() < 0 || t.peer() >= n || out.host_of_rank[t.peer()] == host)
+        return Status::InvalidArgument(
+            fmt::format("{}: a message with rank {}, not a rank of another host", who, t.peer()));
+      if (t.phase() < last_phase)
+        return Status::InvalidArgument(fmt::format("{}: phase {} after phase {}", who, t.phase(), last_phase));
+      if (t.blocks() < 1 || t.offset() < 0 || t.blocks() > limit || t.offset() > limit - t.blocks())
+        return Status::InvalidArgument(fmt::format("{}: blocks {} to {} are outside its host's {}", who, t.offset(),
+                                                   t.offset() + t.blocks() - 1, limit));
+      last_phase = t.phase();
+      into->push_back({t.phase(), t.peer(), t.offset(), t.blocks()});
+    }
+  }
+  if (allgather) {
+    if (wire.stream_origin_size() != n)
+      return Status::InvalidArgument(
+          fmt::format("{}: a stream of {} blocks for {} ranks", who, wire.stream_origin_size(), n));
+    for (int32_t o : wire.stream_origin())
+      if (o < 0 || o >= n) return Status::InvalidArgument(fmt::format("{}: a stream block of rank {}", who, o));
+    out.stream_origin.assign(wire.stream_origin().begin(), wire.stream_origin().end());
   }
   return out;
 }
@@ -257,6 +296,27 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
       if (schedule.programs_size() != nprocs)
         return Status::InvalidArgument(
             fmt::format("{}: the schedule has {} programs for {} ranks", where, schedule.programs_size(), nprocs));
+      const kernels::KernelInfo* kernel = kernels::FindKernel(kc, schedule.algorithm());
+      if (kernel != nullptr && kernel->host_program) {
+        if (schedule.host_of_rank_size() != nprocs)
+          return Status::InvalidArgument(fmt::format("{}: host programs with {} hosts listed for {} ranks", where,
+                                                     schedule.host_of_rank_size(), nprocs));
+        if (nprocs > kMaxCheckedRanks)
+          return Status::InvalidArgument(
+              fmt::format("{}: programs of {} ranks; at most {} are checked", where, nprocs, kMaxCheckedRanks));
+        std::vector<HostProgram> hosts;
+        for (int r = 0; r < nprocs; ++r) {
+          auto program = HostProgramFromProto(schedule.programs(r), schedule.host_of_rank(),
+                                              kc == kernels::Collective::kAllgather);
+          if (!program.ok()) return Status::InvalidArgument(fmt::format("{}: {}", where, program.status().message()));
+          if (program->rank != r)
+            return Status::InvalidArgument(fmt::format("{}: program {} is rank {}'s", where, r, program->rank));
+          hosts.push_back(std::move(program).value());
+        }
+        if (std::string wrong = SimulateHostPrograms(hosts); !wrong.empty())
+          return Status::InvalidArgument(fmt::format("{}: {}", where, wrong));
+        continue;
+      }
       std::vector<RankProgram> programs;
       programs.reserve(static_cast<size_t>(nprocs));
       for (const v1::RankProgram& wire : schedule.programs()) {

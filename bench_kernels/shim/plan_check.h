@@ -10,6 +10,10 @@
 //     sparse, each at most once) is contiguous from 0 and names kernels of
 //     the registry; the compiled schedules and ring orders the table's
 //     kernels need are there and well formed.
+//   * Host programs (capacity_scheduled, node_aware_ring) are decoded by
+//     HostProgramFromProto and run together by SimulateHostPrograms
+//     (tuner/host_program.h), which moves block ids as the kernel moves
+//     bytes and fails on any block that ends in the wrong place.
 //   * CheckPrograms: an independent verifier of compiled per-rank programs.
 //     It runs all programs together in a model of the kernel's execution
 //     (tree_scheduled.cc: wait for notices, post send and receive together,
@@ -30,6 +34,7 @@
 #include "bench_kernels/alltoallv/pattern_class.h"
 #include "bench_kernels/kernel.h"
 #include "topotune/v1/plans.pb.h"
+#include "tuner/host_program.h"
 #include "tuner/rank_program.h"
 #include "tuner/status.h"
 
@@ -60,6 +65,14 @@ StatusOr<RankProgram> ProgramFromProto(const v1::RankProgram& wire, int nprocs);
 
 // See the header comment. programs[r].rank must be r.
 Status CheckPrograms(std::span<const RankProgram> programs);
+
+// A host program of the wire (capacity_scheduled, node_aware_ring) with its
+// schedule's host list: hosts numbered by their lowest rank, every peer a
+// rank of another host, phases in order, ranges inside the host's segment,
+// an allgather stream of one entry per rank.
+StatusOr<HostProgram> HostProgramFromProto(const v1::RankProgram& wire,
+                                           const google::protobuf::RepeatedField<int32_t>& host_of_rank,
+                                           bool allgather);
 
 // A ring order: a permutation of 0..nprocs-1, and one non-negative switch
 // index per rank.

@@ -7,6 +7,9 @@
 
 #include <random>
 
+#include "tuner/capacity_scheduled.h"
+#include "tuner/host_program.h"
+#include "tuner/node_aware_ring.h"
 #include "tuner/rank_tree.h"
 #include "tuner/test_trees.h"
 #include "tuner/tree_scheduled.h"
@@ -216,6 +219,93 @@ TEST(CheckPlan, MatchesTheRequestAndNeedsWhatTheTableNames) {
     p.mutable_plans(0)->clear_schedules();
     EXPECT_NE(CheckPlan(p, n, asked).message().find("no schedule of it"), std::string::npos);
   }
+}
+
+// The host programs of `schedule` on the wire, as the daemon sends them.
+v1::CompiledSchedule HostSchedule(const Schedule& schedule, const std::vector<int32_t>& hosts) {
+  v1::CompiledSchedule s;
+  s.set_algorithm(schedule.algorithm);
+  s.set_num_ranks(schedule.num_ranks);
+  s.mutable_host_of_rank()->Add(hosts.begin(), hosts.end());
+  auto programs = CompileHostPrograms(schedule, hosts);
+  EXPECT_TRUE(programs.ok()) << programs.status().ToString();
+  for (const HostProgram& p : *programs) {
+    v1::RankProgram* w = s.add_programs();
+    w->set_rank(p.rank);
+    for (const auto& [list, wire] : {std::pair{&p.sends, w->mutable_sends()}, std::pair{&p.recvs, w->mutable_recvs()}})
+      for (const HostTransfer& t : *list) {
+        v1::HostTransfer* x = wire->Add();
+        x->set_phase(t.phase);
+        x->set_peer(t.peer);
+        x->set_offset(t.offset);
+        x->set_blocks(t.blocks);
+      }
+    w->mutable_stream_origin()->Add(p.stream_origin.begin(), p.stream_origin.end());
+  }
+  return s;
+}
+
+TEST(CheckPlan, HostProgramsAreRunTogetherAndDamageIsCaught) {
+  // Random clusters with several ranks per host (fixed seeds), small enough to check.
+  int checked = 0;
+  for (uint64_t seed = 0; checked < 6 && seed < 500; ++seed) {
+    testing::ClusterShape shape;
+    Topology topo = testing::RandomClusterTree(seed, &shape);
+    auto tree = RankTree::Build(topo, DefaultPlacement(topo));
+    ASSERT_TRUE(tree.ok());
+    if (tree->num_ranks() > 96 || shape.max_ranks_per_host < 2) continue;
+    ++checked;
+    const int n = tree->num_ranks();
+    const std::vector<int32_t> hosts = HostIndexOfRanks(*tree);
+    v1::GetPlanResponse plan;
+    plan.set_nprocs(n);
+    v1::CollectivePlan* a2a = plan.add_plans();
+    a2a->set_collective(v1::COLLECTIVE_ALLTOALL);
+    *a2a->mutable_table() = Table({{0, 0, "capacity_scheduled"}});
+    *a2a->add_schedules() = HostSchedule(*CapacityScheduled(*tree), hosts);
+    v1::CollectivePlan* ag = plan.add_plans();
+    ag->set_collective(v1::COLLECTIVE_ALLGATHER);
+    *ag->mutable_table() = Table({{0, 0, "node_aware_ring"}});
+    *ag->add_schedules() = HostSchedule(*NodeAwareRing(*tree), hosts);
+    const std::vector<v1::Collective> asked = {v1::COLLECTIVE_ALLTOALL, v1::COLLECTIVE_ALLGATHER};
+    ASSERT_TRUE(CheckPlan(plan, n, asked).ok()) << "seed " << seed << ": " << CheckPlan(plan, n, asked).ToString();
+
+    // A range moved by one block: the simulation finds the misplaced block.
+    for (int c = 0; c < 2; ++c) {
+      v1::GetPlanResponse p = plan;
+      v1::CompiledSchedule* s = p.mutable_plans(c)->mutable_schedules(0);
+      for (int r = 0; r < n; ++r)
+        if (s->programs(r).recvs_size() > 0) {
+          v1::HostTransfer* t = s->mutable_programs(r)->mutable_recvs(0);
+          t->set_offset(t->offset() > 0 ? t->offset() - 1 : t->offset() + 1);
+          break;
+        }
+      EXPECT_FALSE(CheckPlan(p, n, asked).ok()) << "seed " << seed << " collective " << c;
+    }
+    {
+      v1::GetPlanResponse p = plan;  // A message inside one host.
+      v1::HostTransfer* t = p.mutable_plans(0)->mutable_schedules(0)->mutable_programs(0)->mutable_sends(0);
+      t->set_peer(0);
+      EXPECT_NE(CheckPlan(p, n, asked).message().find("not a rank of another host"), std::string::npos)
+          << CheckPlan(p, n, asked).message();
+    }
+    {
+      v1::GetPlanResponse p = plan;  // No host list.
+      p.mutable_plans(0)->mutable_schedules(0)->clear_host_of_rank();
+      EXPECT_NE(CheckPlan(p, n, asked).message().find("hosts listed"), std::string::npos);
+    }
+    {
+      v1::GetPlanResponse p = plan;  // A stream one block short.
+      p.mutable_plans(1)->mutable_schedules(0)->mutable_programs(0)->mutable_stream_origin()->RemoveLast();
+      EXPECT_NE(CheckPlan(p, n, asked).message().find("a stream of"), std::string::npos);
+    }
+    {
+      v1::GetPlanResponse p = plan;  // The table names the kernel, the schedule is missing.
+      p.mutable_plans(1)->clear_schedules();
+      EXPECT_NE(CheckPlan(p, n, asked).message().find("no schedule of it"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(checked, 6);
 }
 
 TEST(CheckPlan, AlltoallvPatternTablesAreSkewedOrSparseOnceAndWellFormed) {

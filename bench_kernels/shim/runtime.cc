@@ -285,12 +285,23 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
       plan->switch_of_rank.assign(p.ring().switch_of_rank().begin(), p.ring().switch_of_rank().end());
     }
   }
-  // The program of the alltoall kernel that runs from programs (tree_scheduled).
+  // The programs of the kernels that run from programs: tree_scheduled's
+  // steps, and the host programs of capacity_scheduled and node_aware_ring.
   for (size_t k = 0; k < sent.size() && static_cast<int>(k) < bundle.programs_size(); ++k) {
-    const kernels::KernelInfo* kernel = kernels::FindKernel(Collective::kAlltoall, sent[k].second->algorithm());
-    if (sent[k].first != v1::COLLECTIVE_ALLTOALL || kernel == nullptr || !kernel->needs_context) continue;
-    auto program = ProgramFromProto(bundle.programs(static_cast<int>(k)), n);
-    if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
+    Collective c;
+    if (!ToKernelCollective(sent[k].first, &c)) continue;
+    const v1::CompiledSchedule& s = *sent[k].second;
+    const kernels::KernelInfo* kernel = kernels::FindKernel(c, s.algorithm());
+    if (kernel == nullptr || !kernel->needs_context) continue;
+    const v1::RankProgram& wire = bundle.programs(static_cast<int>(k));
+    if (kernel->host_program) {
+      auto program = HostProgramFromProto(wire, s.host_of_rank(), c == Collective::kAllgather);
+      if (program.ok() && program->rank == rank)
+        (c == Collective::kAllgather ? plan->allgather_hosts : plan->alltoall_hosts) = std::move(program).value();
+    } else if (c == Collective::kAlltoall) {
+      auto program = ProgramFromProto(wire, n);
+      if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
+    }
   }
   Complete(plan.get(), config_.force);
   return plan;
@@ -317,6 +328,8 @@ std::unique_ptr<Runtime::CommState> Runtime::MakeState(MPI_Comm comm, std::share
   PMPI_Comm_size(comm, &state->size);
   if (plan->any_kernel) state->holder.DupComm(comm);
   if (plan->program) state->holder.SetProgram(*plan->program);
+  if (plan->alltoall_hosts) state->holder.SetHostProgram(*plan->alltoall_hosts);
+  if (plan->allgather_hosts) state->holder.SetHostProgram(*plan->allgather_hosts);
   if (!plan->ring_order.empty()) state->holder.SetRing(plan->ring_order, plan->switch_of_rank);
   state->plan = std::move(plan);
   return state;

@@ -77,6 +77,8 @@ struct PlanData {
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
   std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
+  std::optional<HostProgram> alltoall_hosts;    // This rank's alltoall capacity_scheduled program.
+  std::optional<HostProgram> allgather_hosts;   // This rank's allgather node_aware_ring program.
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
 

@@ -9,6 +9,7 @@
 
 #include "db/hash.h"
 #include "tuner/bounds.h"
+#include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
 
@@ -21,7 +22,8 @@ uint64_t PlacementHash(const std::vector<std::string>& rank_hosts) {
 }
 
 size_t CompiledPlan::bytes() const {
-  size_t b = sizeof(*this) + collective.size() + algorithm.size() + steps.size() * sizeof(int32_t);
+  size_t b =
+      sizeof(*this) + collective.size() + algorithm.size() + (steps.size() + host_of_rank.size()) * sizeof(int32_t);
   for (const std::string& p : programs) b += sizeof(p) + p.capacity();
   return b;
 }
@@ -41,7 +43,30 @@ void ToProto(const RankProgram& p, v1::RankProgram* out) {
   }
 }
 
+void ToProto(const HostProgram& p, v1::RankProgram* out) {
+  out->set_rank(p.rank);
+  for (const auto& [list, wire] :
+       {std::pair{&p.sends, out->mutable_sends()}, std::pair{&p.recvs, out->mutable_recvs()}})
+    for (const HostTransfer& t : *list) {
+      v1::HostTransfer* w = wire->Add();
+      w->set_phase(t.phase);
+      w->set_peer(t.peer);
+      w->set_offset(t.offset);
+      w->set_blocks(t.blocks);
+    }
+  out->mutable_stream_origin()->Add(p.stream_origin.begin(), p.stream_origin.end());
+}
+
+int32_t StepsOf(const v1::RankProgram& p) {
+  return p.steps_size() + p.sends_size() + p.recvs_size() + p.stream_origin_size();
+}
+
 }  // namespace
+
+bool HostCombinedKernel(std::string_view collective, std::string_view algorithm) {
+  return (collective == "alltoall" && algorithm == "capacity_scheduled") ||
+         (collective == "allgather" && algorithm == "node_aware_ring");
+}
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {
@@ -55,13 +80,27 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   if (!tree.ok()) return tree.status();
   auto schedule = alg->make(*tree);
   if (!schedule.ok()) return schedule.status();
-  auto programs = CompileRankPrograms(*schedule);
-  if (!programs.ok()) return programs.status();
   CompiledPlan plan;
   plan.collective = std::string(collective);
   plan.algorithm = std::string(algorithm);
   plan.bottleneck_load = BottleneckLoad(*tree);
   v1::RankProgram wire;
+  if (HostCombinedKernel(collective, algorithm)) {
+    plan.host_of_rank = HostIndexOfRanks(*tree);
+    auto hosts = CompileHostPrograms(*schedule, plan.host_of_rank);
+    if (!hosts.ok()) return hosts.status();
+    plan.num_phases = schedule->num_phases();
+    for (const HostProgram& p : *hosts) {
+      wire.Clear();
+      ToProto(p, &wire);
+      plan.steps.push_back(StepsOf(wire));
+      plan.num_steps += plan.steps.back();
+      plan.programs.push_back(wire.SerializeAsString());
+    }
+    return plan;
+  }
+  auto programs = CompileRankPrograms(*schedule);
+  if (!programs.ok()) return programs.status();
   for (RankProgram& p : *programs) {
     plan.steps.push_back(static_cast<int32_t>(p.steps.size()));
     plan.num_steps += static_cast<int64_t>(p.steps.size());
@@ -101,6 +140,7 @@ void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64
   out->set_num_phases(plan.num_phases);
   out->set_bottleneck_load(plan.bottleneck_load);
   out->set_num_syncs(plan.num_syncs);
+  out->mutable_host_of_rank()->Add(plan.host_of_rank.begin(), plan.host_of_rank.end());
   int64_t steps = 0;
   if (ranks.empty()) {
     steps = plan.num_steps;
@@ -123,7 +163,7 @@ void PlanToProto(const CompiledPlan& plan, std::span<const int32_t> ranks, int64
 
 namespace {
 
-constexpr std::string_view kMagic = "TTP3";  // Bump the digit when the layout changes.
+constexpr std::string_view kMagic = "TTP4";  // Bump the digit when the layout changes.
 using google::protobuf::internal::WireFormatLite;
 
 }  // namespace
@@ -153,6 +193,10 @@ std::string EncodePlan(const CompiledPlan& plan) {
     coded.WriteVarint32(static_cast<uint32_t>(p.size()));
     coded.WriteString(p);
   }
+  // Field 8 (host_of_rank) last, as serializing the whole message orders it.
+  v1::CompiledSchedule hosts;
+  hosts.mutable_host_of_rank()->Add(plan.host_of_rank.begin(), plan.host_of_rank.end());
+  out += hosts.SerializeAsString();
   return out;
 }
 
@@ -183,6 +227,15 @@ StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
       if (!in.ReadVarint32(&len) || !in.ReadString(&bytes, static_cast<int>(len))) return bad("truncated string");
       if (field == 1) plan.algorithm = std::move(bytes);
       if (field == 6) plan.programs.push_back(std::move(bytes));
+    } else if (type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED && field == 8) {
+      // host_of_rank, packed.
+      if (!in.ReadVarint32(&len)) return bad("truncated host list");
+      const auto limit = in.PushLimit(static_cast<int>(len));
+      while (in.BytesUntilLimit() > 0) {
+        if (!in.ReadVarint64(&v)) return bad("truncated host list");
+        plan.host_of_rank.push_back(static_cast<int32_t>(v));
+      }
+      in.PopLimit(limit);
     } else {
       return bad(fmt::format("unexpected field {} of wire type {}", field, static_cast<int>(type)));
     }
@@ -192,6 +245,11 @@ StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
   if (num_ranks != static_cast<int64_t>(plan.programs.size()))
     return bad(fmt::format("{} programs for {} ranks", plan.programs.size(), num_ranks));
   if (plan.num_phases < 0 || plan.num_syncs < 0 || plan.bottleneck_load < 0) return bad("figures out of range");
+  if (!plan.host_of_rank.empty()) {
+    HostProgram layout;
+    if (plan.host_of_rank.size() != plan.programs.size() || !SetHostLayout(plan.host_of_rank, &layout).ok())
+      return bad("a host list that does not number the ranks' hosts");
+  }
   // Every program must parse, be its rank's, and name ranks in range.
   const auto n = static_cast<int32_t>(plan.programs.size());
   v1::RankProgram wire;
@@ -205,8 +263,14 @@ StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
       for (int32_t w : s.notify()) ok = ok && w >= 0 && w < n;
       if (!ok) return bad(fmt::format("rank {} names a rank out of range", r));
     }
-    plan.steps.push_back(wire.steps_size());
-    plan.num_steps += wire.steps_size();
+    for (const auto* list : {&wire.sends(), &wire.recvs()})
+      for (const v1::HostTransfer& t : *list)
+        if (plan.host_of_rank.empty() || t.peer() < 0 || t.peer() >= n || t.offset() < 0 || t.blocks() < 1)
+          return bad(fmt::format("rank {} has a host transfer out of range", r));
+    if (wire.stream_origin_size() != 0 && (plan.host_of_rank.empty() || wire.stream_origin_size() != n))
+      return bad(fmt::format("rank {} has a stream of {} blocks", r, wire.stream_origin_size()));
+    plan.steps.push_back(StepsOf(wire));
+    plan.num_steps += plan.steps.back();
   }
   return plan;
 }

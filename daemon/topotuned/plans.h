@@ -48,7 +48,11 @@ struct CompiledPlan {
   // 18 MB instead of 130 MB of structs, and answering one rank costs a parse
   // of its few kilobytes.
   std::vector<std::string> programs;
-  std::vector<int32_t> steps;  // Steps of each rank's program.
+  std::vector<int32_t> steps;  // Steps of each rank's program (a host program's transfers and stream entries).
+  // Host-combined schedules (capacity_scheduled, node_aware_ring): the host
+  // index of every rank, and the programs are host programs
+  // (tuner/host_program.h). Empty for rank-level programs.
+  std::vector<int32_t> host_of_rank;
   // The schedule's figures, for GetPlan's CompiledSchedule.
   int32_t num_phases = 0;
   int64_t num_syncs = 0;        // Notices over all programs (Faraj-Yuan §5, after redundancy removal).
@@ -60,15 +64,20 @@ struct CompiledPlan {
 
 // Builds the schedule of `algorithm` (schedule_registry.h) for the ranks of
 // `rank_hosts` on `topo`, verifies nothing (the generators are verified by
-// their tests) and compiles every rank's program. InvalidArgument for an
-// unknown host or algorithm.
+// their tests) and compiles every rank's program: a RankProgram, or for the
+// host-combined kernels (HostCombinedKernel) a host program. InvalidArgument
+// for an unknown host or algorithm.
+// Whether the kernel of `algorithm` runs host programs (alltoall
+// capacity_scheduled, allgather node_aware_ring).
+bool HostCombinedKernel(std::string_view collective, std::string_view algorithm);
+
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm);
 
 // The program of `rank` decoded (tests and tools; GetPlan sends the bytes).
 RankProgram ProgramOf(const CompiledPlan& plan, int rank);
 
-// The persisted form: "TTP3", the collective (varint length and bytes), then
+// The persisted form: "TTP4", the collective (varint length and bytes), then
 // the plan as a serialized v1::CompiledSchedule with every program. The
 // decoder is strict: a truncated or corrupt blob, one of an older layout, a
 // program of the wrong rank or naming a rank out of range is an error, never

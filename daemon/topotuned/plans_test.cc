@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
 #include "tuner/topology_io.h"
@@ -83,6 +84,53 @@ TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
       c[4 + rng() % (c.size() - 4)] ^= static_cast<char>(1 + rng() % 255);
       (void)DecodePlan(c);
     }
+  }
+}
+
+TEST(CompilePlan, HostCombinedKernelsGetHostProgramsThatSurviveTheCodec) {
+  // Two and three ranks on some hosts, interleaved.
+  const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};
+  Topology topo = TwoSwitch();
+  auto tree = RankTree::Build(topo, *PlacementFromRankHosts(topo, ranks));
+  ASSERT_TRUE(tree.ok());
+  for (const char* collective : {"alltoall", "allgather"}) {
+    const char* alg = std::string_view(collective) == "alltoall" ? "capacity_scheduled" : "node_aware_ring";
+    ASSERT_TRUE(HostCombinedKernel(collective, alg));
+    auto plan = CompilePlan(topo, ranks, collective, alg);
+    ASSERT_TRUE(plan.ok()) << alg << ": " << plan.status().message();
+    EXPECT_EQ(plan->host_of_rank, HostIndexOfRanks(*tree));
+    auto schedule = FindScheduleAlgorithm(collective, alg)->make(*tree);
+    ASSERT_TRUE(schedule.ok());
+    EXPECT_EQ(plan->num_phases, schedule->num_phases());
+    for (int r = 0; r < 7; ++r) {
+      auto direct = CompileHostProgram(*schedule, plan->host_of_rank, r);
+      ASSERT_TRUE(direct.ok());
+      v1::RankProgram wire;
+      ASSERT_TRUE(wire.ParseFromString(plan->programs[r]));
+      EXPECT_EQ(wire.rank(), r);
+      ASSERT_EQ(wire.sends_size(), static_cast<int>(direct->sends.size())) << alg << " rank " << r;
+      ASSERT_EQ(wire.recvs_size(), static_cast<int>(direct->recvs.size())) << alg << " rank " << r;
+      for (int i = 0; i < wire.sends_size(); ++i) {
+        const HostTransfer& t = direct->sends[i];
+        EXPECT_EQ(wire.sends(i).peer(), t.peer);
+        EXPECT_EQ(wire.sends(i).offset(), t.offset);
+        EXPECT_EQ(wire.sends(i).blocks(), t.blocks);
+        EXPECT_EQ(wire.sends(i).phase(), t.phase);
+      }
+      EXPECT_EQ(std::vector<int32_t>(wire.stream_origin().begin(), wire.stream_origin().end()), direct->stream_origin);
+      EXPECT_EQ(plan->steps[r], wire.sends_size() + wire.recvs_size() + wire.stream_origin_size());
+    }
+    v1::CompiledSchedule sent;
+    PlanToProto(*plan, {}, INT64_MAX, &sent);
+    EXPECT_EQ(std::vector<int32_t>(sent.host_of_rank().begin(), sent.host_of_rank().end()), plan->host_of_rank);
+    std::string blob = EncodePlan(*plan);
+    auto back = DecodePlan(blob);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->programs, plan->programs);
+    EXPECT_EQ(back->host_of_rank, plan->host_of_rank);
+    EXPECT_EQ(back->steps, plan->steps);
+    EXPECT_TRUE(blob.ends_with(sent.SerializeAsString()));
+    for (size_t n = 0; n < blob.size(); ++n) EXPECT_FALSE(DecodePlan(blob.substr(0, n)).ok()) << n;
   }
 }
 

@@ -71,12 +71,13 @@ std::string ExpandLauncher(const std::string& templ, int np, const std::string& 
 
 std::vector<std::string> SimplicityOrder(std::string_view collective) {
   if (collective == "alltoall")
-    return {"native",         "linear", "pairwise", "ring",      "bruck",
-            "phased_barrier", "mesh",   "grid3d",   "hypercube", "tree_scheduled"};
+    return {"native",    "linear",         "pairwise",          "ring", "bruck", "phased_barrier", "mesh", "grid3d",
+            "hypercube", "tree_scheduled", "capacity_scheduled"};
   if (collective == "alltoallv")
     return {"native", "linear", "greedy_phased", "a2a_phased", "greedy_phased_l3", "a2a_phased_l3"};
   if (collective == "allgather")
-    return {"native", "ring", "recursive_doubling", "simultaneous_bcast", "switch_ordered_ring", "link_scheduled"};
+    return {"native",         "ring",           "recursive_doubling", "simultaneous_bcast", "switch_ordered_ring",
+            "link_scheduled", "node_aware_ring"};
   return {"native"};
 }
 
