@@ -3,8 +3,10 @@
 //
 // For each phase in which rank r takes part, a RankStep lists, in execution
 // order: the synchronisation notices to wait for (one zero-byte message from
-// each rank in wait_for), the message to send and the one to receive (posted
-// together, then both completed), and the ranks to notify afterwards.
+// each rank in wait_for), the message to send and the one to receive, and the
+// ranks to notify afterwards. The tree_scheduled kernel posts every receive
+// up front and completes only the send in each step before notifying
+// (Schedule::receives_up_front, set by the sync planner).
 // Notices between one pair of ranks are matched first-in first-out (MPI's
 // non-overtaking rule), so compilation requires that, for every pair (a, c),
 // the synchronisations a -> c ordered by after_phase are also ordered by

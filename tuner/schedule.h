@@ -5,9 +5,13 @@
 // rank). A synchronisation (a, p, c, q) means: rank a, after finishing phase p
 // (its send and receive of that phase), notifies rank c, and c waits for it
 // before starting phase q. Every rank executes its phases in increasing order
-// (program order). When barrier_between_phases is set, all ranks instead meet
-// in a barrier between consecutive phases (CC-MPI's phased execution) and
-// `syncs` is empty.
+// (program order). When receives_up_front is set, ranks post every receive
+// before the first phase and finish only their send in each phase (Faraj-Yuan
+// §5's "after message a->b"): program order then orders a rank's sends, and
+// a synchronisation (a, p, c, q) leaves a when its send of phase p has
+// completed. When barrier_between_phases is set, all ranks instead meet in a
+// barrier between consecutive phases (CC-MPI's phased execution) and `syncs`
+// is empty.
 //
 // Host-combined (node-aware) schedules (Schedule::host_combined) list only
 // messages between hosts, each carrying several blocks (Message::blocks); the
@@ -52,6 +56,9 @@ class Schedule {
   int num_ranks = 0;
   std::vector<Sync> syncs;
   bool barrier_between_phases = false;
+  // Receives are all posted before the first phase; a phase ends for a rank
+  // when its send completes (see the file comment). Set by the sync planner.
+  bool receives_up_front = false;
   // Host-combined all-to-all: the phases hold only messages between ranks on
   // different hosts (hosts as RankTree::rank_host_name names them). For every
   // ordered host pair (H, G), the r_H x r_G blocks (origin rank on H,

@@ -137,6 +137,7 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree) {
   int64_t load = schedule.bottleneck_load != 0 ? schedule.bottleneck_load : BottleneckLoad(tree);
   fmt::format_to(std::back_inserter(out), "],\"bottleneck_load\":{}", load);
   if (schedule.host_combined) out.append(",\"host_combined\":true");
+  if (schedule.receives_up_front) out.append(",\"receives_up_front\":true");
   out.push_back('}');
   return out;
 }
@@ -251,6 +252,11 @@ StatusOr<Schedule> ScheduleFromJson(std::string_view json) {
     if (!combined->is_boolean())
       return Error("host_combined", fmt::format("expected true or false, got {}", Show(*combined)));
     s.host_combined = combined->get<bool>();
+  }
+  if (const Json* up_front = Member(doc, "receives_up_front")) {
+    if (!up_front->is_boolean())
+      return Error("receives_up_front", fmt::format("expected true or false, got {}", Show(*up_front)));
+    s.receives_up_front = up_front->get<bool>();
   }
   return s;
 }

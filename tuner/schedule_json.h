@@ -22,6 +22,10 @@
 //                    with the topology file, ranks[] lets an outside tool put
 //                    every message on its path and check each link's load per
 //                    phase. Exchanges inside a host are not listed.
+//   receives_up_front  present (true) only when ranks post every receive
+//                    first and a phase ends at their send's completion
+//                    (tree_scheduled; schedule.h): a sync then leaves its
+//                    sender when that send completed.
 //
 // Fields of Schedule that the format does not carry (barrier_between_phases,
 // syncs_before_reduction) come back as their defaults from ScheduleFromJson.
@@ -48,8 +52,8 @@ std::string ScheduleToJson(const Schedule& schedule, const RankTree& tree);
 // phases and syncs is in [0, ranks.size()), and that every sync's phases are
 // in [0, phases.size()). Errors are InvalidArgument and name the element, as
 // in "schedule JSON: phases[3][1][0]: rank 17 out of range [0, 8)". Keys not
-// in the format are ignored; host_combined is optional (default false). Hosts are not kept: the result has
-// num_ranks = ranks.size().
+// in the format are ignored; host_combined and receives_up_front are optional (default false). Hosts are not kept: the
+// result has num_ranks = ranks.size().
 StatusOr<Schedule> ScheduleFromJson(std::string_view json);
 
 }  // namespace topotune

@@ -97,6 +97,23 @@ TEST(ScheduleJsonTest, HostCombinedMessagesCarryTheirBlockCount) {
   EXPECT_EQ(back->phase(0)[0].blocks, 2);
 }
 
+TEST(ScheduleJsonTest, ReceivesUpFrontRoundTrips) {
+  RankTree tree = SmallTree();
+  Schedule s;
+  s.collective = "alltoall";
+  s.algorithm = "x";
+  s.num_ranks = 3;
+  s.bottleneck_load = 2;
+  s.receives_up_front = true;
+  std::string json = ScheduleToJson(s, tree);
+  EXPECT_TRUE(json.ends_with(R"("bottleneck_load":2,"receives_up_front":true})")) << json;
+  auto back = ScheduleFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->receives_up_front);
+  json.replace(json.find("true}"), 4, "1");
+  EXPECT_FALSE(ScheduleFromJson(json).ok());
+}
+
 TEST(ScheduleJsonTest, ZeroBottleneckLoadIsComputedFromTheTree) {
   // Faraj-Yuan Figure 1: the s0 -- s1 link splits the six hosts 3 | 3.
   Topology t = testing::FarajYuanFigure1();

@@ -50,7 +50,8 @@ TEST(ScheduleRegistryTest, ListsTheDesignedAlgorithms) {
   EXPECT_EQ(by_collective["alltoall"], (std::vector<std::string_view>{"capacity_scheduled", "tree_scheduled", "ring",
                                                                       "pairwise", "phased_barrier"}));
   EXPECT_EQ(by_collective["alltoallv"], (std::vector<std::string_view>{"greedy_phased", "a2a_phased"}));
-  EXPECT_EQ(by_collective["allgather"], (std::vector<std::string_view>{"node_aware_ring", "ring", "switch_ordered_ring"}));
+  EXPECT_EQ(by_collective["allgather"],
+            (std::vector<std::string_view>{"node_aware_ring", "ring", "switch_ordered_ring"}));
   EXPECT_EQ(by_collective.size(), 3u);
 }
 
@@ -76,7 +77,8 @@ TEST(ScheduleRegistryTest, ValidAlgorithmsText) {
   auto bad = LookupScheduleAlgorithm("allgather", "bruck");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Status::Code::kNotFound);
-  EXPECT_EQ(bad.status().message(), "unknown allgather algorithm 'bruck'; valid algorithms: node_aware_ring, ring, switch_ordered_ring");
+  EXPECT_EQ(bad.status().message(),
+            "unknown allgather algorithm 'bruck'; valid algorithms: node_aware_ring, ring, switch_ordered_ring");
   auto good = LookupScheduleAlgorithm("alltoallv", "a2a_phased");
   ASSERT_TRUE(good.ok());
   EXPECT_EQ((*good)->name, "a2a_phased");

@@ -12,15 +12,14 @@ namespace {
 constexpr int kSearchBudget = 64;
 
 struct EdgeUser {
-  int32_t a = -1;  // Sender and receiver of the last message on the edge.
-  int32_t b = -1;
+  int32_t a = -1;  // Sender of the last message on the edge.
   int32_t phase = -1;
   uint32_t a_event = 0;
 };
 
-// Participation events: rank x takes part in phase p when it sends or
-// receives then. Events of rank x are ids [begin[x], begin[x+1]) in phase
-// order; program order links each to the next.
+// Send events: rank x has one at phase p when it sends then (receives are
+// posted up front and order nothing). Events of rank x are ids
+// [begin[x], begin[x+1]) in phase order; program order links each to the next.
 struct Events {
   std::vector<uint32_t> begin;
   std::vector<int32_t> phase;
@@ -39,11 +38,9 @@ Events BuildEvents(const Schedule& s) {
   std::vector<uint32_t> count(n + 1, 0);
   for (int p = 0; p < s.num_phases(); ++p) {
     for (const Message& m : s.phase(p)) {
-      for (int32_t x : {m.src, m.dst}) {
-        if (last[x] != p) {
-          last[x] = p;
-          ++count[x + 1];
-        }
+      if (last[m.src] != p) {
+        last[m.src] = p;
+        ++count[m.src + 1];
       }
     }
   }
@@ -56,13 +53,12 @@ Events BuildEvents(const Schedule& s) {
   std::vector<uint32_t> pos(count.begin(), count.end() - 1);
   for (int p = 0; p < s.num_phases(); ++p) {
     for (const Message& m : s.phase(p)) {
-      for (int32_t x : {m.src, m.dst}) {
-        if (last[x] != p) {
-          last[x] = p;
-          ev.phase[pos[x]] = p;
-          ev.rank[pos[x]] = x;
-          ++pos[x];
-        }
+      const int32_t x = m.src;
+      if (last[x] != p) {
+        last[x] = p;
+        ev.phase[pos[x]] = p;
+        ev.rank[pos[x]] = x;
+        ++pos[x];
       }
     }
   }
@@ -71,10 +67,10 @@ Events BuildEvents(const Schedule& s) {
   return ev;
 }
 
-// Is there a chain of program order and kept synchronisations from an event
-// of rank a or b at phase >= p to event `target` (excluding the direct one
+// Is there a chain of program order and kept synchronisations from a send
+// event of rank a at phase >= p to event `target` (excluding the direct one
 // under consideration)? Bounded by kSearchBudget; false when unsure.
-bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t b, int32_t p, std::vector<uint32_t>* stack,
+bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t p, std::vector<uint32_t>* stack,
                      std::vector<uint32_t>* visited) {
   stack->clear();
   visited->clear();
@@ -90,7 +86,7 @@ bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t b, in
     stack->pop_back();
     if (ev.phase[e] < p) continue;
     const int32_t r = ev.rank[e];
-    if (r == a || r == b) return true;
+    if (r == a) return true;
     if (std::find(visited->begin(), visited->end(), e) != visited->end()) continue;
     visited->push_back(e);
     push_preds(e);
@@ -105,6 +101,7 @@ SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
   const int n = s.num_ranks;
   SyncPlanStats stats;
   s.syncs.clear();
+  s.receives_up_front = true;
   if (n < 2 || s.num_phases() == 0) return stats;
 
   Events ev = BuildEvents(s);
@@ -125,7 +122,6 @@ SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
     for (const Message& m : s.phase(q)) {
       const int32_t c = m.src;
       const uint32_t c_ev = event_at(c, q);
-      event_at(m.dst, q);
       path.clear();
       tree.Path(m.src, m.dst, &path);
       cands.clear();
@@ -136,7 +132,7 @@ SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
           for (const EdgeUser& x : cands) dup |= x.a_event == lu.a_event;
           if (!dup) cands.push_back(lu);
         }
-        lu = EdgeUser{c, m.dst, q, c_ev};
+        lu = EdgeUser{c, q, c_ev};
       }
       stats.candidates += static_cast<int64_t>(cands.size());
       // Latest sources first: they imply earlier ones through program order.
@@ -144,9 +140,8 @@ SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
       ev.in_begin[c_ev] = static_cast<uint32_t>(ev.in_src.size());
       int32_t* kc = &known[static_cast<size_t>(c) * n];
       for (const EdgeUser& u : cands) {
-        if (u.b == c) continue;  // c received that message itself: program order.
-        if (kc[u.a] >= u.phase || kc[u.b] >= u.phase) continue;
-        if (ImpliedBySearch(ev, c_ev, u.a, u.b, u.phase, &stack, &visited)) continue;
+        if (kc[u.a] >= u.phase) continue;
+        if (ImpliedBySearch(ev, c_ev, u.a, u.phase, &stack, &visited)) continue;
         ev.in_src.push_back(u.a_event);
         ++ev.in_count[c_ev];
         kc[u.a] = std::max(kc[u.a], u.phase);

@@ -180,9 +180,39 @@ TEST(Verifier, UnorderedContendingMessagesAcrossPhases) {
   // A chain through a third rank also orders them... via the receiver 2 here:
   s.syncs = {{2, 0, 1, 1}};
   EXPECT_TRUE(Verify(s, *tree, opt).ok());
+  // With receives posted up front the receiver's phase 0 ends at once: its
+  // notice says nothing about 0->2, so only the sender's orders the pair
+  // (the send-done point, Faraj-Yuan §5's "after message a->b").
+  s.receives_up_front = true;
+  EXPECT_EQ(Verify(s, *tree, opt).unordered_pairs, 1);
+  s.syncs = {{0, 0, 1, 1}};
+  EXPECT_TRUE(Verify(s, *tree, opt).ok());
   s.barrier_between_phases = true;
   s.syncs.clear();
   EXPECT_TRUE(Verify(s, *tree, opt).ok());
+}
+
+TEST(SyncPlanner, TheSenderOfThePreviousUserReleasesTheNext) {
+  Topology topo = BuildTopology({"s0", "s1"}, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}},
+                                {{"s0", "s1"}, {"a", "s0"}, {"c", "s0"}, {"b", "s1"}, {"d", "s1"}});
+  auto tree = RankTree::Build(topo, DefaultPlacement(topo));
+  ASSERT_TRUE(tree.ok());
+  // Ranks a = 0, b = 1, c = 2, d = 3. Phase 0: c->b crosses s0->s1; phase 1:
+  // a->d crosses it too. c notifies a once its send completed.
+  Schedule s;
+  s.num_ranks = 4;
+  s.SetPhases({{{2, 1}}, {{0, 3}}});
+  PlanSynchronisations(*tree, &s);
+  EXPECT_TRUE(s.receives_up_front);
+  ASSERT_EQ(s.syncs.size(), 1u);
+  EXPECT_EQ(s.syncs[0], (Sync{2, 0, 0, 1}));
+  EXPECT_TRUE(Verify(s, *tree, {.all_pairs = false, .expected = {{2, 1}, {0, 3}}}).ok());
+  // The same sender again: program order, no notice.
+  Schedule t;
+  t.num_ranks = 4;
+  t.SetPhases({{{2, 1}}, {{2, 3}}});
+  PlanSynchronisations(*tree, &t);
+  EXPECT_TRUE(t.syncs.empty());
 }
 
 }  // namespace

@@ -11,15 +11,19 @@ namespace topotune {
 namespace {
 
 // Happens-before by vector clocks, swept in phase order. Rank x has a point
-// at phase t when it sends or receives then, or a synchronisation leaves or
+// at phase t when it sends or receives then (only when it sends, under
+// Schedule::receives_up_front: its receives are posted before the first
+// phase and not waited for in between), or a synchronisation leaves or
 // reaches it there. clock[x][y] is the latest phase of rank y whose end
 // happens before x's current position: program order (a rank finishes phase
-// t, send and receive, before starting a later one) and synchronisations
-// (a, p, c, q): a's clock at the end of p joins c's before c starts q.
-// Snapshots are kept only while a synchronisation is in flight.
+// t, its send and, unless receives_up_front, its receive, before starting a
+// later one) and synchronisations (a, p, c, q): a's clock at the end of p
+// joins c's before c starts q. Snapshots are kept only while a
+// synchronisation is in flight.
 class Clocks {
  public:
-  Clocks(const Schedule& s, int n) : n_(n), clock_(static_cast<size_t>(n) * n, -1) {
+  Clocks(const Schedule& s, int n)
+      : n_(n), receiver_orders_(!s.receives_up_front), clock_(static_cast<size_t>(n) * n, -1) {
     const int phases = s.num_phases();
     into_.resize(phases);
     from_.resize(phases);
@@ -48,12 +52,15 @@ class Clocks {
       ++it->second.refs;
     }
   }
-  // Does the end of phase p of rank a or b happen before c starts its
-  // current phase?
+  // Does the end of phase p of rank a (sender) or, unless receives are
+  // posted up front, of rank b (receiver) happen before c starts its current
+  // phase?
   bool Ordered(int a, int b, int p, int c) const {
     const int32_t* row = &clock_[static_cast<size_t>(c) * n_];
-    return a == c || b == c || row[a] >= p || row[b] >= p;
+    return a == c || row[a] >= p || (receiver_orders_ && (b == c || row[b] >= p));
   }
+  // Whether a rank that only receives in a phase has a point there.
+  bool receiver_orders() const { return receiver_orders_; }
 
  private:
   struct Snapshot {
@@ -64,6 +71,7 @@ class Clocks {
   int32_t* Row(int x) { return &clock_[static_cast<size_t>(x) * n_]; }
 
   int n_;
+  bool receiver_orders_;
   std::vector<int32_t> clock_;
   std::vector<std::vector<Sync>> into_, from_;
   std::unordered_map<uint64_t, Snapshot> snapshots_;
@@ -346,7 +354,7 @@ VerifyReport Verify(const Schedule& s, const RankTree& tree, const VerifyOptions
     ranks_at.clear();
     for (const Message& m : s.phase(p)) {
       for (int x : {m.src, m.dst}) {
-        if (mark[x] != p) {
+        if (mark[x] != p && (x == m.src || clocks.receiver_orders())) {
           mark[x] = p;
           ranks_at.push_back(x);
         }

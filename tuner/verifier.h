@@ -10,9 +10,11 @@
 //     messages and the edge);
 //   * ordering: every two contending messages in different phases are ordered
 //     by program order (each rank runs its phases in order, finishing its send
-//     and receive of a phase before the next) or by synchronisations (or by
-//     barriers, for barrier-phased schedules). Checking consecutive users of
-//     each edge suffices, since ordering is transitive.
+//     and receive of a phase before the next; only its send when
+//     Schedule::receives_up_front, the send-done point of Faraj-Yuan §5) or
+//     by synchronisations (or by barriers, for barrier-phased schedules).
+//     Checking consecutive users of each edge suffices, since ordering is
+//     transitive.
 // It reports phases, the maximum link load (messages over the most used
 // directed edge in the whole schedule), the maximum load of a directed edge
 // within one phase, and the contention count: over all (phase, directed

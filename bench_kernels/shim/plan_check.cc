@@ -173,46 +173,39 @@ Status CheckPrograms(std::span<const RankProgram> programs) {
     for (int64_t b = 0; b < n; ++b)
       if (a != b && !sent[static_cast<size_t>(a * n + b)])
         return Status::InvalidArgument(fmt::format("rank {} never sends its block to rank {}", a, b));
+  // And receives it exactly once (receives are posted up front, so a wrong
+  // one would not stall anything: it would take another rank's block).
+  std::vector<bool> received(static_cast<size_t>(n * n));
+  for (const RankProgram& p : programs)
+    for (const RankStep& s : p.steps)
+      if (s.recv_from >= 0) {
+        auto bit = received[static_cast<size_t>(s.recv_from * n + p.rank)];
+        if (bit)
+          return Status::InvalidArgument(fmt::format("rank {} receives from rank {} twice", p.rank, s.recv_from));
+        bit = true;
+      }
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < n; ++b)
+      if (a != b && !received[static_cast<size_t>(a * n + b)])
+        return Status::InvalidArgument(fmt::format("rank {} never receives rank {}'s block", b, a));
 
-  // Run them together (see the header comment).
-  struct Cursor {
-    size_t step = 0;
-    bool posted = false, send_done = false, recv_done = false;
-  };
-  std::vector<Cursor> at(static_cast<size_t>(n));
+  // Run them together (see the header comment). Every receive is posted
+  // before the first step, so a send completes as soon as it is posted; a
+  // rank stops only at a step whose notices have not all arrived.
+  std::vector<size_t> at(static_cast<size_t>(n), 0);
   std::unordered_map<int64_t, int64_t> notices;  // a * n + c: notices from a that c has not consumed.
-  auto current = [&](int64_t r) -> const RankStep* {
-    const Cursor& c = at[static_cast<size_t>(r)];
-    return c.posted ? &programs[r].steps[c.step] : nullptr;
-  };
   auto advance = [&](int64_t r) {
     bool moved = false;
-    Cursor& c = at[static_cast<size_t>(r)];
+    size_t& step = at[static_cast<size_t>(r)];
     const std::vector<RankStep>& steps = programs[r].steps;
-    while (c.step < steps.size()) {
-      const RankStep& s = steps[c.step];
-      if (!c.posted) {
-        std::unordered_map<int64_t, int64_t> need;
-        for (int32_t w : s.wait_for) ++need[w];
-        for (const auto& [w, k] : need)
-          if (notices[w * n + r] < k) return moved;
-        for (const auto& [w, k] : need) notices[w * n + r] -= k;
-        c.posted = true;
-        c.send_done = s.send_to < 0;
-        c.recv_done = s.recv_from < 0;
-        moved = true;
-      }
-      if (!c.send_done)
-        if (const RankStep* peer = current(s.send_to); peer && peer->recv_from == r && !at[s.send_to].recv_done)
-          c.send_done = at[s.send_to].recv_done = moved = true;
-      if (!c.recv_done)
-        if (const RankStep* peer = current(s.recv_from); peer && peer->send_to == r && !at[s.recv_from].send_done)
-          c.recv_done = at[s.recv_from].send_done = moved = true;
-      if (!(c.send_done && c.recv_done)) return moved;
+    for (; step < steps.size(); ++step, moved = true) {
+      const RankStep& s = steps[step];
+      std::unordered_map<int64_t, int64_t> need;
+      for (int32_t w : s.wait_for) ++need[w];
+      for (const auto& [w, k] : need)
+        if (notices[w * n + r] < k) return moved;
+      for (const auto& [w, k] : need) notices[w * n + r] -= k;
       for (int32_t x : s.notify) ++notices[r * n + x];
-      c.posted = false;
-      ++c.step;
-      moved = true;
     }
     return moved;
   };
@@ -221,13 +214,13 @@ Status CheckPrograms(std::span<const RankProgram> programs) {
     for (int64_t r = 0; r < n; ++r) progress |= advance(r);
   }
   for (int64_t r = 0; r < n; ++r) {
-    const Cursor& c = at[static_cast<size_t>(r)];
-    if (c.step < programs[r].steps.size()) {
-      const RankStep& s = programs[r].steps[c.step];
+    const size_t step = at[static_cast<size_t>(r)];
+    if (step < programs[r].steps.size()) {
+      const RankStep& s = programs[r].steps[step];
       return Status::InvalidArgument(
-          fmt::format("the programs deadlock: rank {} never completes phase {} ({})", r, s.phase,
-                      !c.posted ? fmt::format("waiting for notices from {}", fmt::join(s.wait_for, ", "))
-                                : fmt::format("sending to {} and receiving from {}", s.send_to, s.recv_from)));
+          fmt::format("the programs deadlock: rank {} never completes phase {} (waiting for "
+                      "notices from {})",
+                      r, s.phase, fmt::join(s.wait_for, ", ")));
     }
   }
   for (const auto& [pair, k] : notices)

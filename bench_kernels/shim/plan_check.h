@@ -16,9 +16,10 @@
 //     bytes and fails on any block that ends in the wrong place.
 //   * CheckPrograms: an independent verifier of compiled per-rank programs.
 //     It runs all programs together in a model of the kernel's execution
-//     (tree_scheduled.cc: wait for notices, post send and receive together,
-//     complete both, notify), where a send completes only once its receiver
-//     has posted the matching receive (rendezvous, the strictest protocol),
+//     (tree_scheduled.cc: every receive posted up front; per step, wait for
+//     notices, send and complete the send, notify), where a send completes
+//     once its receiver has posted the matching receive (rendezvous, the
+//     strictest protocol; here always, since receives are posted first),
 //     and notices never block. The programs pass when every rank reaches its
 //     end, every notice sent is awaited, and every ordered pair of distinct
 //     ranks exchanges exactly one block.

@@ -635,11 +635,14 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "bottleneck load, the model (modelled time, bound, their ratio, overrun phases) and the verifier.\n"
                  "--format json prints one line that outside tools read, keys in this order:\n"
                  "  {\"collective\":\"alltoall\",\"algorithm\":\"tree_scheduled\",\"ranks\":[\"n0\",\"n0\",\"n1\"],\n"
-                 "   \"phases\":[[[0,2],[1,0]],[[2,1]]],\"syncs\":[[0,0,2,1]],\"bottleneck_load\":2}\n"
+                 "   \"phases\":[[[0,2],[1,0]],[[2,1]]],\"syncs\":[[0,0,2,1]],\"bottleneck_load\":2,\n"
+                 "   \"receives_up_front\":true}\n"
                  "  ranks[i] is the host of rank i, phases hold [src,dst] messages ([src,dst,blocks] for a\n"
                  "  message of several blocks), syncs hold [from_rank, after_phase, to_rank, before_phase];\n"
                  "  host-combined schedules end with \"host_combined\":true (see tuner/schedule.h for which blocks\n"
-                 "  each message carries). With the topology file, an outside tool can put every message on its\n"
+                 "  each message carries); \"receives_up_front\":true says that a phase ends for a rank when its\n"
+                 "  send completes (its receives are posted first), so a sync leaves at that point. With the topology "
+                 "file, an outside tool can put every message on its\n"
                  "  path and check each link's load per phase.\n");
   sched->add_option("--topology", sched_args.topology, "Topology file (YAML)")->required()->type_name("FILE");
   std::vector<std::string> collectives = Collectives();
