@@ -10,7 +10,11 @@
 //   every phase each host sends its successor at most one message, the next
 //   blocks of its stream (its own ranks' blocks, gathered in shared memory,
 //   then the blocks it received, in order, except its successor's own), and
-//   the receiver scatters them to its ranks. No syncs, no barriers.
+//   the receiver scatters them to its ranks. Each host's lowest rank sends
+//   and receives all of its host's messages, so that a block is forwarded by
+//   the process that received it (the kernel then needs no waiting between
+//   the ranks of a host during the phases; tuner/host_program.h). No syncs,
+//   no barriers.
 //   Capacity: the hops of a depth-first ring cross every link once per
 //   direction, so every directed link carries at most one message per phase,
 //   whose demand is at most the link's speed. A single-host job gets zero
