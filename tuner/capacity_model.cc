@@ -16,12 +16,13 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTolerance = 1e-9;
 
-// The slowest network link among the directed edges of `path`.
+// The slowest network link among the directed edges of `path`, as one flow
+// sees it (a LAG's member speed).
 double PathDemand(const RankTree& tree, const std::vector<int>& path) {
   double demand = kInf;
   for (int d : path) {
     const RankTree::TreeEdge& e = tree.edge(d / 2);
-    if (!e.intra_host) demand = std::min(demand, e.speed_bps);
+    if (!e.intra_host) demand = std::min(demand, e.flow_bps);
   }
   return demand;
 }
@@ -54,12 +55,16 @@ ModelReport ModelSchedule(const Schedule& schedule, const RankTree& tree, const 
   std::vector<int> touched, path;
   for (int p = 0; p < schedule.num_phases(); ++p) {
     touched.clear();
+    double longest = 0;
     for (const Message& m : schedule.phase(p)) {
       if (m.src < 0 || m.dst < 0 || m.src >= tree.num_ranks() || m.dst >= tree.num_ranks() || m.src == m.dst) continue;
       path.clear();
       tree.Path(m.src, m.dst, &path);
       const double d = PathDemand(tree, path);
       if (d == kInf) continue;  // Inside one host.
+      // A message alone takes bytes / demand (longer than its links' share
+      // when a LAG member is its bottleneck).
+      longest = std::max(longest, static_cast<double>(m.blocks) * options.msize_bytes * 8 / d);
       for (int e : path) {
         if (tree.edge(e / 2).intra_host) continue;
         if (demand[e] == 0 && bytes[e] == 0) touched.push_back(e);
@@ -67,7 +72,6 @@ ModelReport ModelSchedule(const Schedule& schedule, const RankTree& tree, const 
         bytes[e] += static_cast<double>(m.blocks) * options.msize_bytes;
       }
     }
-    double longest = 0;
     bool overrun = false;
     for (int e : touched) {
       const double speed = tree.edge(e / 2).speed_bps;
@@ -94,7 +98,7 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree) {
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tree.depth(a) < tree.depth(b); });
-  auto speed = [&](int e) { return tree.edge(e).intra_host ? kInf : tree.edge(e).speed_bps; };
+  auto speed = [&](int e) { return tree.edge(e).intra_host ? kInf : tree.edge(e).flow_bps; };  // One flow's.
   // down[v]: the largest bottleneck speed from v down to a rank below it (a
   // rank leaf: infinity). out[v]: the same from v's parent to a rank outside
   // v's subtree, not through v; -1 when there is none.
@@ -125,7 +129,8 @@ std::vector<LinkCapacity> LinkCapacities(const RankTree& tree) {
     l.edge = e;
     l.load = tree.Load(e);
     l.speed_bps = tree.edge(e).speed_bps;
-    l.max_demand_bps = std::min({l.speed_bps, down[v] < 0 ? l.speed_bps : down[v], out[v] < 0 ? l.speed_bps : out[v]});
+    const double flow = tree.edge(e).flow_bps;
+    l.max_demand_bps = std::min({flow, down[v] < 0 ? flow : down[v], out[v] < 0 ? flow : out[v]});
     l.capacity = std::max(1, static_cast<int>(std::floor(l.speed_bps / l.max_demand_bps * (1 + kTolerance))));
     links.push_back(l);
   }

@@ -71,6 +71,52 @@ TEST(CapacityModel, LinkCapacitiesOfTheExample) {
   EXPECT_EQ(inter, 1);
 }
 
+// Two leaves of two 100 Gbit/s hosts, joined by a LAG of 4 x 25 Gbit/s: a
+// message between the leaves is one flow, hashed onto one member, so it asks
+// 25 Gbit/s of the LAG (its demand) and the LAG takes four at once; alone it
+// runs at 25 Gbit/s.
+TEST(CapacityModel, ALagCarriesFourFlowsEachAtOneMembersSpeed) {
+  Topology t = BuildTopology({"leaf0", "leaf1"}, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}},
+                             {{"leaf0", "leaf1", 100e9, 4},
+                              {"a", "leaf0", 100e9},
+                              {"b", "leaf0", 100e9},
+                              {"c", "leaf1", 100e9},
+                              {"d", "leaf1", 100e9}});
+  RankTree tree = Build(t);
+  EXPECT_DOUBLE_EQ(MessageDemand(tree, 0, 2), 25e9);
+  EXPECT_DOUBLE_EQ(MessageDemand(tree, 0, 1), 100e9);
+  for (const LinkCapacity& l : LinkCapacities(tree)) {
+    if (l.load != 4) continue;  // The LAG: 2 x 2 pairs each way.
+    EXPECT_DOUBLE_EQ(l.speed_bps, 100e9);
+    EXPECT_DOUBLE_EQ(l.max_demand_bps, 25e9);
+    EXPECT_EQ(l.capacity, 4);
+  }
+  // One message across the LAG alone: 1 MB at 25 Gbit/s, not at 100.
+  Schedule s;
+  s.collective = "alltoall";
+  s.num_ranks = 4;
+  s.host_combined = true;
+  s.SetPhases({{{0, 2, 1}}});
+  ModelReport r = ModelSchedule(s, tree, {.msize_bytes = 1e6, .alpha_s = 0});
+  EXPECT_NEAR(r.modelled_s, 1e6 * 8 / 25e9, 1e-12);
+  EXPECT_EQ(r.overrun_phases, 0);
+  // Four flows across it in one phase fit; the verifier agrees (its demand
+  // is one member's speed too), and a plain 100 Gbit/s link would be overrun.
+  s.SetPhases({{{0, 2, 1}, {1, 3, 1}, {0, 3, 1}, {1, 2, 1}}});
+  EXPECT_EQ(ModelSchedule(s, tree, {.msize_bytes = 1e6, .alpha_s = 0}).overrun_phases, 0);
+  VerifyOptions opt;
+  opt.all_pairs = false;
+  opt.expected = {{0, 2}, {1, 3}, {0, 3}, {1, 2}};
+  EXPECT_EQ(Verify(s, tree, opt).contention_count, 0);
+  Topology plain = BuildTopology({"leaf0", "leaf1"}, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}},
+                                 {{"leaf0", "leaf1", 100e9},
+                                  {"a", "leaf0", 100e9},
+                                  {"b", "leaf0", 100e9},
+                                  {"c", "leaf1", 100e9},
+                                  {"d", "leaf1", 100e9}});
+  EXPECT_GT(Verify(s, Build(plain), opt).contention_count, 0);
+}
+
 // Two hosts on one switch, 1 Gbit/s: a phase lasts as long as its most loaded
 // link needs, plus alpha; a message inside a host costs nothing.
 TEST(CapacityModel, ModelledTimeByHand) {

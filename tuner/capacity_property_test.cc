@@ -1,7 +1,8 @@
 // Property tests: capacity_scheduled on 20,000 random clusters as sites cable
 // them (testing::RandomClusterTree, fixed seeds): 2-3 levels, uneven leaves,
 // 1-128 ranks per host, mixed host speeds, uplinks 1-16x faster than the
-// hosts, oversubscription 1:1 to 8:1.
+// hosts, oversubscription 1:1 to 8:1, LAG uplinks (a flow at one member's
+// speed).
 //
 // CompleteAndCapacityRespecting, for every tree, checked by the independent
 // verifier and the model (capacity_model.h) at 64 KiB and alpha = 20 us:
@@ -9,7 +10,7 @@
 //     pair exactly once through combining;
 //   * capacity-respecting: no directed link overrun in any phase;
 //   * each batch drew the space (ranks per host > 1, uplinks faster than
-//     hosts, oversubscription, uneven leaves, mixed speeds, 3 levels);
+//     hosts, oversubscription, uneven leaves, mixed speeds, 3 levels, LAGs);
 // and it prints, per batch, how many trees reach 0.9 of the bound, how many
 // are below it with the reason WhyBelowTarget states, and how many are below
 // it without one.
@@ -70,8 +71,8 @@ Judged JudgeTree(int i, testing::ClusterShape* shape) {
 
 TEST_P(CapacityScheduledProperty, CompleteAndCapacityRespecting) {
   const int first = GetParam() * kTreesPerBatch;
-  int multi_rank = 0, faster_uplinks = 0, oversubscribed = 0, uneven = 0, mixed = 0, three_level = 0, below = 0,
-      unexplained = 0;
+  int multi_rank = 0, faster_uplinks = 0, oversubscribed = 0, uneven = 0, mixed = 0, three_level = 0, lags = 0,
+      below = 0, unexplained = 0;
   double worst = 1;
   for (int i = first; i < first + kTreesPerBatch; ++i) {
     SCOPED_TRACE(::testing::Message() << "cluster seed " << ClusterSeed(i) << " (index " << i << ")");
@@ -84,6 +85,7 @@ TEST_P(CapacityScheduledProperty, CompleteAndCapacityRespecting) {
     uneven += shape.uneven_leaves;
     mixed += shape.mixed_host_speeds;
     three_level += shape.levels == 3;
+    lags += shape.lag_uplinks > 0;
     if (j.model.fraction_of_bound < kTarget) ++(j.why ? below : unexplained);
     worst = std::min(worst, j.model.fraction_of_bound);
   }
@@ -98,6 +100,7 @@ TEST_P(CapacityScheduledProperty, CompleteAndCapacityRespecting) {
   EXPECT_GT(uneven, kTreesPerBatch / 5);
   EXPECT_GT(mixed, kTreesPerBatch / 8);
   EXPECT_GT(three_level, kTreesPerBatch / 4);
+  EXPECT_GT(lags, kTreesPerBatch / 4);
 }
 
 TEST_P(CapacityScheduledProperty, DISABLED_MeetsTheTargetOrStatesWhy) {

@@ -33,7 +33,7 @@ struct HostView {
   int num_hosts = 0;
   std::vector<std::vector<int32_t>> ranks;   // Per host, increasing.
   std::vector<int> up, down;                 // Directed host-link ids, -1 at the root.
-  std::vector<double> up_speed, down_speed;  // Bytes/s (infinite without a link).
+  std::vector<double> up_speed, down_speed;  // One flow's bytes/s on the host link (infinite without a link).
   std::vector<int> group;                    // Group of each host.
   int num_groups = 0;
   std::vector<int> group_begin;  // Hosts of group s: [group_begin[s], group_begin[s+1]).
@@ -42,7 +42,8 @@ struct HostView {
   std::vector<int64_t> path_begin;
   std::vector<int> path_edges;
   std::vector<double> path_min;
-  std::vector<double> speed;  // Bytes/s per directed edge id.
+  std::vector<double> speed;  // Bytes/s per directed edge id: what the link carries.
+  std::vector<double> flow;   // Bytes/s one message gets on it (a LAG member's speed).
   double min_demand = kInf;   // Smallest demand of any host pair.
 
   double Demand(int h, int g) const {
@@ -69,10 +70,11 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
     return Status::InvalidArgument(fmt::format(
         "capacity_scheduled: {} hosts; at most {} are supported (per-pair state grows as hosts^2)", H, kMaxHosts));
   v.speed.resize(2 * static_cast<size_t>(tree.num_edges()));
+  v.flow.resize(v.speed.size());
   for (int e = 0; e < tree.num_edges(); ++e) {
     const auto& ed = tree.edge(e);
-    double b = ed.intra_host ? kInf : ed.speed_bps / 8.0;
-    v.speed[2 * e] = v.speed[2 * e + 1] = b;
+    v.speed[2 * e] = v.speed[2 * e + 1] = ed.intra_host ? kInf : ed.speed_bps / 8.0;
+    v.flow[2 * e] = v.flow[2 * e + 1] = ed.intra_host ? kInf : ed.flow_bps / 8.0;
   }
   // Group = the node a host hangs from (its parent), or the host itself at the
   // root.
@@ -111,7 +113,7 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
       bool a_is_node = tree.edge(pe).a == node;
       v.up[i] = RankTree::Directed(pe, a_is_node);
       v.down[i] = RankTree::Directed(pe, !a_is_node);
-      v.up_speed[i] = v.down_speed[i] = v.speed[2 * pe];
+      v.up_speed[i] = v.down_speed[i] = v.flow[2 * pe];
       if (!(tree.edge(pe).speed_bps > 0) || !std::isfinite(tree.edge(pe).speed_bps))
         return Status::InvalidArgument(
             fmt::format("capacity_scheduled: link {} - {} has speed {} bit/s; a positive finite speed is required",
@@ -133,7 +135,7 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
           return Status::InvalidArgument(
               fmt::format("capacity_scheduled: link {} - {} has speed {} bit/s; a positive finite speed is required",
                           tree.node(ed.a).name, tree.node(ed.b).name, ed.speed_bps));
-        mn = std::min(mn, v.speed[de]);
+        mn = std::min(mn, v.flow[de]);
         v.path_edges.push_back(de);
       }
       v.path_min[static_cast<size_t>(s) * L + t] = mn;
@@ -219,6 +221,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   s.Reserve(left, static_cast<int>(std::min<double>(min_phases * 1.2 + 16, 1e7)));
   std::vector<double> used(v.speed.size(), 0.0), bytes(v.speed.size(), 0.0);
   std::vector<int> touched;
+  double longest_message = 0;  // Seconds of the current phase's longest message alone.
   std::vector<uint64_t> recv_free(words);
   std::vector<char> send_free(H);
   std::vector<int32_t> out_ctr(H, 0), in_ctr(H, 0);
@@ -246,6 +249,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     const int64_t w = pair_blocks(h, g);
     const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
     const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
+    longest_message = std::max(longest_message, b / d);
     const auto& hr = v.ranks[h];
     const auto& gr = v.ranks[g];
     s.Add(Message{hr[out_ctr[h]++ % static_cast<int32_t>(hr.size())], gr[in_ctr[g]++ % static_cast<int32_t>(gr.size())],
@@ -394,7 +398,10 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     } else {
       place_by_group(phase);
     }
-    double t = 0;
+    // A phase lasts as long as its busiest link needs, or its longest message
+    // alone (slower than its links' speeds on a LAG: one flow, one member).
+    double t = longest_message;
+    longest_message = 0;
     for (int de : touched) {
       t = std::max(t, bytes[de] / v.speed[de]);
       used[de] = bytes[de] = 0;

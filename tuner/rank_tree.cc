@@ -139,8 +139,8 @@ StatusOr<RankTree> RankTree::Build(const Topology& topo, const Placement& placem
     t.incident_.emplace_back();
     return static_cast<int>(t.nodes_.size()) - 1;
   };
-  auto add_edge = [&](int a, int b, double speed, double latency, bool intra) {
-    t.edges_.push_back(TreeEdge{a, b, speed, latency, intra});
+  auto add_edge = [&](int a, int b, double speed, double flow, double latency, bool intra) {
+    t.edges_.push_back(TreeEdge{a, b, speed, flow, latency, intra});
     int e = static_cast<int>(t.edges_.size()) - 1;
     t.incident_[a].push_back(e);
     t.incident_[b].push_back(e);
@@ -157,7 +157,7 @@ StatusOr<RankTree> RankTree::Build(const Topology& topo, const Placement& placem
     for (size_t k = 0; k < ranks.size(); ++k) {
       int leaf = add_node(TreeNode{fmt::format("{}#{}", topo.nodes()[v].name, k), Kind::kRank, v, ranks[k]});
       t.rank_node_[ranks[k]] = leaf;
-      add_edge(id, leaf, std::numeric_limits<double>::infinity(), 0, true);
+      add_edge(id, leaf, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), 0, true);
     }
     return id;
   };
@@ -183,6 +183,7 @@ StatusOr<RankTree> RankTree::Build(const Topology& topo, const Placement& placem
       int v = topo.Other(li, prev);
       if (!kept(v) || seen[v]) continue;
       double speed = topo.links()[li].speed_bps;
+      double flow = topo.links()[li].flow_bps();
       double latency = topo.links()[li].latency_s;
       seen[v] = true;
       while (contracted(v)) {
@@ -195,10 +196,11 @@ StatusOr<RankTree> RankTree::Build(const Topology& topo, const Placement& placem
         v = topo.Other(next_link, v);
         seen[v] = true;
         speed = std::min(speed, topo.links()[next_link].speed_bps);
+        flow = std::min(flow, topo.links()[next_link].flow_bps());
         latency += topo.links()[next_link].latency_s;
       }
       int id = make_node(v);
-      add_edge(f.tree_node, id, speed, latency, false);
+      add_edge(f.tree_node, id, speed, flow, latency, false);
       children.push_back({v, id});
     }
     for (auto it = children.rbegin(); it != children.rend(); ++it) work.push_back(*it);

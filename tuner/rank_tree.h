@@ -58,6 +58,10 @@ class RankTree {
     int a = -1;
     int b = -1;
     double speed_bps = 0;  // Infinity for intra-host edges.
+    // What one message (one flow) gets: the speed of one member when the
+    // link is a LAG (a flow hashes onto one member), else speed_bps; over a
+    // contracted chain the smallest of its links'.
+    double flow_bps = 0;
     double latency_s = 0;
     bool intra_host = false;  // Rank leaf to its host; excluded from time bounds.
   };

@@ -24,6 +24,7 @@ struct HostSpec {
 struct LinkSpec {
   std::string a, b;
   double speed_bps = 1e9;
+  int members = 1;  // A LAG of this many members; speed_bps is their sum.
 };
 
 // Builds a topology from names; throws std::invalid_argument on an invalid
@@ -39,7 +40,7 @@ inline Topology BuildTopology(const std::vector<std::string>& switches, const st
     throw std::invalid_argument("unknown node " + name);
   };
   std::vector<Link> ls;
-  for (const auto& l : links) ls.push_back(Link{index(l.a), index(l.b), l.speed_bps, 0, {}});
+  for (const auto& l : links) ls.push_back(Link{index(l.a), index(l.b), l.speed_bps, 0, {}, l.members});
   auto t = Topology::Create(std::move(nodes), std::move(ls), "<test>");
   if (!t.ok()) throw std::invalid_argument(t.status().ToString());
   return std::move(t).value();
@@ -132,17 +133,27 @@ struct ClusterShape {
   bool mixed_host_speeds = false;
   double max_speed_ratio = 1;       // Fastest uplink / slowest host link.
   double max_oversubscription = 1;  // Max over switches of (speed below) / (uplink speed).
+  int lag_uplinks = 0;              // Uplinks that are LAGs (a flow gets one member's speed).
 };
 
 // A random cluster as sites cable them (issue "real cluster shapes"): 2 or 3
 // levels, 2-6 leaf switches of 1-12 hosts (often uneven), 1-128 ranks per host
 // (skewed towards few, identical on most clusters), host links of 10, 25 or
 // 100 Gbit/s (sometimes mixed), leaf uplinks sized for an oversubscription of
-// 1:1 to 8:1 rounded to a standard speed, and aggregation uplinks likewise.
-// Deterministic in `seed`; *shape describes what was drawn.
+// 1:1 to 8:1 rounded to a standard speed, and aggregation uplinks likewise;
+// about one uplink in four is a LAG of 2 or 4 members of at least 10 Gbit/s
+// each (drawn from a second generator, so that the rest of the shape is what
+// the same seed gave before LAGs existed). Deterministic in `seed`; *shape
+// describes what was drawn.
 inline Topology RandomClusterTree(uint64_t seed, ClusterShape* shape = nullptr) {
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(seed), lag_rng(seed ^ 0x9E3779B97F4A7C15ull);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Members of an uplink of `bps`: 1, or 2 or 4 members of >= 10 Gbit/s.
+  auto lag_members = [&](double bps) {
+    const int draw = std::uniform_int_distribution<int>(0, 7)(lag_rng);
+    const int m = draw == 0 ? 4 : draw == 1 ? 2 : 1;
+    return bps / m >= 10e9 * (1 - 1e-9) ? m : 1;
+  };
   static const double kHostSpeeds[] = {10e9, 25e9, 100e9};
   static const double kUplinkSpeeds[] = {10e9, 25e9, 40e9, 50e9, 100e9, 200e9, 400e9, 800e9, 1600e9};
   static const int kRanks[] = {1, 2, 4, 8, 16, 32, 64, 128};
@@ -186,19 +197,23 @@ inline Topology RandomClusterTree(uint64_t seed, ClusterShape* shape = nullptr) 
     const double uplink = standard(sum / ovs);
     sh.max_oversubscription = std::max(sh.max_oversubscription, sum / uplink);
     max_uplink = std::max(max_uplink, uplink);
+    const int members = lag_members(uplink);
+    sh.lag_uplinks += members > 1;
     if (aggs > 0) {
       const int a = l % aggs;
-      links.push_back({leaf, "agg" + std::to_string(a), uplink});
+      links.push_back({leaf, "agg" + std::to_string(a), uplink, members});
       below[static_cast<size_t>(a)] += uplink;
     } else {
-      links.push_back({leaf, "core", uplink});
+      links.push_back({leaf, "core", uplink, members});
     }
   }
   for (int a = 0; a < aggs; ++a) {
     const double uplink = standard(below[static_cast<size_t>(a)] / (1 << uniform(0, 2)));
     sh.max_oversubscription = std::max(sh.max_oversubscription, below[static_cast<size_t>(a)] / uplink);
     max_uplink = std::max(max_uplink, uplink);
-    links.push_back({"agg" + std::to_string(a), "core", uplink});
+    const int members = lag_members(uplink);
+    sh.lag_uplinks += members > 1;
+    links.push_back({"agg" + std::to_string(a), "core", uplink, members});
   }
   sh.hosts = static_cast<int>(hosts.size());
   sh.max_speed_ratio = max_uplink / min_host;

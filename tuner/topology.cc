@@ -147,6 +147,10 @@ StatusOr<Topology> Topology::Create(std::vector<Node> nodes, std::vector<Link> l
       return Status::InvalidArgument(
           fmt::format("{}: links: latency of [{}] is {}; latency must be >= 0 (ns, us, ms or s, e.g. 5us)",
                       Where(source, l.pos), LinkName(nodes, l), l.latency_s));
+    if (l.members < 1 || l.members > kMaxLagMembers)
+      return Status::InvalidArgument(
+          fmt::format("{}: links: [{}] has {} members; a link aggregates 1 to {} members (1: a plain link)",
+                      Where(source, l.pos), LinkName(nodes, l), l.members, kMaxLagMembers));
     t.incident_[l.a].push_back(li);
     t.incident_[l.b].push_back(li);
   }

@@ -41,10 +41,17 @@ struct Node {
 struct Link {
   int a = -1;  // Node indices.
   int b = -1;
-  double speed_bps = 0;  // Bits per second, > 0.
+  double speed_bps = 0;  // Bits per second, > 0; for a LAG the sum of its members' speeds.
   double latency_s = 0;  // Seconds, >= 0; 0 when not given.
   SourcePos pos;
+  // Links aggregated into this one (a LAG, 1..kMaxLagMembers; 1: a plain
+  // link). A message is one flow, which the switches hash onto one member:
+  // it runs at flow_bps() however idle the other members are.
+  int members = 1;
+  double flow_bps() const { return speed_bps / members; }
 };
+
+inline constexpr int kMaxLagMembers = 64;
 
 class Topology {
  public:

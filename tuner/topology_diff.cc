@@ -21,9 +21,10 @@ std::multiset<std::string> Lines(const Topology& t) {
   for (const Link& l : t.links()) {
     std::string a = t.nodes()[l.a].name, b = t.nodes()[l.b].name;
     if (b < a) std::swap(a, b);
-    out.insert(l.latency_s > 0
-                   ? fmt::format("link {} -- {} {} {}", a, b, FormatSpeed(l.speed_bps), FormatLatency(l.latency_s))
-                   : fmt::format("link {} -- {} {}", a, b, FormatSpeed(l.speed_bps)));
+    std::string text = fmt::format("link {} -- {} {}", a, b, FormatSpeed(l.speed_bps));
+    if (l.latency_s > 0) text += " " + FormatLatency(l.latency_s);
+    if (l.members > 1) text += fmt::format(" (LAG of {})", l.members);
+    out.insert(std::move(text));
   }
   return out;
 }

@@ -27,7 +27,10 @@ constexpr const char* kTopLevelAllowed = "allowed keys are switches, hosts and l
 constexpr const char* kSpeedAllowed = "use a positive number with bps, Kbps, Mbps or Gbps (e.g. 1Gbps)";
 constexpr const char* kLatencyAllowed = "use a number >= 0 with ns, us, ms or s (e.g. 5us), or 0";
 constexpr const char* kLinkForms =
-    "write a link as [n0, s0, 1Gbps], [n0, s0, 1Gbps, 5us] or {a: n0, b: s0, speed: 1Gbps, latency: 5us}";
+    "write a link as [n0, s0, 1Gbps], [n0, s0, 1Gbps, 5us] or {a: n0, b: s0, speed: 1Gbps, latency: 5us}, and a LAG "
+    "of 4 x 25Gbps as {a: s0, b: core, speed: 100Gbps, members: 4}";
+const std::string kMembersAllowed = "members must be an integer from 1 to " + std::to_string(kMaxLagMembers) +
+                                    " (default 1), the LAG's member links; speed is their sum";
 constexpr const char* kEndpointAllowed = "endpoints must be names declared under switches or hosts";
 const std::string kSlotsAllowed = "slots must be an integer from 1 to " + std::to_string(kMaxSlots) + " (default 1)";
 
@@ -190,6 +193,9 @@ class Parser {
   StatusOr<int> ParseEndpoint(const YAML::Node& v, SourcePos pos, const std::string& field) const;
   StatusOr<double> ParseSpeedValue(const YAML::Node& v, SourcePos pos, const std::string& field) const;
   StatusOr<double> ParseLatencyValue(const YAML::Node& v, SourcePos pos, const std::string& field) const;
+  // An integer 1..max named `name` (slots, members); `allowed` says what is.
+  StatusOr<int> ParseCount(const YAML::Node& v, SourcePos pos, const std::string& field, std::string_view name, int max,
+                           const std::string& allowed) const;
 
   std::string source_;
   std::vector<Node> nodes_;
@@ -336,17 +342,9 @@ Status Parser::ParseNodes(const YAML::Node& list, SourcePos list_pos, NodeKind k
         node.pos = f.pos;
         named = true;
       } else {  // slots
-        if (!f.value.IsScalar())
-          return Error(f.pos, sub, fmt::format("expected an integer, found {}; {}", Found(f.value), kSlotsAllowed));
-        const std::string& s = f.value.Scalar();
-        int slots = 0;
-        auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), slots);
-        if (ec == std::errc::result_out_of_range || slots > kMaxSlots)
-          return Error(f.pos, sub, fmt::format("{} is out of range; {}", Quote(s), kSlotsAllowed));
-        if (ec != std::errc() || ptr != s.data() + s.size())
-          return Error(f.pos, sub, fmt::format("{} is not an integer; {}", Quote(s), kSlotsAllowed));
-        if (slots < 1) return Error(f.pos, sub, fmt::format("slots is {}; {}", slots, kSlotsAllowed));
-        node.slots = slots;
+        StatusOr<int> slots = ParseCount(f.value, f.pos, sub, "slots", kMaxSlots, kSlotsAllowed);
+        if (!slots.ok()) return slots.status();
+        node.slots = *slots;
       }
     }
     if (!named)
@@ -365,6 +363,20 @@ StatusOr<int> Parser::ParseEndpoint(const YAML::Node& v, SourcePos pos, const st
   if (it == by_name_.end())
     return Error(pos, field, fmt::format("unknown node {}; {}", Quote(v.Scalar()), kEndpointAllowed));
   return it->second;
+}
+
+StatusOr<int> Parser::ParseCount(const YAML::Node& v, SourcePos pos, const std::string& field, std::string_view name,
+                                 int max, const std::string& allowed) const {
+  if (!v.IsScalar()) return Error(pos, field, fmt::format("expected an integer, found {}; {}", Found(v), allowed));
+  const std::string& s = v.Scalar();
+  int n = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > max))
+    return Error(pos, field, fmt::format("{} is out of range; {}", Quote(s), allowed));
+  if (ec != std::errc() || ptr != s.data() + s.size())
+    return Error(pos, field, fmt::format("{} is not an integer; {}", Quote(s), allowed));
+  if (n < 1) return Error(pos, field, fmt::format("{} is {}; {}", name, n, allowed));
+  return n;
 }
 
 StatusOr<double> Parser::ParseSpeedValue(const YAML::Node& v, SourcePos pos, const std::string& field) const {
@@ -411,7 +423,7 @@ Status Parser::ParseLinks(const YAML::Node& list, SourcePos list_pos) {
       SourcePos pos;
       std::string field;
     };
-    std::optional<Part> a, b, speed, latency;
+    std::optional<Part> a, b, speed, latency, members;
     if (entry.IsSequence()) {
       if (entry.size() != 3 && entry.size() != 4)
         return Error(pos, field,
@@ -426,10 +438,14 @@ Status Parser::ParseLinks(const YAML::Node& list, SourcePos list_pos) {
       }
     } else if (entry.IsMap()) {
       std::vector<Field> fields;
-      TOPOTUNE_RETURN_IF_ERROR(ReadFields(entry, pos, field, {"a", "b", "speed", "latency"},
-                                          "a link map allows the keys a, b, speed and latency", &fields));
+      TOPOTUNE_RETURN_IF_ERROR(ReadFields(entry, pos, field, {"a", "b", "speed", "latency", "members"},
+                                          "a link map allows the keys a, b, speed, latency and members", &fields));
       for (const Field& f : fields) {
-        std::optional<Part>* part = f.key == "a" ? &a : f.key == "b" ? &b : f.key == "speed" ? &speed : &latency;
+        std::optional<Part>* part = f.key == "a"         ? &a
+                                    : f.key == "b"       ? &b
+                                    : f.key == "speed"   ? &speed
+                                    : f.key == "latency" ? &latency
+                                                         : &members;
         *part = Part{f.value, f.pos, field + "." + f.key};
       }
       for (auto [part, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}, std::pair{&speed, "speed"}}) {
@@ -454,6 +470,12 @@ Status Parser::ParseLinks(const YAML::Node& list, SourcePos list_pos) {
       StatusOr<double> s = ParseLatencyValue(latency->value, latency->pos, latency->field);
       if (!s.ok()) return s.status();
       link.latency_s = *s;
+    }
+    if (members) {
+      StatusOr<int> m =
+          ParseCount(members->value, members->pos, members->field, "members", kMaxLagMembers, kMembersAllowed);
+      if (!m.ok()) return m.status();
+      link.members = *m;
     }
     links_.push_back(link);
   }
@@ -543,6 +565,14 @@ std::string DumpTopology(const Topology& t) {
   } else {
     out << YAML::BeginSeq;
     for (const Link& l : t.links()) {
+      if (l.members > 1) {  // A LAG: the map form, the only one with members.
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "a" << YAML::Value << t.nodes()[l.a].name << YAML::Key
+            << "b" << YAML::Value << t.nodes()[l.b].name << YAML::Key << "speed" << YAML::Value
+            << SpeedText(l.speed_bps);
+        if (l.latency_s != 0) out << YAML::Key << "latency" << YAML::Value << LatencyText(l.latency_s);
+        out << YAML::Key << "members" << YAML::Value << l.members << YAML::EndMap;
+        continue;
+      }
       out << YAML::Flow << YAML::BeginSeq << t.nodes()[l.a].name << t.nodes()[l.b].name << SpeedText(l.speed_bps);
       if (l.latency_s != 0) out << LatencyText(l.latency_s);
       out << YAML::EndSeq;

@@ -349,7 +349,7 @@ TEST(TopologyIoErrorTest, LinkWrongNumberOfElements) {
   EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - [n0, s0]\n"),
             "topo.yaml:6: links[0]: expected [endpoint, endpoint, speed] or [endpoint, endpoint, speed, latency], "
             "found a list of 2 elements; write a link as [n0, s0, 1Gbps], [n0, s0, 1Gbps, 5us] or {a: n0, b: s0, "
-            "speed: 1Gbps, latency: 5us}");
+            "speed: 1Gbps, latency: 5us}, and a LAG of 4 x 25Gbps as {a: s0, b: core, speed: 100Gbps, members: 4}");
   EXPECT_THAT(ParseError(std::string(kTwoNodes) + "  - [n0, s0, 1Gbps, 5us, x]\n"),
               StartsWith("topo.yaml:6: links[0]: expected [endpoint, endpoint, speed] or [endpoint, endpoint, speed, "
                          "latency], found a list of 5 elements"));
@@ -358,15 +358,43 @@ TEST(TopologyIoErrorTest, LinkWrongNumberOfElements) {
 TEST(TopologyIoErrorTest, LinkNotAListOrMap) {
   EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - n0-s0\n"),
             "topo.yaml:6: links[0]: expected a list or a map, found 'n0-s0'; write a link as [n0, s0, 1Gbps], "
-            "[n0, s0, 1Gbps, 5us] or {a: n0, b: s0, speed: 1Gbps, latency: 5us}");
+            "[n0, s0, 1Gbps, 5us] or {a: n0, b: s0, speed: 1Gbps, latency: 5us}, and a LAG of 4 x 25Gbps as "
+            "{a: s0, b: core, speed: 100Gbps, members: 4}");
 }
 
 TEST(TopologyIoErrorTest, LinkMapMissingOrUnknownKey) {
   EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - {a: n0, b: s0}\n"),
             "topo.yaml:6: links[0].speed: missing; a link map needs a, b and speed (latency is optional)");
   EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - a: n0\n    b: s0\n    bandwidth: 1Gbps\n"),
-            "topo.yaml:8: links[0].bandwidth: unknown key 'bandwidth'; a link map allows the keys a, b, speed and "
-            "latency");
+            "topo.yaml:8: links[0].bandwidth: unknown key 'bandwidth'; a link map allows the keys a, b, speed, "
+            "latency and members");
+}
+
+TEST(TopologyIoTest, LagsParseDumpAndRoundTrip) {
+  const std::string text = std::string(kTwoNodes) + "  - {a: n0, b: s0, speed: 100Gbps, members: 4}\n";
+  auto t = ParseTopology(text, "topo.yaml");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->links().size(), 1u);
+  EXPECT_EQ(t->links()[0].members, 4);
+  EXPECT_DOUBLE_EQ(t->links()[0].speed_bps, 100e9);
+  EXPECT_DOUBLE_EQ(t->links()[0].flow_bps(), 25e9);
+  const std::string dumped = DumpTopology(*t);
+  EXPECT_NE(dumped.find("{a: n0, b: s0, speed: 100Gbps, members: 4}"), std::string::npos) << dumped;
+  auto back = ParseTopology(dumped, "again.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->links()[0].members, 4);
+  EXPECT_EQ(DumpTopology(*back), dumped);
+}
+
+TEST(TopologyIoErrorTest, LagMembersOutOfRange) {
+  const std::string allowed =
+      "members must be an integer from 1 to 64 (default 1), the LAG's member links; speed is their sum";
+  EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - {a: n0, b: s0, speed: 1Gbps, members: 0}\n"),
+            "topo.yaml:6: links[0].members: members is 0; " + allowed);
+  EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - {a: n0, b: s0, speed: 1Gbps, members: 65}\n"),
+            "topo.yaml:6: links[0].members: '65' is out of range; " + allowed);
+  EXPECT_EQ(ParseError(std::string(kTwoNodes) + "  - {a: n0, b: s0, speed: 1Gbps, members: two}\n"),
+            "topo.yaml:6: links[0].members: 'two' is not an integer; " + allowed);
 }
 
 TEST(TopologyIoErrorTest, UnknownEndpoint) {

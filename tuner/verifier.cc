@@ -185,7 +185,7 @@ VerifyReport VerifyHostCombined(const Schedule& s, const RankTree& tree, const V
       tree.Path(m.src, m.dst, &path);
       double d = std::numeric_limits<double>::infinity();
       for (int de : path)
-        if (!tree.edge(de / 2).intra_host) d = std::min(d, tree.edge(de / 2).speed_bps);
+        if (!tree.edge(de / 2).intra_host) d = std::min(d, tree.edge(de / 2).flow_bps);
       for (int de : path) {
         if (tree.edge(de / 2).intra_host) continue;
         if (in_phase[de] == 0) touched.push_back(de);

@@ -1373,7 +1373,7 @@ void AddSwitchLink(Builder& b, const SwitchLink& sl, Assembly& a) {
     b.Warn(b.sws[sl.a], PortLabel(b.sws[sl.a], sl.ga),
            fmt::format("speed {} differs from the far end {} ({}); the lower is used", FormatSpeed(sa),
                        EndLabel(b, sl.b, sl.gb), FormatSpeed(sb)));
-  a.links.push_back({a.node_of[sl.a], a.node_of[sl.b], speed, 0, {}});
+  a.links.push_back({a.node_of[sl.a], a.node_of[sl.b], speed, 0, {}, std::min(std::max(ma, mb), kMaxLagMembers)});
   a.seen.push_back({{b.sws[sl.a].name, PortLabel(b.sws[sl.a], sl.ga)},
                     {b.sws[sl.b].name, sl.gb ? PortLabel(b.sws[sl.b], *sl.gb) : ""},
                     speed,
@@ -1410,7 +1410,7 @@ Assembly Assemble(Builder& b, const std::vector<SwitchLink>& links, const std::v
     }
     const int node = static_cast<int>(a.nodes.size());
     a.nodes.push_back({h.name, NodeKind::kHost, 1, {}});
-    a.links.push_back({node, a.node_of[h.sw], speed, 0, {}});
+    a.links.push_back({node, a.node_of[h.sw], speed, 0, {}, std::min(members, kMaxLagMembers)});
     a.seen.push_back({{h.name, ""}, {s.name, PortLabel(s, group)}, speed, members, h.how});
   }
   return a;
