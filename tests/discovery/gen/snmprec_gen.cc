@@ -636,7 +636,8 @@ class Generator {
   void BuildCables() {
     att_.assign(switches_.size(), {});
     // The LAG: a switch-switch link whose speed halves into whole Mbit/s.
-    int lag_link = -1;
+    int& lag_link = lag_link_;
+    lag_link = -1;
     if (opt_.add_lag) {
       std::vector<int> candidates;
       for (size_t l = 0; l < topo_.links().size(); ++l) {
@@ -1187,7 +1188,10 @@ class Generator {
     std::vector<Node> nodes;
     for (const Node& n : topo_.nodes()) nodes.push_back(Node{n.name, n.kind, 1, {}});
     std::vector<Link> links;
-    for (const Link& l : topo_.links()) links.push_back(Link{l.a, l.b, l.speed_bps, 0, {}});
+    for (size_t l = 0; l < topo_.links().size(); ++l) {
+      const Link& in = topo_.links()[l];
+      links.push_back(Link{in.a, in.b, in.speed_bps, 0, {}, static_cast<int>(l) == lag_link_ ? 2 : 1});
+    }
     for (size_t k = input_hosts_; k < hosts_.size(); ++k) {
       nodes.push_back(Node{hosts_[k].name, NodeKind::kHost, 1, {}});
       links.push_back(Link{node_of_switch_[hosts_[k].sw],
@@ -1591,6 +1595,7 @@ class Generator {
   std::vector<SwitchModel> switches_;
   std::vector<HostModel> hosts_;  // The input's hosts (input_hosts_), then the identity cases'.
   size_t input_hosts_ = 0;
+  int lag_link_ = -1;  // The input link made a LAG of two members (BuildCables), or -1.
   std::vector<std::vector<Port>> att_;
 };
 

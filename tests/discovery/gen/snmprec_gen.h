@@ -14,7 +14,8 @@
 // and every latency 0 (SNMP carries neither). Link speeds are unchanged: the
 // LAG is made from an input switch-switch link by giving each of its two
 // member ports HALF the input speed, so the speed discovery must report (the
-// sum over the members) is the input speed and truth equals the input. The
+// sum over the members) is the input speed, and the truth is the input with
+// members: 2 on that link. The
 // redundant STP-blocked link and the stale LLDP row on a down port exist only
 // in the recordings, never in the truth.
 //
