@@ -157,6 +157,7 @@ std::string DrawTopology(const Topology& topo, const Placement& placement, const
     if (lines[i].link < 0) continue;
     const Link& link = topo.links()[lines[i].link];
     speeds[i] = FormatSpeed(link.speed_bps);
+    if (link.members > 1) speeds[i] += fmt::format(" ({} x {})", link.members, FormatSpeed(link.flow_bps()));
     if (link.latency_s > 0) speeds[i] += " " + FormatLatency(link.latency_s);
     speed_width = std::max(speed_width, speeds[i].size());
   }

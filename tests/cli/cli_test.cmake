@@ -306,6 +306,15 @@ elseif(CASE STREQUAL "topology_show_fig1")
   list(LENGTH marks nmarks)
   expect_equal("number of bottleneck marks" "${nmarks}" 1)
 
+elseif(CASE STREQUAL "topology_show_lag")
+  # LAGs of 4 x 25 Gbit/s: shown with their members; a flow across asks one
+  # member's speed, so the LAG (the contracted leaf0 -- leaf1 path) takes 4.
+  run_topotune(topology show "${EXAMPLES}/two-leaf-lag.yaml" --ascii)
+  expect_rc(0)
+  expect_match(stdout "\\|-- leaf0 +100Gbps \\(4 x 25Gbps\\) +64  <== bottleneck\n")
+  run_topotune(bound --topology "${EXAMPLES}/two-leaf-lag.yaml")
+  expect_rc(0)
+  expect_match(stdout "leaf0 -- leaf1 +100Gbps +load +64 +capacity +4 ")
 elseif(CASE STREQUAL "topology_show_hosts")
   run_topotune(topology show "${two}" --hosts h0,h1:3,h4 --ascii)
   expect_rc(0)
