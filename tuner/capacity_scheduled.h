@@ -24,7 +24,7 @@
 // Limits: phases are sized for one chunk length tau per size class, so a
 //   job whose host pairs differ widely in size (uneven ranks per host, slow
 //   hosts next to fast ones) still leaves capacity idle in some phases (on
-//   the capacity sweep, 1,965 of 20,000 random clusters end below 0.9 of the
+//   the capacity sweep, 2,162 of 20,000 random clusters end below 0.9 of the
 //   bound with no limit CapacityLowerBound can name, mostly such jobs); few
 //   ranks per host at small message sizes pay the per-phase latency alpha.
 //   At most 8,192 hosts (the per-pair state is |hosts|^2).
