@@ -67,7 +67,7 @@ function(check_schedule_json collective algorithm)
   endif()
   # tree_scheduled's synchronisations leave at send completion (receives up front).
   set(optional_keys 0)
-  if(line MATCHES "\"host_combined\":true}?$" OR line MATCHES "\"host_combined\":true,")
+  if(line MATCHES "\"host_combined\":true[,}]")
     math(EXPR optional_keys "${optional_keys} + 1")
   endif()
   if(line MATCHES "\"receives_up_front\":true}$")
