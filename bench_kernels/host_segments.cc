@@ -16,6 +16,10 @@ HostSegments::~HostSegments() {
 }
 
 void HostSegments::Free() {
+#ifdef TOPOTUNE_SMPI
+  if (folded_ != nullptr) SMPI_SHARED_FREE(folded_);
+#endif
+  folded_ = nullptr;
   if (win_ != MPI_WIN_NULL) {
     PMPI_Win_unlock_all(win_);
     PMPI_Win_free(&win_);
@@ -54,6 +58,15 @@ KernelStatus HostSegments::Prepare(MPI_Comm comm, const HostProgram& program) {
 
 int HostSegments::Reserve(int64_t bytes) {
   if (bytes <= bytes_) return MPI_SUCCESS;
+#ifdef TOPOTUNE_SMPI
+  if (fold_) {
+    if (folded_ != nullptr) SMPI_SHARED_FREE(folded_);
+    folded_ = SMPI_SHARED_MALLOC(static_cast<size_t>(bytes));
+    base_ = static_cast<char*>(folded_);
+    bytes_ = bytes;
+    return MPI_SUCCESS;
+  }
+#endif
   if (win_ != MPI_WIN_NULL) {
     PMPI_Win_unlock_all(win_);
     PMPI_Win_free(&win_);
@@ -78,6 +91,7 @@ int HostSegments::Reserve(int64_t bytes) {
 }
 
 int HostSegments::Barrier() {
+  if (win_ == MPI_WIN_NULL) return PMPI_Barrier(host_);  // Folded: no window.
   int rc = PMPI_Win_sync(win_);
   if (rc == MPI_SUCCESS) rc = PMPI_Barrier(host_);
   if (rc == MPI_SUCCESS) rc = PMPI_Win_sync(win_);

@@ -55,6 +55,11 @@ class HostSegments {
   char* base() const { return base_; }
   // Collective over the host: stores before it are visible after it.
   int Barrier();
+  // SMPI builds (topotune-bench-smpi --fold-buffers): segments in SMPI's
+  // folded shared memory instead of a window, the same pages for every host,
+  // so that hundreds of simulated ranks fit; the bytes are meaningless. A
+  // no-op elsewhere.
+  void Fold() { fold_ = true; }
 
  private:
   void Free();
@@ -64,6 +69,8 @@ class HostSegments {
   char* base_ = nullptr;
   int64_t bytes_ = 0;
   std::string unusable_;  // Why the kernel declines on `parent_`; empty when it runs.
+  bool fold_ = false;
+  void* folded_ = nullptr;  // SMPI_SHARED_MALLOC'd segment when folded.
 };
 
 // Why `program` cannot run `collective` as `rank` of `size` ranks; empty

@@ -214,6 +214,47 @@ std::optional<double> PatternBound(const RankTree& tree, const std::vector<int64
   return best;
 }
 
+// A rank's buffer: owned bytes or, folded (topotune-bench-smpi
+// --fold-buffers), SMPI's shared memory, whose pages every rank and every
+// call site share, so that hundreds of simulated ranks fit in memory (the
+// bytes are then meaningless; SMPI's timing is not).
+class ByteBuffer {
+ public:
+  ByteBuffer() = default;
+  ByteBuffer(const ByteBuffer&) = delete;
+  ByteBuffer& operator=(const ByteBuffer&) = delete;
+  ~ByteBuffer() { Release(); }
+  void Assign(size_t n, char value, bool fold) {
+    Release();
+    size_ = n;
+#ifdef TOPOTUNE_SMPI
+    if (fold) {
+      shared_ = static_cast<char*>(SMPI_SHARED_MALLOC(n));
+      return;
+    }
+#else
+    (void)fold;
+#endif
+    owned_.assign(n, value);
+  }
+  char* data() { return shared_ != nullptr ? shared_ : owned_.data(); }
+  char* begin() { return data(); }
+  char* end() { return data() + size_; }
+
+ private:
+  void Release() {
+#ifdef TOPOTUNE_SMPI
+    if (shared_ != nullptr) SMPI_SHARED_FREE(shared_);
+#endif
+    shared_ = nullptr;
+    owned_.clear();
+    size_ = 0;
+  }
+  std::vector<char> owned_;
+  char* shared_ = nullptr;
+  size_t size_ = 0;
+};
+
 // The buffers and arguments of one collective at one size, on one rank.
 struct Workload {
   Collective collective;
@@ -222,11 +263,11 @@ struct Workload {
   int64_t msize = 0;
   std::vector<int64_t> matrix;  // alltoallv: sizes[src * n + dst].
   std::vector<int> sendcounts, sdispls, recvcounts, rdispls;
-  std::vector<char> send, recv;
+  ByteBuffer send, recv;
   int64_t bytes_per_call = 0;
 
   // Returns an error message when the size does not fit MPI's int counts.
-  std::string Init(Collective c, int my_rank, int nprocs, int64_t size, Pattern pattern, uint64_t seed) {
+  std::string Init(Collective c, int my_rank, int nprocs, int64_t size, Pattern pattern, uint64_t seed, bool fold) {
     collective = c;
     rank = my_rank;
     n = nprocs;
@@ -279,8 +320,8 @@ struct Workload {
       }
     }
     // At least one byte, so that no buffer pointer is null.
-    send.assign(static_cast<size_t>(std::max<int64_t>(send_bytes, 1)), 0);
-    recv.assign(static_cast<size_t>(std::max<int64_t>(recv_bytes, 1)), 0);
+    send.Assign(static_cast<size_t>(std::max<int64_t>(send_bytes, 1)), 0, fold);
+    recv.Assign(static_cast<size_t>(std::max<int64_t>(recv_bytes, 1)), 0, fold);
     return {};
   }
 
@@ -501,6 +542,12 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     return fail(kExitUsage, "interleaved rounds need at least 1 round (iterations), not a time budget");
   for (int64_t s : sizes)
     if (s < 0) return fail(kExitUsage, fmt::format("size {} is negative", s));
+#ifndef TOPOTUNE_SMPI
+  if (options.fold_buffers)
+    return fail(kExitUsage, "--fold-buffers is for topotune-bench-smpi (SimGrid SMPI); this program runs on real MPI");
+#endif
+  if (options.fold_buffers && options.verify)
+    return fail(kExitUsage, "--fold-buffers shares every rank's buffers, so there is nothing to --verify; drop one");
 
   // The topology, placement and rank tree, when given.
   std::optional<JobTree> job;
@@ -520,6 +567,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   }
 
   ContextHolder holder;
+  holder.FoldHostSegments(options.fold_buffers);
   if (int rc = holder.DupComm(comm); rc != MPI_SUCCESS)
     return fail(kExitFailure, "MPI_Comm_dup: " + MpiErrorString(rc));
   if (job) {
@@ -573,7 +621,8 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
 
   for (int64_t msize : sizes) {
     Workload w;
-    if (std::string err = w.Init(collective, rank, n, msize, options.pattern, options.seed); !err.empty())
+    if (std::string err = w.Init(collective, rank, n, msize, options.pattern, options.seed, options.fold_buffers);
+        !err.empty())
       return fail(kExitUsage, err);
     // Touch the pages outside the timed region.
     w.FillSend(call);

@@ -103,6 +103,10 @@ struct BenchOptions {
   std::string topology_text;
   PlacementSpec placement;
   bool verify = false;
+  // topotune-bench-smpi only: every rank's buffers, and the host-combined
+  // kernels' shared segments, in SMPI's folded shared memory (see
+  // kFoldBuffersHelp); refused with verify.
+  bool fold_buffers = false;
   std::string native_label;  // Non-empty: label of the `native` samples (e.g. "ompi:pairwise").
   // Non-empty: also time the public MPI function of the collective
   // (MPI_Alltoall, MPI_Alltoallv, MPI_Allgather; `native` calls PMPI_), as

@@ -300,6 +300,9 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   hosts_opt->needs(topo_opt)->excludes(rank_hosts_opt);
   rank_hosts_opt->needs(topo_opt);
   app.add_flag("--verify", o.verify, "Check every received byte of every call (see VERIFICATION)");
+  app.add_flag("--fold-buffers", o.fold_buffers,
+               "topotune-bench-smpi only: every rank's buffers in SMPI's shared memory, so that hundreds of "
+               "simulated ranks fit (the data is meaningless; not with --verify)");
   app.add_option("--label-native", o.native_label,
                  "Label of the native samples, e.g. ompi:pairwise (see OPEN MPI'S ...)")
       ->option_text("LABEL");

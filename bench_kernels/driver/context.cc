@@ -109,7 +109,10 @@ void ContextHolder::SetHostProgram(HostProgram program) {
   auto& slot = allgather ? allgather_hosts_ : alltoall_hosts_;
   slot = std::make_unique<HostProgram>(std::move(program));
   (allgather ? ctx_.allgather_hosts : ctx_.alltoall_hosts) = slot.get();
-  if (!segments_) segments_ = std::make_unique<kernels::HostSegments>();
+  if (!segments_) {
+    segments_ = std::make_unique<kernels::HostSegments>();
+    if (fold_segments_) segments_->Fold();
+  }
   ctx_.host_segments = segments_.get();
 }
 

@@ -90,6 +90,9 @@ class ContextHolder {
   // This rank's host program of capacity_scheduled (alltoall) or
   // node_aware_ring (allgather), as program.allgather says.
   void SetHostProgram(HostProgram program);
+  // SMPI builds only: the host segments in SMPI's folded shared memory
+  // (HostSegments::Fold); set before SetHostProgram or AddTopology.
+  void FoldHostSegments(bool fold) { fold_segments_ = fold; }
   // Collective over shape.comm: builds the Level 3 plan of this call shape
   // with BuildAlltoallvPlan (greedy_phased when `greedy`, else a2a_phased)
   // and points the context at it. Returns an MPI error code.
@@ -110,6 +113,7 @@ class ContextHolder {
   std::unique_ptr<kernels::AlltoallvPlan> plan_;
   std::unique_ptr<HostProgram> alltoall_hosts_, allgather_hosts_;
   std::unique_ptr<kernels::HostSegments> segments_;  // Freed before private_comm.
+  bool fold_segments_ = false;
 };
 
 }  // namespace topotune::bench
