@@ -238,6 +238,7 @@ class ByteBuffer {
     owned_.assign(n, value);
   }
   char* data() { return shared_ != nullptr ? shared_ : owned_.data(); }
+  const char* data() const { return shared_ != nullptr ? shared_ : owned_.data(); }
   char* begin() { return data(); }
   char* end() { return data() + size_; }
 
