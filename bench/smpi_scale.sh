@@ -1,22 +1,225 @@
 #!/usr/bin/env bash
-# WIP (issue 19, section 6): one SMPI sample per (shape, algorithm) at 64 KiB on the
-# 512-rank shapes, plain link model, no simulated computation, folded buffers.
-# Not finished: no --help, no report; see notes/issue19-plan.md.
-set -u
-cd "${OUT:?set OUT to a results directory holding the shapes}"
-bench=${BENCH_SMPI:?path of topotune-bench-smpi}
-for alg in ${ALGS:-capacity_scheduled pairwise tree_scheduled native linear}; do
-  for t in ${SHAPES:-two-leaf-16x16 three-level-512 uneven-mixed}; do
-    [[ -f $t.xml ]] || ${TOPOTUNE:?path of topotune} topology export --simgrid $t.xml --hostfile $t.hosts $t.yaml >/dev/null
-    np=$(wc -l < $t.hosts)
-    start=$SECONDS
-    timeout ${LIMIT:-1800} smpirun -platform $t.xml -hostfile $t.hosts -np $np \
-      --cfg=smpi/simulate-computation:no --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1 \
-      --log=smpi_mpi.thresh:error --log=root.thresh:error \
-      $bench --topology $t.yaml --collective ${COLL:-alltoall} --algorithms $alg --sizes 64KiB --iterations 1 --warmup 0 \
-      --progress never --fold-buffers > run-$t-$alg.jsonl 2> run-$t-$alg.log
-    rc=$?
-    echo "$t $alg rc=$rc wall=$((SECONDS - start))s" >> runs.txt
-    sed "s/^{/{\"shape\":\"$t\",/" run-$t-$alg.jsonl >> results.jsonl
-  done
+# The host-combined kernels at cluster scale under SimGrid's SMPI: one
+# simulation per (shape, algorithm) of topotune-bench-smpi, hundreds of ranks
+# with many per host, every rank's buffers and the host segments folded into
+# SMPI's shared memory (--fold-buffers), so that they fit in memory.
+#
+# Default shapes (512 ranks or more, 64 KiB blocks):
+#   two-leaf-16x16   deploy/examples: 2 leaves x 16 hosts x 16 ranks, 25 Gbit/s
+#                    hosts, one 100 Gbit/s inter-leaf link (512 ranks)
+#   three-level-512  bench/topologies: core, 2 aggregation and 4 leaf switches,
+#                    8 hosts x 16 ranks per leaf, 25 Gbit/s hosts, 100 Gbit/s
+#                    uplinks (512 ranks)
+#   uneven-mixed     bench/topologies: leaves of 6, 10, 4 and 8 hosts, hosts
+#                    at 10 and 25 Gbit/s, 8 to 32 ranks per host (560 ranks)
+#
+# Times are simulated, so one call per run says it all (--iterations 1,
+# --warmup 0): SMPI is deterministic. The link model is plain (SMPI's
+# latency and bandwidth correction factors off: --cfg=smpi/lat-factor:0:1
+# --cfg=smpi/bw-factor:0:1) and computation takes no simulated time, so the
+# runs compare schedules on the links alone; the copies in and out of the
+# host segments are free here. SimGrid's cross-traffic (acknowledgements
+# loading the reverse direction of every link) stays on unless
+# --crosstraffic off.
+#
+# The MPI library's own alltoall (native: SMPI's default, a linear
+# exchange) and topotune's linear post every message at once: 512 ranks make
+# 262,144 concurrent flows, and SimGrid's solver needs hours for one call.
+# --slots-divisor 4 runs every algorithm on the same shapes with a quarter
+# of the ranks per host (128 or 140 ranks), side by side with those two.
+#
+# After each shape it prints a table (bench/report.py): per algorithm, the
+# simulated time and [bound_s / time], the fraction of the physical lower
+# bound, and above it the fraction that `topotune schedule` models for the
+# collective's default schedule. The results directory keeps meta.txt,
+# tables.txt, runs.txt (exit status and wall time of every run) and, per
+# shape, the topology, the exported platform, and ALGORITHM.jsonl with its
+# .log.
+#
+# Usage: bench/smpi_scale.sh [OPTIONS]
+#   --shapes LIST         comma-separated shape names (above) or topology files
+#   --algorithms LIST     default for alltoall: capacity_scheduled,pairwise,
+#                         tree_scheduled,native,linear; for allgather:
+#                         node_aware_ring,ring,native
+#   --collective NAME     alltoall (default) or allgather
+#   --size SIZE           block size (default 64KiB)
+#   --slots-divisor D     D times fewer ranks per host (rounded up; default 1)
+#   --crosstraffic on|off SimGrid's network/crosstraffic (default on)
+#   --time-limit SECONDS  wall time per run, 0 for none (default 0); a run
+#                         that exceeds it is reported and the others go on
+#   --out DIR             results directory (default: bench/results/smpi-scale-DATE-TIME/)
+#   -h, --help            this help
+# Environment:
+#   BUILD    the build tree (default: build/), configured with
+#            -DTOPOTUNE_BUILD_SMPI=ON
+#   SMPIRUN  (default: smpirun); PYTHON (default: python3)
+# Folding maps every rank's buffers page by page: above 128 ranks SimGrid
+# needs vm.max_map_count of 1048576 or more (Debian's default is 65530); the
+# script says so and stops when it is lower. On 2 cores the default runs take
+# about 25 minutes without native and linear. Exit status: 0 when every run
+# succeeded, 1 when one failed or ran out of time, 2 on a usage error.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
+
+args="$*"
+shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall size=64KiB divisor=1
+crosstraffic=on limit=0 out=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --shapes | --algorithms | --collective | --size | --slots-divisor | --crosstraffic | --time-limit | --out)
+      [[ $# -ge 2 ]] || die_usage "$1 needs a value"
+      case $1 in
+        --shapes) shapes=$2 ;;
+        --algorithms) algorithms=$2 ;;
+        --collective) collective=$2 ;;
+        --size) size=$2 ;;
+        --slots-divisor) divisor=$2 ;;
+        --crosstraffic) crosstraffic=$2 ;;
+        --time-limit) limit=$2 ;;
+        --out) out=$2 ;;
+      esac
+      shift
+      ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die_usage "unknown argument '$1'" ;;
+  esac
+  shift
 done
+case $collective in
+  alltoall) : "${algorithms:=capacity_scheduled,pairwise,tree_scheduled,native,linear}" ;;
+  allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;
+  *) die_usage "--collective takes alltoall or allgather, not '$collective'" ;;
+esac
+[[ $divisor =~ ^[1-9][0-9]*$ ]] || die_usage "--slots-divisor takes a positive number, not '$divisor'"
+[[ $limit =~ ^[0-9]+$ ]] || die_usage "--time-limit takes a number of seconds, not '$limit'"
+[[ $crosstraffic == on || $crosstraffic == off ]] || die_usage "--crosstraffic takes on or off, not '$crosstraffic'"
+
+# The shapes' topology files.
+topologies=()
+IFS=, read -r -a shape_list <<<"$shapes"
+for shape in "${shape_list[@]}"; do
+  file=""
+  for candidate in "$shape" "$root/bench/topologies/$shape.yaml" "$root/deploy/examples/$shape.yaml"; do
+    [[ -f $candidate ]] && file=$(cd "$(dirname "$candidate")" && pwd)/$(basename "$candidate") && break
+  done
+  [[ -n $file ]] || die_usage "no shape '$shape' (neither a file nor in bench/topologies or deploy/examples)"
+  topologies+=("$file")
+done
+
+build=${BUILD:-$root/build}
+[[ $build == /* ]] || build=$PWD/$build
+bench=$build/bench_kernels/smpi/topotune-bench-smpi
+topotune=$build/daemon/cli/topotune
+smpirun=${SMPIRUN:-smpirun}
+python=${PYTHON:-python3}
+for binary in "$bench" "$topotune"; do
+  [[ -x $binary ]] && continue
+  echo "smpi_scale.sh: missing $binary; build it (SimGrid from deploy/install-deps.sh) with:" >&2
+  echo "  cmake -S $root -B $build -G Ninja -DTOPOTUNE_BUILD_SMPI=ON && cmake --build $build" >&2
+  exit 2
+done
+for tool in "$smpirun" "$python"; do
+  command -v "$tool" >/dev/null || { echo "smpi_scale.sh: '$tool' not found (deploy/install-deps.sh installs it)" >&2; exit 2; }
+done
+
+out=${out:-$root/bench/results/smpi-scale-$(date +%Y-%m-%d-%H%M%S)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+tables=$out/tables.txt runs=$out/runs.txt
+: >"$tables"
+: >"$runs"
+smpi_cfg=(--cfg=smpi/simulate-computation:no --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
+  "--cfg=network/crosstraffic:$([[ $crosstraffic == on ]] && echo 1 || echo 0)"
+  --log=root.thres:error)
+{
+  echo "date: $(date -Iseconds)"
+  echo "command: bench/smpi_scale.sh $args"
+  echo "commit: $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
+  echo "machine: $(uname -n), $(nproc) cores"
+  echo "build: $build"
+  echo "collective: $collective, size $size, algorithms $algorithms, slots divisor $divisor"
+  echo "smpirun: ${smpi_cfg[*]}; topotune-bench-smpi --iterations 1 --warmup 0 --fold-buffers"
+  "$smpirun" -version 2>/dev/null | head -1
+} >"$out/meta.txt" 2>/dev/null || true
+
+say() { printf '%s\n' "$*" | tee -a "$tables"; }
+failures=0
+start=$SECONDS
+for topology in "${topologies[@]}"; do
+  name=$(basename "$topology" .yaml)
+  ((divisor == 1)) || name+="-div$divisor"
+  dir=$out/$name
+  mkdir -p "$dir"
+  # The shape, with fewer ranks per host when asked.
+  "$python" - "$topology" "$divisor" "$dir/$name.yaml" <<'EOF'
+import math, re, sys
+text, divisor = open(sys.argv[1]).read(), int(sys.argv[2])
+scaled = re.sub(r"slots: *(\d+)", lambda m: f"slots: {math.ceil(int(m.group(1)) / divisor)}", text)
+open(sys.argv[3], "w").write(scaled)
+EOF
+  if ! "$topotune" topology export --simgrid "$dir/$name.xml" --hostfile "$dir/$name.hosts" "$dir/$name.yaml" \
+    >"$dir/export.log" 2>&1; then
+    echo "smpi_scale.sh: exporting $topology failed:" >&2
+    cat "$dir/export.log" >&2
+    failures=$((failures + 1))
+    continue
+  fi
+  np=$(wc -l <"$dir/$name.hosts")
+  map_count=$(cat /proc/sys/vm/max_map_count)
+  if ((np > 128 && map_count < 1048576)); then
+    echo "smpi_scale.sh: vm.max_map_count is $map_count; folded buffers for $np ranks need 1048576. As root:" >&2
+    echo "  sysctl -w vm.max_map_count=1048576    (and back with: sysctl -w vm.max_map_count=$map_count)" >&2
+    exit 2
+  fi
+  model=$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" 2>/dev/null |
+    grep '^model' || echo "model: not available")
+  for algorithm in ${algorithms//,/ }; do
+    printf 'smpi_scale.sh: [%5ds] %s, %d ranks, %s ...' "$((SECONDS - start))" "$name" "$np" "$algorithm" >&2
+    t0=$SECONDS status=0
+    command=("$smpirun" -platform "$dir/$name.xml" -hostfile "$dir/$name.hosts" -np "$np" "${smpi_cfg[@]}"
+      "$bench" --topology "$dir/$name.yaml" --collective "$collective" --algorithms "$algorithm" --sizes "$size"
+      --iterations 1 --warmup 0 --progress never --fold-buffers)
+    { printf '%q ' "${command[@]}" && echo; } >"$dir/$algorithm.log"
+    # smpirun may leave temporary files in the current directory.
+    if ((limit > 0)); then
+      (cd "$dir" && timeout "$limit" "${command[@]}") >"$dir/$algorithm.jsonl" 2>>"$dir/$algorithm.log" || status=$?
+    else
+      (cd "$dir" && "${command[@]}") >"$dir/$algorithm.jsonl" 2>>"$dir/$algorithm.log" || status=$?
+    fi
+    wall=$((SECONDS - t0))
+    printf ' %ds\n' "$wall" >&2
+    if [[ $status -eq 124 ]]; then
+      echo "$name $algorithm ranks=$np status=timeout wall=${wall}s (over --time-limit $limit)" >>"$runs"
+      failures=$((failures + 1))
+    else
+      echo "$name $algorithm ranks=$np status=$status wall=${wall}s" >>"$runs"
+      if [[ $status -ne 0 ]]; then
+        echo "smpi_scale.sh: $name $algorithm failed (exit status $status); last lines of $dir/$algorithm.log:" >&2
+        tail -n 20 "$dir/$algorithm.log" >&2
+        failures=$((failures + 1))
+      fi
+    fi
+  done
+  say "== SimGrid $name ($np ranks), $collective, $size blocks, plain link model, crosstraffic $crosstraffic"
+  say "   topotune schedule's $model"
+  cat "$dir"/*.jsonl >"$dir/all.jsonl"
+  if [[ -s $dir/all.jsonl ]]; then
+    "$python" "$root/bench/report.py" --bound --rows label "$dir/all.jsonl" | tee -a "$tables"
+  else
+    say "   (no samples)"
+  fi
+  grep "^$name " "$runs" | grep -v "status=0 " | sed 's/^/   not in the table: /' | tee -a "$tables" || true
+  say ""
+done
+
+echo "smpi_scale.sh: $((SECONDS - start)) s; tables.txt, runs.txt and the raw samples in $out" >&2
+if [[ $failures -gt 0 ]]; then
+  echo "smpi_scale.sh: $failures run(s) failed or ran out of time (runs.txt)" >&2
+  exit 1
+fi

@@ -641,9 +641,9 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "  message of several blocks), syncs hold [from_rank, after_phase, to_rank, before_phase];\n"
                  "  host-combined schedules end with \"host_combined\":true (see tuner/schedule.h for which blocks\n"
                  "  each message carries); \"receives_up_front\":true says that a phase ends for a rank when its\n"
-                 "  send completes (its receives are posted first), so a sync leaves at that point. With the topology "
-                 "file, an outside tool can put every message on its\n"
-                 "  path and check each link's load per phase.\n");
+                 "  send completes (its receives are posted first), so a sync leaves at that point. With the\n"
+                 "  topology file, an outside tool can put every message on its path and check each link's load\n"
+                 "  per phase.\n");
   sched->add_option("--topology", sched_args.topology, "Topology file (YAML)")->required()->type_name("FILE");
   std::vector<std::string> collectives = Collectives();
   sched

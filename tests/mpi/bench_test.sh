@@ -55,6 +55,10 @@ case $case_name in
     run "$bench" --collective alltoall --pattern skewed
     expect_status 2
     expect_in stderr "--pattern applies to --collective alltoallv only"
+    # Folded buffers exist only under SimGrid SMPI (topotune-bench-smpi).
+    run "$bench" --fold-buffers
+    expect_status 2
+    expect_in stderr "--fold-buffers is for topotune-bench-smpi"
     ;;
   placement_mismatch)
     # The file has 8 hosts of one slot each; 3 ranks do not fit that.

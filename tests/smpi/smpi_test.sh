@@ -6,7 +6,8 @@
 # Usage: smpi_test.sh CASE TOPOTUNE PLATFORM_CHECK BENCH_SMPI SMPIRUN SOURCE_DIR WORK_DIR
 #   CASE            platform_fig1 | platform_bad_direction | fig1_np6 |
 #                   fig1_every_kernel_alltoall | fig1_every_kernel_alltoallv |
-#                   fig1_every_kernel_allgather | tree64_np64 (see below)
+#                   fig1_every_kernel_allgather | tree64_np64 | fold_buffers |
+#                   scale_script (see below)
 #   TOPOTUNE        the topotune CLI
 #   PLATFORM_CHECK  tests/smpi/platform_check (loads a platform into SimGrid)
 #   BENCH_SMPI      topotune-bench-smpi
@@ -139,6 +140,70 @@ EOF
       --sizes 64KiB --iterations 2
     check_lines tree_scheduled,native 64 65536 0.234881024
     echo "smpirun -np 64: $((SECONDS - start)) s"
+    ;;
+  fold_buffers)
+    # --fold-buffers (every rank's buffers and the host segments in SMPI's
+    # shared memory, for the 512-rank runs of bench/smpi_scale.sh) changes
+    # no simulated time: the host-combined kernels and pairwise on the
+    # three-level example (8 hosts x 2 ranks) time the same folded as with
+    # their own buffers, whose bytes --verify checks. With --verify it is
+    # refused: folded bytes are shared, there is nothing to check.
+    three=$source_dir/deploy/examples/three-level.yaml
+    export_platform "$three" three
+    for run in "alltoall capacity_scheduled,pairwise" "allgather node_aware_ring,native"; do
+      collective=${run%% *} algorithms=${run#* }
+      smpi_bench three 16 --collective "$collective" --algorithms "$algorithms" --topology "$three" --sizes 64KiB \
+        --iterations 2 --verify
+      check_lines "$algorithms" 16 65536
+      mv "$work/out.jsonl" "$work/own-$collective.jsonl"
+      smpi_bench three 16 --collective "$collective" --algorithms "$algorithms" --topology "$three" --sizes 64KiB \
+        --iterations 2 --fold-buffers
+      "$python" - "$work/own-$collective.jsonl" "$work/out.jsonl" <<'EOF' || fail "$collective: folded times differ"
+import json, sys
+own, folded = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:])
+assert [l["algorithm"] for l in own] == [l["algorithm"] for l in folded], "different algorithms"
+for a, b in zip(own, folded):
+    assert b["verified"] is False, f'{b["algorithm"]}: the folded run claims to be verified'
+    assert abs(a["median_s"] - b["median_s"]) <= 1e-9 * a["median_s"], \
+        f'{a["algorithm"]}: {a["median_s"]} s with its own buffers, {b["median_s"]} s folded'
+    print(f'{a["algorithm"]}: {a["median_s"]:.6f} s with its own buffers and folded')
+EOF
+    done
+    set +e
+    "$smpirun" -platform three.xml -hostfile three.hosts -np 16 --log=root.thres:critical "$bench" --topology "$three" \
+      --fold-buffers --verify >"$work/stdout" 2>"$work/stderr"
+    status=$?
+    set -e
+    expect_status 2
+    grep -qF "nothing to --verify" "$work/stderr" || fail "the refusal does not say why"
+    ;;
+  scale_script)
+    # bench/smpi_scale.sh end to end on a small shape (the three-level
+    # example, halved to one rank per host by --slots-divisor 2): both runs
+    # succeed, the table has both algorithms with their fraction of the
+    # bound and the model's line; usage errors exit 2.
+    script=$source_dir/bench/smpi_scale.sh
+    build=$(cd "$(dirname "$topotune")/../.." && pwd)
+    run env BUILD="$build" SMPIRUN="$smpirun" "$script" --shapes "$source_dir/deploy/examples/three-level.yaml" \
+      --algorithms capacity_scheduled,pairwise --slots-divisor 2 --out "$work/results"
+    expect_status 0
+    cat "$work/results/tables.txt"
+    grep -qF "== SimGrid three-level-div2 (8 ranks), alltoall, 64KiB blocks" results/tables.txt || fail "no title"
+    grep -qF "topotune schedule's model (64KiB blocks" results/tables.txt || fail "no model line"
+    for algorithm in capacity_scheduled pairwise; do
+      grep -qE "^ *$algorithm .*\[[01]\.[0-9]+\]" results/tables.txt || fail "no row with a fraction for $algorithm"
+      grep -qF "three-level-div2 $algorithm ranks=8 status=0 " results/runs.txt || fail "runs.txt lacks $algorithm"
+    done
+    [[ $(grep -c "slots: 1}" results/three-level-div2/three-level-div2.yaml) -eq 8 ]] || fail "slots not halved"
+    run "$script" --slots-divisor 0
+    expect_status 2
+    grep -qF -- "--slots-divisor takes a positive number" stderr || fail "no usage error for --slots-divisor 0"
+    run "$script" --shapes no-such-shape
+    expect_status 2
+    grep -qF "no shape 'no-such-shape'" stderr || fail "no usage error for an unknown shape"
+    run "$script" --help
+    expect_status 0
+    grep -qF -- "--slots-divisor D" stdout || fail "--help lacks --slots-divisor"
     ;;
   *)
     fail "unknown case"
