@@ -11,9 +11,11 @@
 #                   which algorithm the library ran per size comes from its
 #                   TOPOTUNE_STATS_FILE
 #   KERNEL          every topotune kernel of the collective
+#   native:aa       ompi:default a second time: the A/A control, two runs of
+#                   one algorithm whose ratio must show no difference
 #   ompi:NAME       every Open MPI coll/tuned algorithm, forced
 #
-# The first three come from ONE mpirun per collective and pattern, so they
+# The first four come from ONE mpirun per collective and pattern, so they
 # are measured side by side: interleaved rounds (topotune-bench --interleave),
 # each round times every one of them once in a fresh random order drawn from
 # --seed, so drift and neighbours hit all alike. A forced Open MPI algorithm needs MCA
@@ -94,6 +96,9 @@
 # links reaches now; and a pair exchange, both directions on one connection)
 # and counters.txt (TCP retransmissions and timeouts of every host, tc drops
 # of every port, and the machine's CPU time, before and after every run).
+# Every sample also carries the TCP retransmission timeouts and retransmitted
+# segments of its own timed calls (topotune-bench --tcp-counters), which the
+# tables list per algorithm.
 # Exit status: 0 when every step ran (targets may still be missed: see
 # targets.txt), 1 when a step failed (the others still ran), 2 on a usage
 # error or missing binaries.
@@ -377,7 +382,8 @@ for topo_file in "${topo_files[@]}"; do
   server=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' "$state/testbed.json")
   mapfile -t host_ns < <("$python" -c 'import json, sys; [print(h["namespace"]) for h in json.load(open(sys.argv[1]))["hosts"].values()]' "$state/testbed.json")
   mapfile -t switch_ns < <("$python" -c 'import json, sys; [print(s["namespace"]) for s in json.load(open(sys.argv[1]))["switches"].values()]' "$state/testbed.json")
-  np=$(grep -c . "$state/hostfile")
+  # One rank per slot: the hostfile has "NAMESPACE slots=N" lines.
+  np=$(awk '{ n += (sub(/^slots=/, "", $2) ? $2 : 1) } END { print n }' "$state/hostfile")
   # topotune-bench needs the topology with the testbed's names (the prefix).
   "$python" "$root/bench/cluster_report.py" topology --prefix "$prefix" "$topo_file" "$dir/topology.yaml"
   # Where mpirun puts each rank: topotune-bench must place ranks the same
@@ -396,7 +402,7 @@ for topo_file in "${topo_files[@]}"; do
     teardown
     continue
   fi
-  say "$name: up, $np hosts; ranks on $rank_hosts"
+  say "$name: up, $(grep -c . "$state/hostfile") hosts, $np ranks; ranks on $rank_hosts"
   # Two references, 1 MiB, now (under this machine's current load):
   #  ring  3 ranks (first, middle and last host) pass blocks round a ring
   #        (allgather ring): one flow per link direction, each on its own
@@ -410,11 +416,11 @@ for topo_file in "${topo_files[@]}"; do
   mapfile -t placed < <(tr ',' '\n' <<<"$rank_hosts")
   first_host=${placed[0]} middle_host=${placed[$((np / 2))]} last_host=${placed[$((np - 1))]}
   bench_job calibration-ring "$dir/calibration-ring.log" -np 3 --host "$first_host,$middle_host,$last_host" \
-    "$bench" --collective allgather --topology "$dir/topology.yaml" --hosts "$first_host,$middle_host,$last_host" \
+    "$bench" --collective allgather --topology "$dir/topology.yaml" --hosts "$first_host:1,$middle_host:1,$last_host:1" \
     --algorithms ring --sizes 1MiB --warmup 2 --iterations 5 --times --progress never \
     --out "$dir/calibration-ring.jsonl" || true
   bench_job calibration-pair "$dir/calibration-pair.log" -np 2 --host "$first_host,$last_host" "$bench" \
-    --collective alltoall --topology "$dir/topology.yaml" --hosts "$first_host,$last_host" --algorithms native \
+    --collective alltoall --topology "$dir/topology.yaml" --hosts "$first_host:1,$last_host:1" --algorithms native \
     --sizes 1MiB --warmup 2 --iterations 5 --times --progress never --out "$dir/calibration-pair.jsonl" || true
 
   if ((skip_tuning)); then
@@ -452,7 +458,7 @@ for topo_file in "${topo_files[@]}"; do
   tb exec head -- "$topotune" decisions show --json >"$dir/decisions.json" 2>/dev/null || true
 
   common=(--topology "$dir/topology.yaml" --rank-hosts "$rank_hosts" --sizes "$sizes" --warmup "$warmup"
-    --iterations "$iterations" --interleave --order-seed "$seed" --times --progress never)
+    --iterations "$iterations" --interleave --order-seed "$seed" --times --progress never --tcp-counters)
   ((verify)) && common+=(--verify)
   for spec in "${runs[@]}"; do
     collective=${spec%% *} pattern_args=() tag=$collective
@@ -464,7 +470,7 @@ for topo_file in "${topo_files[@]}"; do
     bench_job "$tag" "$dir/$tag.log" -np "$np" --hostfile "$state/hostfile" \
       -x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER="$server" -x TOPOTUNE_STATS_FILE="$dir/stats-$tag.json" \
       -x TOPOTUNE_LOG=info "$bench" --collective "$collective" "${pattern_args[@]}" "${common[@]}" \
-      --label-native ompi:default --via-mpi topotune:tuned --out "$dir/$tag.jsonl" || true
+      --label-native ompi:default --via-mpi topotune:tuned --aa-control --out "$dir/$tag.jsonl" || true
     ((skip_ompi)) && continue
     # Each Open MPI algorithm forced, as bench/ompi-candidates.sh does.
     mapfile -t forced < <(ompi_of "$collective")

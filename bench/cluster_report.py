@@ -631,6 +631,25 @@ def table(topo, tag):
             cells = [cols[0][r].rjust(widths[0]), cols[1][r].rjust(widths[1]), cols[2][r].ljust(widths[2])]
             cells += [col[r].rjust(w) for col, w in zip(cols[3:], widths[3:])]
             lines.append(("   " + "  ".join(cells)).rstrip())
+    return lines + tcp_lines(topo, tag, sizes, labels)
+
+
+def tcp_lines(topo, tag, sizes, labels):
+    """Per algorithm, the TCP retransmission timeouts (and retransmitted
+    segments) of its own timed calls, from topotune-bench --tcp-counters."""
+    rows = topo.samples[tag]
+    counted = [label for label in labels if any("tcp_timeouts" in rows[m].get(label, {}) for m in sizes)]
+    if not counted:
+        return []
+    lines = ["   TCP per algorithm over its timed calls: retransmission timeouts (retransmitted segments)"]
+    width = max(len(label) for label in counted)
+    for label in counted:
+        cells = []
+        for m in sizes:
+            o = rows[m].get(label, {})
+            cells.append(f"{human_bytes(m)} {o['tcp_timeouts']} ({o.get('tcp_retrans_segs', '-')}) in "
+                         f"{o.get('iterations', '-')} calls" if "tcp_timeouts" in o else f"{human_bytes(m)} -")
+        lines.append(f"   {label.ljust(width)}  " + "; ".join(cells))
     return lines
 
 
@@ -907,7 +926,7 @@ def cmd_report(args):
     tables = []
     for topo in topos:
         tables += [f"==== {topo.name}: {topo.switches} switch{'es' if topo.switches != 1 else ''}, "
-                   f"{max(topo.nprocs.values(), default=0)} hosts"]
+                   f"{max(topo.nprocs.values(), default=0)} ranks"]
         tables += [f"   {line}" for line in topo.calibration_lines()] + [""]
         for tag in ordered_tags(topo):
             tables += table(topo, tag) + [""]

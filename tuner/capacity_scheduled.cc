@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tuner/bounds.h"
@@ -25,6 +26,8 @@ constexpr int kMaxPairOrderHosts = 128;
 constexpr double kClassRatio = 4;  // Pair times within one size class.
 constexpr int kMaxClasses = 4;
 constexpr double kPairOrderBudget = 4e6;  // Host pairs x phases.
+
+uint64_t PairKey(int32_t from, int32_t to) { return static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to); }
 
 // Hosts and the switch-level paths between their attachment nodes. Hosts are
 // numbered so that the hosts of one group (same attachment node) are
@@ -225,7 +228,8 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   std::vector<uint64_t> recv_free(words);
   std::vector<char> send_free(H);
   std::vector<int32_t> out_ctr(H, 0), in_ctr(H, 0);
-  std::vector<int> senders(H);  // Per group, sorted by host-link criticality.
+  std::unordered_set<uint64_t> phase_pairs;  // The current phase's (sender, receiver) rank pairs.
+  std::vector<int> senders(H);               // Per group, sorted by host-link criticality.
   std::vector<double> key(H);
   std::vector<int> gps;
   std::vector<double> gp_key(static_cast<size_t>(L) * L, 0.0), group_up(L), group_down(L);
@@ -250,10 +254,26 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
     const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
     longest_message = std::max(longest_message, b / d);
+    // The carrying ranks rotate through each host's ranks. A rank pair never
+    // carries messages both ways in one phase when another pair exists:
+    // both directions of one connection ran at half the link rate each on
+    // Open MPI's TCP transport (bench/cluster.sh, calibration-pair).
     const auto& hr = v.ranks[h];
     const auto& gr = v.ranks[g];
-    s.Add(Message{hr[out_ctr[h]++ % static_cast<int32_t>(hr.size())], gr[in_ctr[g]++ % static_cast<int32_t>(gr.size())],
-                  blocks});
+    const auto rh = static_cast<int32_t>(hr.size()), rg = static_cast<int32_t>(gr.size());
+    int32_t si = 0, ri = 0;  // Steps past the rotation's next sender and receiver.
+    auto reversed = [&] {
+      return phase_pairs.contains(PairKey(gr[(in_ctr[g] + ri) % rg], hr[(out_ctr[h] + si) % rh]));
+    };
+    while (reversed() && si < rh) {
+      if (++ri == rg) ri = 0, ++si;
+    }
+    if (si == rh) si = ri = 0;  // Every pair of these hosts' ranks carries the reverse: one rank each.
+    const int32_t from = hr[(out_ctr[h] + si) % rh], to = gr[(in_ctr[g] + ri) % rg];
+    out_ctr[h] += si + 1;
+    in_ctr[g] += ri + 1;
+    phase_pairs.insert(PairKey(from, to));
+    s.Add(Message{from, to, blocks});
     if (v.up[h] >= 0) touch(v.up[h], d, b);
     if (v.down[g] >= 0) touch(v.down[g], d, b);
     for (int64_t j = v.path_begin[gp]; j < v.path_begin[gp + 1]; ++j) touch(v.path_edges[j], d, b);
@@ -391,6 +411,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   while (left > 0) {
     if (phase >= max_phases) return Status::Internal("capacity_scheduled: no progress while filling phases");
     s.AddPhase();
+    phase_pairs.clear();
     std::fill(recv_free.begin(), recv_free.end(), ~uint64_t{0});
     std::fill(send_free.begin(), send_free.end(), 1);
     if (pair_order) {

@@ -8,7 +8,10 @@
 //   ordered pair of hosts (H, G) the r_H x r_G blocks travel in one or more
 //   messages from a rank of H to a rank of G, at most one such message per
 //   phase; blocks between ranks of one host never enter the phases. No
-//   synchronisations (syncs empty, barrier_between_phases false).
+//   synchronisations (syncs empty, barrier_between_phases false). Where one
+//   of the two hosts has more than one rank, no rank pair carries messages
+//   both ways in one phase (on TCP the two directions of one connection
+//   ran at half the link rate each).
 //   Capacity: in every phase, on every directed link, the demands of the
 //   messages crossing it (each message's demand is the speed of the slowest
 //   link on its path) add up to at most the link's speed (relative tolerance
@@ -53,7 +56,8 @@
 //      and for each sender the receiver with the most critical host link that
 //      still has room on every link of the path; local (same-switch) pairs
 //      fill in last. Ties rotate with the phase so that work spreads. Sender
-//      and receiver ranks rotate over the host's ranks.
+//      and receiver ranks rotate over the host's ranks, skipping a rank pair
+//      that already carries the reverse message in this phase.
 //   4. A few tau are tried (the longest pair time, the median, and a half to
 //      a sixteenth of the longest), each with two orders: the group order of
 //      step 3, and (jobs of up to 128 hosts) a pair order that sorts every

@@ -104,6 +104,25 @@ Check CheckSchedule(const RankTree& tree, const Schedule& s, double msize = kMsi
 
 std::string First(const Check& c) { return c.errors.empty() ? "" : c.errors[0]; }
 
+// Phases in which a rank pair carries messages both ways although one of
+// its two hosts has another rank that could have taken one of them.
+int ReversePairPhases(const RankTree& tree, const Schedule& s) {
+  std::map<int, int> ranks_on;
+  for (int r = 0; r < tree.num_ranks(); ++r) ++ranks_on[tree.host_node(r)];
+  int count = 0;
+  for (int p = 0; p < s.num_phases(); ++p) {
+    std::set<std::pair<int, int>> sent;
+    for (const Message& m : s.phase(p)) sent.insert({m.src, m.dst});
+    for (const Message& m : s.phase(p))
+      if (m.src < m.dst && sent.contains({m.dst, m.src}) &&
+          (ranks_on[tree.host_node(m.src)] > 1 || ranks_on[tree.host_node(m.dst)] > 1)) {
+        ++count;
+        break;
+      }
+  }
+  return count;
+}
+
 void Report(const char* name, const Check& c) {
   std::printf("[capacity_scheduled] %s: %d phases, modelled %.6f s, bound %.6f s, bound/modelled %.4f\n", name,
               c.phases, c.seconds, c.bound, c.ratio());
@@ -309,7 +328,26 @@ TEST(CapacityScheduled, RandomTreesAreCompleteAndRespectCapacity) {
     ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.status().ToString();
     Check c = CheckSchedule(tree, *s);
     EXPECT_TRUE(c.errors.empty()) << "seed " << seed << ": " << First(c);
+    EXPECT_EQ(ReversePairPhases(tree, *s), 0) << "seed " << seed;
   }
+}
+
+// bench/topologies/mixed-speed-2x4x2.yaml: every phase exchanges between host
+// pairs both ways, and no rank pair carries both directions (one TCP
+// connection would run each at half the link rate).
+TEST(CapacityScheduled, NoRankPairCarriesBothWaysInOnePhase) {
+  RankTree tree = MakeTree(TwoLevel(2, 4, 2, 25e6, 100e6));
+  auto s = CapacityScheduled(tree);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Check c = CheckSchedule(tree, *s);
+  EXPECT_TRUE(c.errors.empty()) << First(c);
+  EXPECT_EQ(c.phases, 7);
+  EXPECT_EQ(ReversePairPhases(tree, *s), 0);
+  // One rank per host leaves no choice: Faraj-Yuan's phases pair hosts both ways.
+  RankTree single = MakeTree(TwoLevel(2, 4, 1, 25e6, 100e6));
+  auto fy = CapacityScheduled(single);
+  ASSERT_TRUE(fy.ok());
+  EXPECT_TRUE(CheckSchedule(single, *fy).errors.empty());
 }
 
 TEST(CapacityScheduled, SingleHostHasNoPhases) {

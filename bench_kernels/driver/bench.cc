@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "bench_kernels/alltoallv/pattern_class.h"
+#include "bench_kernels/driver/tcp_counters.h"
 #include "tuner/bounds.h"
 #include "tuner/crossover.h"
 #include "tuner/stats.h"
@@ -129,6 +130,8 @@ std::string SampleToJson(const Sample& s, bool with_times) {
   j["verified"] = s.verified;
   j["verify_errors"] = s.verify_errors;
   j["fallbacks"] = s.fallbacks;
+  if (s.tcp_timeouts) j["tcp_timeouts"] = *s.tcp_timeouts;
+  if (s.tcp_retrans_segs) j["tcp_retrans_segs"] = *s.tcp_retrans_segs;
   if (with_times) j["times_s"] = s.times_s;
   return j.dump();
 }
@@ -435,6 +438,7 @@ struct Entry {
   std::vector<double> times;
   long long verify_errors = 0;
   long long fallbacks = 0;
+  long long tcp_timeouts = 0, tcp_retrans_segs = 0;  // This rank's share (tcp_counters).
   std::string first_error;
 };
 
@@ -592,6 +596,30 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     MPI_Allreduce(&local, &ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
   }
 
+  // With --tcp-counters, one rank per host reads its namespace's counters:
+  // the first of each host in the placement, else the first of each
+  // shared-memory node.
+  bool counts_tcp = false;
+  if (options.tcp_counters) {
+    if (job) {
+      const auto& hosts = job->placement.rank_host;
+      counts_tcp = std::find(hosts.begin(), hosts.end(), hosts[rank]) - hosts.begin() == rank;
+    } else {
+      MPI_Comm node_comm = MPI_COMM_NULL;
+      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+      int local = 0;
+      if (node_comm != MPI_COMM_NULL) {
+        MPI_Comm_rank(node_comm, &local);
+        MPI_Comm_free(&node_comm);
+      }
+      counts_tcp = local == 0;
+    }
+    int missing = counts_tcp && !ReadTcpCounters() ? 1 : 0, any_missing = 0;
+    MPI_Allreduce(&missing, &any_missing, 1, MPI_INT, MPI_MAX, comm);
+    if (any_missing)
+      return fail(kExitUsage, "--tcp-counters: /proc/net/netstat or /proc/net/snmp lacks TCPTimeouts or RetransSegs");
+  }
+
   kernels::FallbackLog fallback_log;
   // Kernels decline alike on every rank, so rank 0 speaks for all; a
   // rank-specific decline still shows in Sample::fallbacks (max over ranks).
@@ -672,6 +700,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
       }
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
+      const std::optional<TcpCounters> tcp_before = timed && counts_tcp ? ReadTcpCounters() : std::nullopt;
       if (timed) MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
       rc = agree(e) ? w.Agree(comm) : MPI_SUCCESS;
@@ -682,6 +711,13 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
         e.times.push_back(elapsed);
         e.fallbacks += TotalFallbacks(fallback_log) - fallbacks_before;
+        // After the allreduce every rank's call is over: its retransmissions are counted.
+        if (tcp_before) {
+          if (auto after = ReadTcpCounters()) {
+            e.tcp_timeouts += after->timeouts - tcp_before->timeouts;
+            e.tcp_retrans_segs += after->retrans_segs - tcp_before->retrans_segs;
+          }
+        }
       }
       if (rc != MPI_SUCCESS) rc_what = std::string(e.name);
       if (options.verify && rc == MPI_SUCCESS) {
@@ -753,6 +789,8 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       long long fallbacks = e.fallbacks, max_fallbacks = 0, all_errors = 0, verify_errors = e.verify_errors;
       MPI_Allreduce(&fallbacks, &max_fallbacks, 1, MPI_LONG_LONG, MPI_MAX, comm);
       MPI_Allreduce(&verify_errors, &all_errors, 1, MPI_LONG_LONG, MPI_SUM, comm);
+      long long tcp[2] = {e.tcp_timeouts, e.tcp_retrans_segs}, tcp_sum[2] = {0, 0};
+      if (options.tcp_counters) MPI_Allreduce(tcp, tcp_sum, 2, MPI_LONG_LONG, MPI_SUM, comm);
       if (!e.first_error.empty()) {
         log(fmt::format("topotune-bench: rank {}: {} {} at {} bytes: verification failed: {}", rank, cname, e.label,
                         msize, e.first_error));
@@ -785,6 +823,10 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       s.verified = options.verify && all_errors == 0;
       s.verify_errors = all_errors;
       s.fallbacks = max_fallbacks;
+      if (options.tcp_counters) {
+        s.tcp_timeouts = tcp_sum[0];
+        s.tcp_retrans_segs = tcp_sum[1];
+      }
       s.times_s = std::move(e.times);
       if (sink) sink(s);
     }

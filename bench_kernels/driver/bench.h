@@ -114,12 +114,13 @@ struct BenchOptions {
   // library loaded into the job (libtopotune-mpi.so) then runs what it
   // chooses, so that what a job gets from it is timed like a kernel.
   std::string via_mpi_label;
-  bool interleave = false;   // Rounds in random order (see above); needs iterations >= 1.
-  double size_budget_s = 0;  // interleave: wall time of a size's rounds beyond which none follow; 0: none.
-  int max_rounds = 0;        // interleave: rounds per size at most; below iterations: iterations.
-  double margin = 0.01;      // interleave: the stopping rule's decision margin.
-  double alpha = 0.05;       // interleave: 1 - the confidence level of the stopping rule.
-  bool aa_control = false;   // Also time native a second time, labelled "native:aa".
+  bool interleave = false;    // Rounds in random order (see above); needs iterations >= 1.
+  double size_budget_s = 0;   // interleave: wall time of a size's rounds beyond which none follow; 0: none.
+  int max_rounds = 0;         // interleave: rounds per size at most; below iterations: iterations.
+  double margin = 0.01;       // interleave: the stopping rule's decision margin.
+  double alpha = 0.05;        // interleave: 1 - the confidence level of the stopping rule.
+  bool aa_control = false;    // Also time native a second time, labelled "native:aa".
+  bool tcp_counters = false;  // Count each algorithm's TCP timeouts and retransmissions (tcp_counters.h).
   // alltoallv: time every kernel but native with the agreement
   // libtopotune-mpi.so makes before a call that runs it (this rank's pattern
   // features, summed by one allreduce of six integers; shim/runtime.h), so
@@ -162,6 +163,10 @@ struct Sample {
   // Timed calls that ran the MPI library's collective instead (max over
   // ranks); always 0 for kViaMpiAlgorithm, whose library keeps its own count.
   int64_t fallbacks = 0;
+  // With BenchOptions::tcp_counters: over the timed calls, the TCP
+  // retransmission timeouts and retransmitted segments of every host (one
+  // rank per host reads its namespace's counters around each call).
+  std::optional<int64_t> tcp_timeouts, tcp_retrans_segs;
   std::vector<double> times_s;  // Every timed iteration, in order (max over ranks).
 };
 

@@ -88,6 +88,9 @@ constexpr const char* kFooterTop =
     "  verify_errors  mismatching received blocks, summed over ranks and calls\n"
     "  fallbacks     timed calls in which the kernel declined and Open MPI's own collective ran\n"
     "                instead (max over ranks; topology-aware kernels decline without --topology; 0 for mpi)\n"
+    "  tcp_timeouts tcp_retrans_segs  with --tcp-counters: TCP retransmission timeouts (each a stall\n"
+    "                of 200 ms or more) and retransmitted segments during the timed calls, summed over\n"
+    "                hosts; on a shared network, other traffic counts too\n"
     "  times_s       with --times: every timed iteration\n"
     "\n"
     "TOPOLOGY AND PLACEMENT\n"
@@ -281,6 +284,9 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
   app.add_flag("--aa-control", o.aa_control,
                "Also time native a second time per size, labelled native:aa: two runs of one algorithm, which must "
                "show no difference");
+  app.add_flag("--tcp-counters", o.tcp_counters,
+               "Count the TCP retransmission timeouts and retransmitted segments of each algorithm's timed calls "
+               "(Linux; one rank per host reads /proc/net of its namespace around each call, outside the timing)");
   app.add_flag("--alltoallv-agreement", o.alltoallv_agreement,
                "alltoallv: time every kernel but native with the agreement libtopotune-mpi.so makes before it (one "
                "allreduce of six integers), as topotune-agent does when tuning");

@@ -104,6 +104,7 @@ for o in lines:
     where = f"{o.get('algorithm')} at {o.get('msize')}"
     missing = [k for k in keys if k not in o]
     assert not missing, f"{where}: missing keys {missing}"
+    assert "tcp_timeouts" not in o and "tcp_retrans_segs" not in o, f"{where}: TCP counters without --tcp-counters"
     assert o["collective"] == collective and o["nprocs"] == 4 and o["ranks_per_node"] == 1, where
     labels = {"native": "ompi:default", "mpi": "mpi:public"}
     assert o["label"] == labels.get(o["algorithm"], o["algorithm"]), where
@@ -130,13 +131,14 @@ EOF
   interleave_*)
     collective=${case_name#interleave_}
     # Rounds in random order, the A/A copy of native, adaptive sampling
-    # bounded by --max-rounds; every call's data checked (alltoallv: with
-    # the library's agreement before every kernel but native, as tuning has).
+    # bounded by --max-rounds, TCP counters per algorithm; every call's data
+    # checked (alltoallv: with the library's agreement before every kernel
+    # but native, as tuning has).
     extra=()
     [[ $collective == alltoallv ]] && extra=(--alltoallv-agreement)
     run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 1000,65537 --warmup 1 \
       --interleave --iterations 3 --size-budget 30 --max-rounds 5 --order-seed 42 --aa-control "${extra[@]}" \
-      --topology "$topology" --hosts h0,h1,h4,h5 --times --out "$work/out.jsonl"
+      --topology "$topology" --hosts h0,h1,h4,h5 --times --tcp-counters --out "$work/out.jsonl"
     expect_status 0
     run "$bench" --time-budget 1 --interleave
     expect_status 2
@@ -157,6 +159,9 @@ for size in (1000, 65537):
         assert o["verified"] is True and o["verify_errors"] == 0, f"{where}: not verified"
         assert abs(o["mean_s"] - sum(o["times_s"]) / len(o["times_s"])) <= 1e-12 + 1e-9 * o["mean_s"], where
         assert o["algorithm"] == ("native" if o["label"] == "native:aa" else o["label"]), where
+        # --tcp-counters: this machine's counters, summed over the placement's four hosts.
+        for key in ("tcp_timeouts", "tcp_retrans_segs"):
+            assert isinstance(o.get(key), int) and o[key] >= 0, f"{where}: {key} {o.get(key)}"
 print(f"{len(lines)} lines checked")
 EOF
       fail "the interleaved JSON Lines output does not check out"
