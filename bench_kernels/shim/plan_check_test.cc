@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "proto/host_program_wire.h"
 #include "tuner/capacity_scheduled.h"
 #include "tuner/host_program.h"
 #include "tuner/node_aware_ring.h"
@@ -229,19 +230,7 @@ v1::CompiledSchedule HostSchedule(const Schedule& schedule, const std::vector<in
   s.mutable_host_of_rank()->Add(hosts.begin(), hosts.end());
   auto programs = CompileHostPrograms(schedule, hosts);
   EXPECT_TRUE(programs.ok()) << programs.status().ToString();
-  for (const HostProgram& p : *programs) {
-    v1::RankProgram* w = s.add_programs();
-    w->set_rank(p.rank);
-    for (const auto& [list, wire] : {std::pair{&p.sends, w->mutable_sends()}, std::pair{&p.recvs, w->mutable_recvs()}})
-      for (const HostTransfer& t : *list) {
-        v1::HostTransfer* x = wire->Add();
-        x->set_phase(t.phase);
-        x->set_peer(t.peer);
-        x->set_offset(t.offset);
-        x->set_blocks(t.blocks);
-      }
-    w->mutable_stream_origin()->Add(p.stream_origin.begin(), p.stream_origin.end());
-  }
+  for (const HostProgram& p : *programs) v1::HostProgramToProto(p, s.add_programs());
   return s;
 }
 

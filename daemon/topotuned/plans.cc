@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "db/hash.h"
+#include "proto/host_program_wire.h"
 #include "tuner/bounds.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
@@ -43,19 +44,7 @@ void ToProto(const RankProgram& p, v1::RankProgram* out) {
   }
 }
 
-void ToProto(const HostProgram& p, v1::RankProgram* out) {
-  out->set_rank(p.rank);
-  for (const auto& [list, wire] :
-       {std::pair{&p.sends, out->mutable_sends()}, std::pair{&p.recvs, out->mutable_recvs()}})
-    for (const HostTransfer& t : *list) {
-      v1::HostTransfer* w = wire->Add();
-      w->set_phase(t.phase);
-      w->set_peer(t.peer);
-      w->set_offset(t.offset);
-      w->set_blocks(t.blocks);
-    }
-  out->mutable_stream_origin()->Add(p.stream_origin.begin(), p.stream_origin.end());
-}
+void ToProto(const HostProgram& p, v1::RankProgram* out) { v1::HostProgramToProto(p, out); }
 
 int32_t StepsOf(const v1::RankProgram& p) {
   return p.steps_size() + p.sends_size() + p.recvs_size() + p.stream_origin_size();
