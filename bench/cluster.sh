@@ -91,9 +91,12 @@
 # DIR/TOPOLOGY/: topology.yaml (with the testbed's names), testbed.json,
 # placement.txt, tune.log, decisions.txt and .json, per run RUN.jsonl with
 # RUN.log (command line and stderr), stats-RUN.json (the library's statistics),
-# calibration-ring.jsonl and calibration-pair.jsonl (1 MiB: a ring of 3
-# hosts, one TCP flow per link direction, i.e. what TCP over the emulated
-# links reaches now; and a pair exchange, both directions on one connection)
+# calibration-ring.jsonl, calibration-ring-all.jsonl and
+# calibration-pair.jsonl (1 MiB: a ring of 3 hosts, one TCP flow per link
+# direction, i.e. what TCP over the emulated links reaches now; the same ring
+# over every rank of the job, which also pays for as many MPI processes on
+# this machine's cores as the measured runs; and a pair exchange, both
+# directions on one connection)
 # and counters.txt (TCP retransmissions and timeouts of every host, tc drops
 # of every port, and the machine's CPU time, before and after every run).
 # Every sample also carries the TCP retransmission timeouts and retransmitted
@@ -419,6 +422,10 @@ for topo_file in "${topo_files[@]}"; do
     "$bench" --collective allgather --topology "$dir/topology.yaml" --hosts "$first_host:1,$middle_host:1,$last_host:1" \
     --algorithms ring --sizes 1MiB --warmup 2 --iterations 5 --times --progress never \
     --out "$dir/calibration-ring.jsonl" || true
+  bench_job calibration-ring-all "$dir/calibration-ring-all.log" -np "$np" --hostfile "$state/hostfile" \
+    "$bench" --collective allgather --topology "$dir/topology.yaml" --rank-hosts "$rank_hosts" \
+    --algorithms ring --sizes 1MiB --warmup 2 --iterations 5 --times --progress never --tcp-counters \
+    --out "$dir/calibration-ring-all.jsonl" || true
   bench_job calibration-pair "$dir/calibration-pair.log" -np 2 --host "$first_host,$last_host" "$bench" \
     --collective alltoall --topology "$dir/topology.yaml" --hosts "$first_host:1,$last_host:1" --algorithms native \
     --sizes 1MiB --warmup 2 --iterations 5 --times --progress never --out "$dir/calibration-pair.jsonl" || true

@@ -288,7 +288,7 @@ class Topology:
         self.ran = {}  # tag -> msize -> text
         self.tcp = {}  # run -> Counter: RetransSegs, OutSegs, TCPTimeouts, ..., drops, isl_drops
         self.cpu = {}  # run -> (busy share, softirq share) of the machine
-        self.calibration = {}  # "ring" or "pair" -> sample
+        self.calibration = {}  # "ring", "ring-all" or "pair" -> sample
         self.decisions = {}  # run tag (alltoallv: per pattern class) -> [(min_msize, algorithm)]
         self.switches = 0
         self.files = collections.defaultdict(list)  # tag -> files with ompi:default or topotune:tuned samples
@@ -304,7 +304,7 @@ class Topology:
         # The main run (tuned, kernels, default) first, then the forced ones.
         files = sorted((p for p in glob.glob(os.path.join(self.path, "*.jsonl"))
                         if not os.path.basename(p).startswith("calibration")), key=lambda p: (".ompi-" in p, p))
-        for kind in ("ring", "pair"):
+        for kind in ("ring", "ring-all", "pair"):
             try:
                 with open(os.path.join(self.path, f"calibration-{kind}.jsonl")) as f:
                     self.calibration[kind] = json.loads(f.readline())
@@ -500,6 +500,9 @@ class Topology:
     def calibration_lines(self):
         what = {"ring": "ring of 3 hosts (allgather ring: one TCP flow per link direction, each on its own "
                         "connection; what TCP over the emulated links reaches now)",
+                "ring-all": "ring of every rank (allgather ring over the job's placement: one TCP flow per host "
+                            "link direction, with as many MPI processes sharing this machine's cores as the "
+                            "measured runs)",
                 "pair": "pair exchange between the first and the last host (alltoall: both directions on one "
                         "TCP connection)"}
         out = []
@@ -508,7 +511,12 @@ class Topology:
             if c is None:
                 out.append(f"calibration, {text}: not measured")
                 continue
-            out.append(f"calibration, {text}, 1MiB: {fmt_fraction(fraction(c))} of the bound (best iteration "
+            limit = ""
+            n, per_host = c.get("nprocs", 0), c.get("ranks_per_node", 1)
+            if kind == "ring-all" and n > 1 and per_host > 1:
+                # A host's last rank sends all n - 1 blocks across its link, the bound counts n - per_host.
+                limit = f", at most {(n - per_host) / (n - 1):.2f} for a ring of ranks"
+            out.append(f"calibration, {text}, 1MiB: {fmt_fraction(fraction(c))} of the bound{limit} (best iteration "
                        f"{fmt_fraction(fraction(c, 'min_s'))}); {self.tcp_text('calibration-' + kind)}")
         return out
 
