@@ -582,18 +582,22 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   // Ranks per node: from the placement when there is one (an emulated
   // cluster shares one kernel), else from the shared-memory split.
   int ranks_per_node = 1;
+  // Without a placement: this rank's index and count on its shared-memory node.
+  int node_rank = 0, node_size = 1;
+  if (!job) {
+    MPI_Comm node_comm = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+    if (node_comm != MPI_COMM_NULL) {
+      MPI_Comm_rank(node_comm, &node_rank);
+      MPI_Comm_size(node_comm, &node_size);
+      MPI_Comm_free(&node_comm);
+    }
+  }
   if (job) {
     std::map<int, int> per_host;
     for (int h : job->placement.rank_host) ranks_per_node = std::max(ranks_per_node, ++per_host[h]);
   } else {
-    MPI_Comm node_comm = MPI_COMM_NULL;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
-    int local = 1;
-    if (node_comm != MPI_COMM_NULL) {
-      MPI_Comm_size(node_comm, &local);
-      MPI_Comm_free(&node_comm);
-    }
-    MPI_Allreduce(&local, &ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
+    MPI_Allreduce(&node_size, &ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
   }
 
   // With --tcp-counters, one rank per host reads its namespace's counters:
@@ -605,14 +609,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       const auto& hosts = job->placement.rank_host;
       counts_tcp = std::find(hosts.begin(), hosts.end(), hosts[rank]) - hosts.begin() == rank;
     } else {
-      MPI_Comm node_comm = MPI_COMM_NULL;
-      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
-      int local = 0;
-      if (node_comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(node_comm, &local);
-        MPI_Comm_free(&node_comm);
-      }
-      counts_tcp = local == 0;
+      counts_tcp = node_rank == 0;
     }
     int missing = counts_tcp && !ReadTcpCounters() ? 1 : 0, any_missing = 0;
     MPI_Allreduce(&missing, &any_missing, 1, MPI_INT, MPI_MAX, comm);
