@@ -116,39 +116,11 @@ all_topologies=one-switch-8,two-switch-4x4,three-switch-chain,three-switch-star,
 topologies=$all_topologies collectives=alltoall,alltoallv,allgather patterns=uniform,skewed,sparse seed=7
 sizes=1KiB,4KiB,16KiB,64KiB,256KiB,1MiB iterations=20 warmup=2 tune_iterations=10
 skip_tuning=0 skip_ompi=0 verify=0 run_timeout=3600 prefix=tb$$- out='' estimate_only=0 mpirun_flags=
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --topologies | --collectives | --patterns | --seed | --sizes | --iterations | --warmup | --tune-iterations | \
-      --run-timeout | --prefix | --out | --mpirun-flags)
-      [[ $# -ge 2 ]] || die_usage "$1 needs a value"
-      case $1 in
-        --topologies) topologies=$2 ;;
-        --collectives) collectives=$2 ;;
-        --patterns) patterns=$2 ;;
-        --seed) seed=$2 ;;
-        --sizes) sizes=$2 ;;
-        --iterations) iterations=$2 ;;
-        --warmup) warmup=$2 ;;
-        --tune-iterations) tune_iterations=$2 ;;
-        --run-timeout) run_timeout=$2 ;;
-        --prefix) prefix=$2 ;;
-        --out) out=$2 ;;
-        --mpirun-flags) mpirun_flags=$2 ;;
-      esac
-      shift
-      ;;
-    --skip-tuning) skip_tuning=1 ;;
-    --skip-ompi) skip_ompi=1 ;;
-    --verify) verify=1 ;;
-    --estimate) estimate_only=1 ;;
-    -h | --help)
-      usage
-      exit 0
-      ;;
-    *) die_usage "unknown argument '$1'" ;;
-  esac
-  shift
-done
+parse_options value:--topologies=topologies value:--collectives=collectives value:--patterns=patterns \
+  value:--seed=seed value:--sizes=sizes value:--iterations=iterations value:--warmup=warmup \
+  value:--tune-iterations=tune_iterations value:--run-timeout=run_timeout value:--prefix=prefix value:--out=out \
+  value:--mpirun-flags=mpirun_flags flag:--skip-tuning=skip_tuning flag:--skip-ompi=skip_ompi flag:--verify=verify \
+  flag:--estimate=estimate_only -- "$@"
 for pair in "iterations:$iterations" "tune-iterations:$tune_iterations" "run-timeout:$run_timeout"; do
   [[ ${pair#*:} =~ ^[1-9][0-9]*$ ]] || die_usage "--${pair%%:*} takes a positive whole number, not '${pair#*:}'"
 done

@@ -48,20 +48,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$root/build}
 aggregation=9 edge=10 hosts=40 ports=48 agents=$(nproc) seed=1 mgmt_ports=64 out=
-while (($#)); do
-  case $1 in
-    --aggregation) aggregation=$2; shift 2 ;;
-    --edge) edge=$2; shift 2 ;;
-    --hosts) hosts=$2; shift 2 ;;
-    --ports) ports=$2; shift 2 ;;
-    --agents) agents=$2; shift 2 ;;
-    --mgmt-ports) mgmt_ports=$2; shift 2 ;;
-    --seed) seed=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "discovery.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
+parse_options value:--aggregation=aggregation value:--edge=edge value:--hosts=hosts value:--ports=ports \
+  value:--agents=agents value:--mgmt-ports=mgmt_ports value:--seed=seed value:--out=out -- "$@"
 topotune=$build/daemon/cli/topotune
 gen=$build/tests/discovery/gen/topotune-snmprec-gen
 for bin in "$topotune" "$gen"; do

@@ -53,29 +53,8 @@ source "$root/bench/script_lib.sh"
 
 args="$*"
 quick=0 out="" only="" sizes="" iterations="" plain=0 verify=0
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --quick) quick=1 ;;
-    --out | --only | --sizes | --iterations)
-      [[ $# -ge 2 ]] || die_usage "$1 needs a value"
-      case $1 in
-        --out) out=$2 ;;
-        --only) only=$2 ;;
-        --sizes) sizes=$2 ;;
-        --iterations) iterations=$2 ;;
-      esac
-      shift
-      ;;
-    --plain-link-model) plain=1 ;;
-    --verify) verify=1 ;;
-    -h | --help)
-      usage
-      exit 0
-      ;;
-    *) die_usage "unknown argument '$1'" ;;
-  esac
-  shift
-done
+parse_options flag:--quick=quick value:--out=out value:--only=only value:--sizes=sizes value:--iterations=iterations \
+  flag:--plain-link-model=plain flag:--verify=verify -- "$@"
 case $only in "" | localhost | smpi) ;; *) die_usage "--only takes localhost or smpi, not '$only'" ;; esac
 [[ -z $iterations || $iterations =~ ^[1-9][0-9]*$ ]] || die_usage "--iterations takes a positive number"
 

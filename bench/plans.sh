@@ -53,18 +53,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=./build clients=64 rate=2000 duration=10s warmup=2s out=''
-while (($#)); do
-  case $1 in
-    --clients) clients=$2; shift 2 ;;
-    --rate) rate=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
-    --warmup) warmup=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "plans.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-    *) build=$1; shift ;;
-  esac
-done
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
+parse_options value:--clients=clients value:--rate=rate value:--duration=duration value:--warmup=warmup \
+  value:--out=out positional=build -- "$@"
 topotuned=$build/daemon/topotuned/topotuned
 plan_load=$build/bench/plan_load
 for bin in "$topotuned" "$plan_load"; do

@@ -49,16 +49,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=./build rounds=5 iterations=200000 out=''
-while (($#)); do
-  case $1 in
-    --rounds) rounds=$2; shift 2 ;;
-    --iterations) iterations=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "shim.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-    *) build=$1; shift ;;
-  esac
-done
+# shellcheck source=script_lib.sh
+source "$root/bench/script_lib.sh"
+parse_options value:--rounds=rounds value:--iterations=iterations value:--out=out positional=build -- "$@"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "shim.sh: --rounds '$rounds' is not a positive whole number" >&2; exit 2; }
 [[ $iterations =~ ^[1-9][0-9]*$ ]] || { echo "shim.sh: --iterations '$iterations' is not a positive whole number" >&2; exit 2; }
 topotuned=$build/daemon/topotuned/topotuned

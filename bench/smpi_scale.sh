@@ -67,30 +67,8 @@ source "$root/bench/script_lib.sh"
 args="$*"
 shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall size=64KiB divisor=1
 crosstraffic=on limit=0 out=""
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --shapes | --algorithms | --collective | --size | --slots-divisor | --crosstraffic | --time-limit | --out)
-      [[ $# -ge 2 ]] || die_usage "$1 needs a value"
-      case $1 in
-        --shapes) shapes=$2 ;;
-        --algorithms) algorithms=$2 ;;
-        --collective) collective=$2 ;;
-        --size) size=$2 ;;
-        --slots-divisor) divisor=$2 ;;
-        --crosstraffic) crosstraffic=$2 ;;
-        --time-limit) limit=$2 ;;
-        --out) out=$2 ;;
-      esac
-      shift
-      ;;
-    -h | --help)
-      usage
-      exit 0
-      ;;
-    *) die_usage "unknown argument '$1'" ;;
-  esac
-  shift
-done
+parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=size \
+  value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out -- "$@"
 case $collective in
   alltoall) : "${algorithms:=capacity_scheduled,pairwise,tree_scheduled,native,linear}" ;;
   allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;

@@ -580,11 +580,14 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   }
 
   // Ranks per node: from the placement when there is one (an emulated
-  // cluster shares one kernel), else from the shared-memory split.
-  int ranks_per_node = 1;
-  // Without a placement: this rank's index and count on its shared-memory node.
-  int node_rank = 0, node_size = 1;
-  if (!job) {
+  // cluster shares one kernel), else from the shared-memory split. Without a
+  // placement, node_rank and node_size are this rank's index and count on
+  // its shared-memory node.
+  int ranks_per_node = 1, node_rank = 0, node_size = 1;
+  if (job) {
+    std::map<int, int> per_host;
+    for (int h : job->placement.rank_host) ranks_per_node = std::max(ranks_per_node, ++per_host[h]);
+  } else {
     MPI_Comm node_comm = MPI_COMM_NULL;
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
     if (node_comm != MPI_COMM_NULL) {
@@ -592,11 +595,6 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       MPI_Comm_size(node_comm, &node_size);
       MPI_Comm_free(&node_comm);
     }
-  }
-  if (job) {
-    std::map<int, int> per_host;
-    for (int h : job->placement.rank_host) ranks_per_node = std::max(ranks_per_node, ++per_host[h]);
-  } else {
     MPI_Allreduce(&node_size, &ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
   }
 
@@ -614,7 +612,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     int missing = counts_tcp && !ReadTcpCounters() ? 1 : 0, any_missing = 0;
     MPI_Allreduce(&missing, &any_missing, 1, MPI_INT, MPI_MAX, comm);
     if (any_missing)
-      return fail(kExitUsage, "--tcp-counters: /proc/net/netstat or /proc/net/snmp lacks TCPTimeouts or RetransSegs");
+      return fail(kExitFailure, "--tcp-counters: /proc/net/netstat or /proc/net/snmp lacks TCPTimeouts or RetransSegs");
   }
 
   kernels::FallbackLog fallback_log;

@@ -181,7 +181,8 @@ EOF
     # bench/smpi_scale.sh end to end on a small shape (the three-level
     # example, halved to one rank per host by --slots-divisor 2): both runs
     # succeed, the table has both algorithms with their fraction of the
-    # bound and the model's line; usage errors exit 2.
+    # bound and the model's line; usage errors (a bad value, a missing value, an unknown option)
+    # exit 2.
     script=$source_dir/bench/smpi_scale.sh
     build=$(cd "$(dirname "$topotune")/../.." && pwd)
     run env BUILD="$build" SMPIRUN="$smpirun" "$script" --shapes "$source_dir/deploy/examples/three-level.yaml" \
@@ -201,6 +202,12 @@ EOF
     run "$script" --shapes no-such-shape
     expect_status 2
     grep -qF "no shape 'no-such-shape'" stderr || fail "no usage error for an unknown shape"
+    run "$script" --size
+    expect_status 2
+    grep -qF -- "--size needs a value" stderr || fail "no usage error for --size without a value"
+    run "$script" --no-such-option
+    expect_status 2
+    grep -qF "unknown argument '--no-such-option'" stderr || fail "no usage error for an unknown option"
     run "$script" --help
     expect_status 0
     grep -qF -- "--slots-divisor D" stdout || fail "--help lacks --slots-divisor"
