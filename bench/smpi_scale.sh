@@ -38,8 +38,9 @@
 #
 # Usage: bench/smpi_scale.sh [OPTIONS]
 #   --shapes LIST         comma-separated shape names (above) or topology files
-#   --algorithms LIST     default for alltoall: capacity_scheduled,pairwise,
-#                         tree_scheduled,native,linear; for allgather:
+#   --algorithms LIST     default for alltoall: capacity_scheduled,
+#                         capacity_lockstep,pairwise,tree_scheduled,native,
+#                         linear; for allgather:
 #                         node_aware_ring,ring,native
 #   --collective NAME     alltoall (default) or allgather
 #   --size SIZE           block size (default 64KiB)
@@ -70,7 +71,7 @@ crosstraffic=on limit=0 out=""
 parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=size \
   value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out -- "$@"
 case $collective in
-  alltoall) : "${algorithms:=capacity_scheduled,pairwise,tree_scheduled,native,linear}" ;;
+  alltoall) : "${algorithms:=capacity_scheduled,capacity_lockstep,pairwise,tree_scheduled,native,linear}" ;;
   allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;
   *) die_usage "--collective takes alltoall or allgather, not '$collective'" ;;
 esac

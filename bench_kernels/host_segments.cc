@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "bench_kernels/alltoall/alltoall_buffers.h"
@@ -121,8 +122,34 @@ std::string HostProgramMismatch(const HostProgram& program, bool allgather, int 
   return {};
 }
 
+namespace {
+
+constexpr int32_t kNoPhase = INT32_MAX;
+
+// The phase of the next send or receive of `program` after the first s sends
+// and r receives; kNoPhase when none is left.
+int32_t NextPhase(const HostProgram& program, size_t s, size_t r) {
+  return std::min(s < program.sends.size() ? program.sends[s].phase : kNoPhase,
+                  r < program.recvs.size() ? program.recvs[r].phase : kNoPhase);
+}
+
+}  // namespace
+
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm) {
+                     MPI_Comm comm, const HostSegments* together) {
+  // With `together` on a host of several ranks: the host's last phase.
+  const MPI_Comm host = together != nullptr ? together->host() : MPI_COMM_NULL;
+  int host_size = 1;
+  if (host != MPI_COMM_NULL) {
+    if (int rc = PMPI_Comm_size(host, &host_size); rc != MPI_SUCCESS) return rc;
+  }
+  int32_t last = -1;
+  if (host_size > 1) {
+    // Sends and receives are in phase order: their last entries are the latest.
+    int32_t mine = std::max(program.sends.empty() ? -1 : program.sends.back().phase,
+                            program.recvs.empty() ? -1 : program.recvs.back().phase);
+    if (int rc = PMPI_Allreduce(&mine, &last, 1, MPI_INT32_T, MPI_MAX, host); rc != MPI_SUCCESS) return rc;
+  }
   // Receives up front; recv_end[i] is one past the requests of program.recvs[i].
   std::vector<MPI_Request> recvs, sends;
   std::vector<size_t> recv_end;
@@ -134,9 +161,11 @@ int RunHostTransfers(const HostProgram& program, const char* send_base, char* re
     recv_end.push_back(recvs.size());
   }
   size_t s = 0, r = 0, waited = 0;  // Next send, next receive, receive requests completed.
-  while (s < program.sends.size() || r < program.recvs.size()) {
-    const int32_t phase = std::min(s < program.sends.size() ? program.sends[s].phase : INT32_MAX,
-                                   r < program.recvs.size() ? program.recvs[r].phase : INT32_MAX);
+  // Alone, a rank visits the phases it has transfers in; together, the ranks
+  // of a host visit every phase up to the host's last.
+  const bool gated = host_size > 1;
+  for (int32_t phase = gated ? (last >= 0 ? 0 : kNoPhase) : NextPhase(program, s, r); phase != kNoPhase;
+       phase = gated ? (phase < last ? phase + 1 : kNoPhase) : NextPhase(program, s, r)) {
     for (; s < program.sends.size() && program.sends[s].phase == phase; ++s) {
       const HostTransfer& t = program.sends[s];
       int rc = alltoall_detail::PostSend(send_base + t.offset * block_bytes, t.blocks * block_bytes, t.peer, kDataTag,
@@ -150,6 +179,9 @@ int RunHostTransfers(const HostProgram& program, const char* send_base, char* re
       int rc = MPI_Waitall(static_cast<int>(until - waited), recvs.data() + waited, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS) return rc;
       waited = until;
+    }
+    if (gated && phase < last) {
+      if (int rc = PMPI_Barrier(host); rc != MPI_SUCCESS) return rc;
     }
   }
   return MPI_SUCCESS;

@@ -18,9 +18,14 @@
 // RunHostTransfers runs a program's messages: every receive posted up front
 // (so no message waits for its receiver), then phase by phase the rank's
 // sends, and it waits for that phase's sends and receives before the next.
-// Phases are only an order here: there are no synchronisations between
-// ranks, so the schedule's capacity-respecting phases hold as long as ranks
-// keep pace.
+// Between hosts, phases are only an order: there are no synchronisations,
+// so the schedule's capacity-respecting phases hold as long as hosts keep
+// pace. Inside a host, by default each rank keeps its own pace too (a rank
+// with nothing to do in a phase goes on to its next). With `together` (the
+// host's HostSegments; capacity_lockstep) the ranks of a host go through the
+// phases in step: they agree on the host's last phase, then meet at a host
+// barrier after each phase but the last, so no rank starts its phase-(k+1)
+// message on the host's link while another still sends its phase-k one.
 //
 // Thread-safety: one HostSegments per communicator, used by one thread; its
 // collective methods must be called by every rank in the same order. All
@@ -53,6 +58,8 @@ class HostSegments {
   // its start on every rank of the host. Returns an MPI error code.
   int Reserve(int64_t bytes);
   char* base() const { return base_; }
+  // The communicator of this rank's host (MPI_COMM_NULL before Prepare).
+  MPI_Comm host() const { return host_; }
   // Collective over the host: stores before it are visible after it.
   int Barrier();
   // SMPI builds (topotune-bench-smpi --fold-buffers): segments in SMPI's
@@ -80,8 +87,10 @@ std::string HostProgramMismatch(const HostProgram& program, bool allgather, int 
 
 // Runs the transfers of `program` (see the file comment): sends read blocks
 // of `block_bytes` from send_base + offset, receives write to recv_base +
-// offset. Returns an MPI error code.
+// offset. With `together` (prepared for `comm`), the ranks of each host go
+// through the phases together; collective over the host then. Returns an
+// MPI error code.
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm);
+                     MPI_Comm comm, const HostSegments* together = nullptr);
 
 }  // namespace topotune::kernels

@@ -33,10 +33,17 @@ KernelStatus AlltoallBruck(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallPhasedBarrier(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallTreeScheduled(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallCapacityScheduled(const AlltoallArgs& args, const KernelContext& ctx);
+KernelStatus AlltoallCapacityLockstep(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallMesh(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallGrid3d(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallHypercube(const AlltoallArgs& args, const KernelContext& ctx);
 
 std::span<const KernelInfo> AlltoallKernels();
+
+namespace alltoall_detail {
+// capacity_scheduled's body (capacity_scheduled.cc); with `lockstep`, the
+// ranks of each host go through the phases together (capacity_lockstep).
+KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& ctx, bool lockstep);
+}  // namespace alltoall_detail
 
 }  // namespace topotune::kernels

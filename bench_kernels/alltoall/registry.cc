@@ -17,6 +17,7 @@ constexpr KernelInfo kAlltoallKernels[] = {
     {Collective::kAlltoall, "phased_barrier", "N-1 phases j->(j+i) mod N with a barrier between phases (CC-MPI Figure 2)", &AlltoallPhasedBarrier, nullptr, nullptr, false},
     {Collective::kAlltoall, "tree_scheduled", "Contention-free phases for the switch tree, pair-wise synchronised (Faraj-Yuan)", &AlltoallTreeScheduled, nullptr, nullptr, true},
     {Collective::kAlltoall, "capacity_scheduled", "Host-combined phases packed up to every link's capacity, through shared memory (many ranks per host, fast uplinks)", &AlltoallCapacityScheduled, nullptr, nullptr, true, true},
+    {Collective::kAlltoall, "capacity_lockstep", "capacity_scheduled's program with each host's ranks in step, phase by phase (real TCP: no run-ahead onto a busy host link)", &AlltoallCapacityLockstep, nullptr, nullptr, true, true},
     {Collective::kAlltoall, "mesh", "Message combining along a 2-D mesh, with holes (Kale-Kumar 2.2); small messages", &AlltoallMesh, nullptr, nullptr, false},
     {Collective::kAlltoall, "grid3d", "Message combining along a 3-D grid, with holes (Kale-Kumar 2.3); small messages", &AlltoallGrid3d, nullptr, nullptr, false},
     {Collective::kAlltoall, "hypercube", "Dimensional exchange on a hypercube, imperfect for any N (Kale-Kumar 2.4); small messages", &AlltoallHypercube, nullptr, nullptr, false},

@@ -53,13 +53,15 @@ int32_t StepsOf(const v1::RankProgram& p) {
 }  // namespace
 
 bool HostCombinedKernel(std::string_view collective, std::string_view algorithm) {
-  return (collective == "alltoall" && algorithm == "capacity_scheduled") ||
+  return (collective == "alltoall" && (algorithm == "capacity_scheduled" || algorithm == "capacity_lockstep")) ||
          (collective == "allgather" && algorithm == "node_aware_ring");
 }
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {
-  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(collective, algorithm);
+  // capacity_lockstep runs capacity_scheduled's schedule at another pace.
+  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(
+      collective, collective == "alltoall" && algorithm == "capacity_lockstep" ? "capacity_scheduled" : algorithm);
   if (!alg)
     return Status::InvalidArgument(
         fmt::format("{} has no scheduled algorithm '{}' (see 'topotune schedule --help')", collective, algorithm));

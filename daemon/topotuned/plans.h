@@ -62,15 +62,16 @@ struct CompiledPlan {
   size_t bytes() const;
 };
 
-// Builds the schedule of `algorithm` (schedule_registry.h) for the ranks of
-// `rank_hosts` on `topo`, verifies nothing (the generators are verified by
-// their tests) and compiles every rank's program: a RankProgram, or for the
-// host-combined kernels (HostCombinedKernel) a host program. InvalidArgument
-// for an unknown host or algorithm.
 // Whether the kernel of `algorithm` runs host programs (alltoall
-// capacity_scheduled, allgather node_aware_ring).
+// capacity_scheduled and capacity_lockstep, allgather node_aware_ring).
 bool HostCombinedKernel(std::string_view collective, std::string_view algorithm);
 
+// Builds the schedule of `algorithm` (schedule_registry.h; capacity_scheduled's
+// for capacity_lockstep) for the ranks of `rank_hosts` on `topo`, verifies
+// nothing (the generators are verified by their tests) and compiles every
+// rank's program: a RankProgram, or for the host-combined kernels
+// (HostCombinedKernel) a host program. InvalidArgument for an unknown host or
+// algorithm.
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm);
 

@@ -87,6 +87,21 @@ TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
   }
 }
 
+TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPrograms) {
+  // The same schedule at another pace: byte-identical programs.
+  const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};
+  Topology topo = TwoSwitch();
+  ASSERT_TRUE(HostCombinedKernel("alltoall", "capacity_lockstep"));
+  auto lockstep = CompilePlan(topo, ranks, "alltoall", "capacity_lockstep");
+  auto own_pace = CompilePlan(topo, ranks, "alltoall", "capacity_scheduled");
+  ASSERT_TRUE(lockstep.ok()) << lockstep.status().message();
+  ASSERT_TRUE(own_pace.ok()) << own_pace.status().message();
+  EXPECT_EQ(lockstep->algorithm, "capacity_lockstep");
+  EXPECT_EQ(lockstep->programs, own_pace->programs);
+  EXPECT_EQ(lockstep->host_of_rank, own_pace->host_of_rank);
+  EXPECT_EQ(lockstep->num_phases, own_pace->num_phases);
+}
+
 TEST(CompilePlan, HostCombinedKernelsGetHostProgramsThatSurviveTheCodec) {
   // Two and three ranks on some hosts, interleaved.
   const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};

@@ -71,8 +71,18 @@ std::string ExpandLauncher(const std::string& templ, int np, const std::string& 
 
 std::vector<std::string> SimplicityOrder(std::string_view collective) {
   if (collective == "alltoall")
-    return {"native",    "linear",         "pairwise",          "ring", "bruck", "phased_barrier", "mesh", "grid3d",
-            "hypercube", "tree_scheduled", "capacity_scheduled"};
+    return {"native",
+            "linear",
+            "pairwise",
+            "ring",
+            "bruck",
+            "phased_barrier",
+            "mesh",
+            "grid3d",
+            "hypercube",
+            "tree_scheduled",
+            "capacity_scheduled",
+            "capacity_lockstep"};
   if (collective == "alltoallv")
     return {"native", "linear", "greedy_phased", "a2a_phased", "greedy_phased_l3", "a2a_phased_l3"};
   if (collective == "allgather")
