@@ -61,6 +61,15 @@ What `up` builds (see DESIGN.md, "The emulated cluster (testbed)"):
     198.18.0.0/16 only, never the management network; mpi_yield_when_idle
     because the emulated hosts share this machine's cores), usable from any
     namespace.
+  * TCP in every namespace as on a Debian cluster, at the emulated time
+    scale: congestion control cubic, Debian's default (reno, its behaviour
+    at these small bandwidth-delay products, where this machine allows no
+    cubic in namespaces: a warning says so), whatever this machine itself
+    runs; and no slow-start restart after idle (tcp_slow_start_after_idle
+    0). The restart waits for one retransmission timeout, at least 200 ms,
+    which the emulation does not scale with the links: a connection idle for
+    a few hundred milliseconds here, microseconds on the real cluster, would
+    restart from ten segments.
 
 Everything `up` creates is written to <state>/testbed.json as it is created,
 so `down` removes exactly that, even after a half-finished `up`.
@@ -862,7 +871,21 @@ class Bringup:
 
     # -- network ------------------------------------------------------------
 
+    def tcp_settings(self) -> list[str]:
+        """The sysctls of every namespace's TCP (see the module comment)."""
+        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+            allowed = f.read().split()
+        cc = "cubic" if "cubic" in allowed else "reno"
+        if cc != "cubic":
+            warning = (f"this machine allows no cubic congestion control in network namespaces "
+                       f"(tcp_allowed_congestion_control: {' '.join(allowed)}): the testbed's TCP runs reno")
+            log(f"warning: {warning}")
+            self.d["warnings"].append(warning)
+        self.d["tcp"] = {"congestion_control": cc, "slow_start_after_idle": 0}
+        return [f"net.ipv4.tcp_congestion_control={cc}", "net.ipv4.tcp_slow_start_after_idle=0"]
+
     def create_namespaces(self) -> None:
+        tcp = self.tcp_settings()
         for ns in all_namespaces(self.d):
             log(f"creating namespace {ns}")
             # Recorded first: if `up` dies right after creating it, `down`
@@ -880,6 +903,7 @@ class Bringup:
             # addresses, and no IPv6 chatter on the shaped links.
             self.sh.in_ns(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                                "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+            self.sh.in_ns(ns, ["sysctl", "-q", "-w", *tcp])
         for s, sw in switch_nodes(self.d):
             ns = sw["namespace"]
             prefixlen = MGMT_SUBNET.prefixlen if sw is self.d.get("mgmt") else SUBNET.prefixlen

@@ -13,7 +13,9 @@
 #                      has the other switch on that port; a host pings a host
 #                      behind another switch; `exec` sets the hostname; a TCP
 #                      transfer across switches is no faster than the slowest
-#                      link on its path. Then `down` must leave no namespace,
+#                      link on its path; every namespace runs cubic (or reno,
+#                      with a warning) without slow-start restart after idle.
+#                      Then `down` must leave no namespace,
 #                      process or state directory with the prefix, twice.
 #   bad_input          `up` refuses a missing file, a cycle, a name with '_',
 #                      a too-long prefix, an existing namespace and a non-root
@@ -149,6 +151,25 @@ case_topology() {
   run tb up --no-services "$topology"
   [[ $status -eq 0 ]] || fail "up failed: $(tail -n 20 "$work/stderr")"
   echo "up took $((SECONDS - t0)) s; $(grep -o 'testbed up in .*' "$work/stderr")"
+
+  # TCP as on a Debian cluster in every namespace: cubic where this machine
+  # allows it in namespaces (else reno, with the warning), and no slow-start
+  # restart after idle.
+  local cc ns
+  cc=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["tcp"]["congestion_control"])' \
+    "$state/testbed.json")
+  if grep -qw cubic /proc/sys/net/ipv4/tcp_allowed_congestion_control; then
+    [[ $cc == cubic ]] || fail "congestion control $cc where cubic is allowed"
+  else
+    [[ $cc == reno ]] || fail "congestion control $cc where cubic is not allowed"
+    grep -qF "the testbed's TCP runs reno" "$work/stderr" || fail "no warning about reno"
+  fi
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$prefix"); do
+    [[ $(ip netns exec "$ns" sysctl -n net.ipv4.tcp_congestion_control) == "$cc" ]] || fail "$ns does not run $cc"
+    [[ $(ip netns exec "$ns" sysctl -n net.ipv4.tcp_slow_start_after_idle) == 0 ]] ||
+      fail "$ns restarts slow start after idle"
+  done
+  echo "TCP in every namespace: $cc, no slow-start restart after idle"
 
   # What the topology file says, independently of testbed.py: per switch its
   # neighbours; per inter-switch link its speed; a host pair across switches
