@@ -73,11 +73,6 @@ std::vector<int32_t> HostIndexOfRanks(const RankTree& tree);
 // by their lowest rank.
 Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program);
 
-// Sets program->host_of_rank and the layout derived from it (local_index,
-// first_rank_of_host). InvalidArgument when hosts are not numbered 0, 1, ...
-// by their lowest rank.
-Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program);
-
 // Compiles `schedule` (a host-combined alltoall or allgather, or a rank-level
 // alltoall whose ranks are alone on their hosts) for `rank`, with
 // host_of_rank[i] the host index of rank i (hosts numbered by their lowest
