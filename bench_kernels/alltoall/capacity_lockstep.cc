@@ -7,12 +7,12 @@
 // Why a second kernel: the schedule's node is the host. When a rank with
 //   nothing to do in phase k runs ahead, its phase-(k+1) message shares the
 //   host's link with another rank's phase-k message, two messages where the
-//   schedule puts one. Under SimGrid's fluid model that overlap costs nothing
-//   and fills gaps (capacity_scheduled: 0.90 of the bound at 512 ranks, this
-//   kernel 0.72); over real TCP the two flows share a FIFO queue, and on the
-//   testbed's mixed-speed 2 x 2 x 2 tree this kernel reached 0.65-0.74 of the
-//   bound against capacity_scheduled's 0.55-0.59 (64 KiB and 256 KiB). Which
-//   pace wins is the cluster's to say, so the tuner measures both.
+//   schedule puts one. Measured side by side: on the testbed's mixed-speed
+//   2 x 2 x 2 tree (real TCP) 0.61 and 0.77 of the bound at 64 and 256 KiB
+//   against capacity_scheduled's 0.51 and 0.56; under SimGrid at 512 ranks
+//   (two leaves of 16 hosts x 16 ranks) 0.72 against 0.69; on the 2 x 4 x 2
+//   tree at 64 KiB 0.52 against 0.50. Run-ahead can still fill gaps on a
+//   cluster whose hosts drift apart, so the tuner measures both.
 // Cost: one host allreduce per call (the host's last phase) and one host
 //   barrier per phase, microseconds in shared memory against milliseconds
 //   per phase at the sizes these kernels serve.

@@ -21,12 +21,10 @@
 //   host's straight from the send segment); host barrier, so that the next
 //   call does not overwrite what a slower rank still reads.
 // Pace: between hosts, and inside a host too, each rank keeps its own pace:
-//   a rank with nothing to do in a phase goes on to its next one. That lets
-//   a phase's messages overlap the next phase's where links share fairly
-//   (SimGrid's fluid model: 0.90 of the bound at 512 ranks, against 0.72 in
-//   lock-step); capacity_lockstep (capacity_lockstep.cc) runs the same
-//   program with the host's ranks in step, which real TCP can prefer. The
-//   tuner measures both.
+//   a rank with nothing to do in a phase goes on to its next one, so a
+//   phase's messages may overlap the next phase's on a host's link.
+//   capacity_lockstep (capacity_lockstep.cc) runs the same program with the
+//   host's ranks in step; the tuner measures both.
 // When it wins: many ranks per host and uplinks faster than host links: a
 //   host pair's r_H x r_G blocks travel as a few large messages, packed up to
 //   every link's capacity, where rank-level algorithms send N^2 small ones
