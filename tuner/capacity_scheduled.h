@@ -59,12 +59,16 @@
 //      and receiver ranks rotate over the host's ranks, skipping a rank pair
 //      that already carries the reverse message in this phase.
 //   4. A few tau are tried (the longest pair time, the median, and a half to
-//      a sixteenth of the longest), each with two orders: the group order of
-//      step 3, and (jobs of up to 128 hosts) a pair order that sorts every
-//      remaining host pair by the most critical link it crosses (then the
-//      larger demand first, as in first-fit decreasing packing). Each
-//      schedule's modelled time (per phase: the most loaded link's bytes /
-//      speed, plus alpha) is computed and the fastest kept.
+//      a sixteenth of the longest), each with three orders: the group order
+//      of step 3, and (jobs of up to 128 hosts) two pair orders that sort
+//      every remaining host pair by the most critical link it crosses (then
+//      the larger demand first, as in first-fit decreasing packing), the
+//      second breaking ties by the summed criticality of the pair's links, so
+//      that two critical host links are served in the same phase (as the
+//      perfect matchings of a preemptive open shop, Gonzalez-Sahni, keep
+//      every tight machine busy). Each schedule's modelled time (per phase:
+//      the most loaded link's bytes / speed, plus alpha) is computed and the
+//      fastest kept; a packing stops as soon as it cannot beat the best.
 //   5. Size classes: when pair times differ by more than 4x (uneven ranks per
 //      host, mixed speeds), a short pair would hold a long phase's capacity
 //      for a fraction of it; pairs within 4x of each other are scheduled in
