@@ -161,6 +161,17 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   return v;
 }
 
+// How each phase is filled (see the header, step 3-4).
+enum class Order {
+  kGroup,  // Switch-to-switch paths by criticality, then senders and receivers.
+  kPair,   // Every host pair by the most critical link it crosses.
+  // As kPair, ties broken by the summed criticality of the pair's links, so
+  // that two critical host links are served together (as a perfect matching
+  // of an open shop would).
+  kPairBothEnds,
+};
+constexpr Order kOrders[] = {Order::kGroup, Order::kPair, Order::kPairBothEnds};
+
 struct Packed {
   Schedule schedule;
   double seconds = kInf;
@@ -168,7 +179,7 @@ struct Packed {
 
 // Greedy capacity-respecting phases for chunk length tau (see the header).
 // Returns nullopt when a lower bound shows it cannot beat `best_seconds`.
-StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, bool pair_order,
+StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, Order order,
                                      double bound_seconds, double best_seconds,
                                      const std::vector<uint8_t>* only = nullptr) {
   const int H = v.num_hosts;
@@ -217,6 +228,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     if (std::isfinite(v.speed[de])) min_phases = std::max(min_phases, std::ceil(need[de] / v.speed[de] * (1 - kTol)));
   if (bound_seconds + min_phases * opt.alpha_s >= best_seconds) return std::optional<Packed>();
   // The pair order costs O(pairs log pairs) per phase.
+  const bool pair_order = order != Order::kGroup;
   if (pair_order && static_cast<double>(HH) * min_phases > kPairOrderBudget) return std::optional<Packed>();
 
   Packed out;
@@ -288,11 +300,44 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   // crosses (its host links and the switch path), ties rotated with the phase.
   struct Candidate {
     double key;
+    double key2;  // kPairBothEnds: the summed criticality; else 0.
     double demand;
     int64_t rot;
     int h, g;
   };
   std::vector<Candidate> candidates;
+  // The directed network edges of host pair (h, g).
+  auto for_path = [&](int h, int g, auto&& f) {
+    if (v.up[h] >= 0) f(v.up[h]);
+    if (v.down[g] >= 0) f(v.down[g]);
+    const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
+    for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) f(v.path_edges[i]);
+  };
+  // Whether (h, g)'s next message fits beside the demands in `load`
+  // (optionally not counting g's host link).
+  auto fits = [&](const std::vector<double>& load, int h, int g, bool skip_down = false) {
+    const double d = v.Demand(h, g);
+    bool ok = true;
+    for_path(h, g, [&](int de) {
+      if (!(skip_down && de == v.down[g])) ok = ok && load[de] + d <= v.speed[de] * (1 + kTol);
+    });
+    return ok;
+  };
+  std::vector<double> tentative(order == Order::kPairBothEnds ? v.speed.size() : 0, 0.0);
+  std::vector<std::pair<int, int>> chosen;
+  std::unordered_set<uint64_t> is_chosen;
+  // Adds (sign 1) or removes (-1) host pair (h, g) from the tentative phase.
+  auto choose = [&](int h, int g, int sign) {
+    const double d = sign * v.Demand(h, g);
+    for_path(h, g, [&](int de) { tentative[de] += d; });
+    if (sign > 0) {
+      chosen.emplace_back(h, g);
+      is_chosen.insert(PairKey(h, g));
+    } else {
+      chosen.erase(std::find(chosen.begin(), chosen.end(), std::pair<int, int>(h, g)));
+      is_chosen.erase(PairKey(h, g));
+    }
+  };
   auto place_by_pair = [&](int64_t ph) {
     candidates.clear();
     for (int h = 0; h < H; ++h) {
@@ -301,26 +346,70 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
         for (uint64_t x = hb[w]; x; x &= x - 1) {
           const int g = w * 64 + std::countr_zero(x);
           const size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
-          double k = std::max(crit(v.up[h]), crit(v.down[g]));
-          for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
-          candidates.push_back(
-              {std::round(k * 1e6), v.Demand(h, g), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
+          double k = std::max(crit(v.up[h]), crit(v.down[g])), sum = crit(v.up[h]) + crit(v.down[g]);
+          for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) {
+            k = std::max(k, crit(v.path_edges[i]));
+            sum += crit(v.path_edges[i]);
+          }
+          candidates.push_back({std::round(k * 1e6), order == Order::kPairBothEnds ? std::round(sum * 1e6) : 0,
+                                v.Demand(h, g), ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
         }
       }
     }
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       if (a.key != b.key) return a.key > b.key;
+      if (a.key2 != b.key2) return a.key2 > b.key2;
       if (a.demand != b.demand) return a.demand > b.demand;
       return a.rot < b.rot;
     });
+    if (order != Order::kPairBothEnds) {
+      for (const Candidate& c : candidates)
+        if (send_free[c.h] && (recv_free[c.g / 64] >> (c.g % 64) & 1) && fits(used, c.h, c.g)) place(c.h, c.g);
+      return;
+    }
+    // Greedy in that order on a tentative load, then augmenting swaps (the
+    // length-3 augmenting paths of bipartite matching): a pair (h, g) that
+    // does not fit takes the place of a chosen (h2, g) when h2 can move to
+    // another receiver g3, one more message in the phase. Then placed.
+    chosen.clear();
+    is_chosen.clear();
+    for (const Candidate& c : candidates)
+      if (fits(tentative, c.h, c.g)) choose(c.h, c.g, 1);
+    std::vector<int> holders;
     for (const Candidate& c : candidates) {
-      if (!send_free[c.h] || !(recv_free[c.g / 64] >> (c.g % 64) & 1)) continue;
-      const double d = v.Demand(c.h, c.g);
-      if (!has_room(v.up[c.h], d) || !has_room(v.down[c.g], d)) continue;
-      const size_t gp = static_cast<size_t>(v.group[c.h]) * L + v.group[c.g];
-      bool room = true;
-      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1] && room; ++i) room = has_room(v.path_edges[i], d);
-      if (room) place(c.h, c.g);
+      if (is_chosen.contains(PairKey(c.h, c.g)) || !fits(tentative, c.h, c.g, /*skip_down=*/true)) continue;
+      if (fits(tentative, c.h, c.g)) {
+        choose(c.h, c.g, 1);
+        continue;
+      }
+      const int g = c.g;
+      holders.clear();
+      for (const auto& [h2, g2] : chosen)
+        if (g2 == g) holders.push_back(h2);
+      for (int h2 : holders) {
+        choose(h2, g, -1);
+        int g3 = -1;
+        if (fits(tentative, c.h, g)) {
+          choose(c.h, g, 1);
+          const uint64_t* hb = &bits[static_cast<size_t>(h2) * words];
+          for (int w = 0; w < words && g3 < 0; ++w)
+            for (uint64_t x = hb[w]; x && g3 < 0; x &= x - 1) {
+              const int y = w * 64 + std::countr_zero(x);
+              if (y != g && !is_chosen.contains(PairKey(h2, y)) && fits(tentative, h2, y)) g3 = y;
+            }
+          if (g3 < 0) choose(c.h, g, -1);
+        }
+        if (g3 < 0) {
+          choose(h2, g, 1);
+          continue;
+        }
+        choose(h2, g3, 1);
+        break;
+      }
+    }
+    for (const auto& [h, g] : chosen) {
+      for_path(h, g, [&](int de) { tentative[de] = 0; });
+      if (fits(used, h, g)) place(h, g);  // Always true but for rounding: then it waits a phase.
     }
   };
 
@@ -429,6 +518,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     }
     touched.clear();
     seconds += t + opt.alpha_s;
+    if (seconds >= best_seconds) return std::optional<Packed>();  // Cannot win: stop early.
     ++phase;
     if (phase > INT32_MAX - 1) return Status::InvalidArgument("capacity_scheduled: too many phases");
   }
@@ -487,10 +577,10 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   std::optional<Packed> best;
   // The pair order sorts every remaining host pair in every phase: kept to
   // jobs of at most kMaxPairOrderHosts hosts.
-  for (bool pair_order : {false, true}) {
-    if (pair_order && v.num_hosts > kMaxPairOrderHosts) break;
+  for (Order order : kOrders) {
+    if (order != Order::kGroup && v.num_hosts > kMaxPairOrderHosts) break;
     for (double tau : taus) {
-      auto r = Pack(v, options, tau, pair_order, bound, best ? best->seconds : kInf);
+      auto r = Pack(v, options, tau, order, bound, best ? best->seconds : kInf);
       if (!r.ok()) return r.status();
       if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
     }
@@ -527,10 +617,10 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
         }
       if (class_longest == 0) continue;
       std::optional<Packed> part;
-      for (bool pair_order : {false, true}) {
-        if (pair_order && H > kMaxPairOrderHosts) break;
+      for (Order order : kOrders) {
+        if (order != Order::kGroup && H > kMaxPairOrderHosts) break;
         for (double tau : {class_longest, class_longest / 2, class_longest / 4}) {
-          auto r = Pack(v, options, tau, pair_order, 0, part ? part->seconds : kInf, &only);
+          auto r = Pack(v, options, tau, order, 0, part ? part->seconds : kInf, &only);
           if (!r.ok()) return r.status();
           if (r->has_value() && (!part || (*r)->seconds < part->seconds)) part = std::move(**r);
         }

@@ -24,12 +24,17 @@
 //   magnitude against per-rank Faraj-Yuan phases. On the seed's shapes (one
 //   rank per host, every link equally fast, one message per link per phase)
 //   it is exactly the Faraj-Yuan schedule.
-// Limits: phases are sized for one chunk length tau per size class, so a
-//   job whose host pairs differ widely in size (uneven ranks per host, slow
-//   hosts next to fast ones) still leaves capacity idle in some phases (on
-//   the capacity sweep, 2,162 of 20,000 random clusters end below 0.9 of the
-//   bound with no limit CapacityLowerBound can name, mostly such jobs); few
-//   ranks per host at small message sizes pay the per-phase latency alpha.
+// Limits: phases are sized for one chunk length tau per size class, and each
+//   phase is a greedy packing (improved by single swaps at most), so some phases
+//   leave capacity idle: on the capacity sweep, 1,833 of 20,000 random clusters
+//   end below 0.9 of the bound with no limit CapacityLowerBound can name. Of the
+//   102 such among the first 1,000 before the third order (95 now), about 70 %
+//   lose it in transfer (the phases last 10-30 % longer than the lower bound's
+//   bytes / usable capacity, with equal ranks per host as often as uneven: even
+//   14 hosts x 2 ranks at 10 Gbit/s behind one 40 Gbit/s link got 16 phases
+//   where 13 suffice, as the third order now finds), about 13 % in phases alone
+//   (5-16x the lower bound's count, from short chunks); few ranks per host at
+//   small message sizes pay the per-phase latency alpha.
 //   At most 8,192 hosts (the per-pair state is |hosts|^2).
 //
 // Worked example: 2 leaf switches x 16 hosts x 16 ranks, 25 Gbit/s hosts,
@@ -59,12 +64,16 @@
 //      and receiver ranks rotate over the host's ranks, skipping a rank pair
 //      that already carries the reverse message in this phase.
 //   4. A few tau are tried (the longest pair time, the median, and a half to
-//      a sixteenth of the longest), each with two orders: the group order of
-//      step 3, and (jobs of up to 128 hosts) a pair order that sorts every
-//      remaining host pair by the most critical link it crosses (then the
-//      larger demand first, as in first-fit decreasing packing). Each
-//      schedule's modelled time (per phase: the most loaded link's bytes /
-//      speed, plus alpha) is computed and the fastest kept.
+//      a sixteenth of the longest), each with three orders: the group order
+//      of step 3, and (jobs of up to 128 hosts) two pair orders that sort
+//      every remaining host pair by the most critical link it crosses (then
+//      the larger demand first, as in first-fit decreasing packing), the
+//      second breaking ties by the summed criticality of the pair's links, so
+//      that two critical host links are served in the same phase (as the
+//      perfect matchings of a preemptive open shop, Gonzalez-Sahni, keep
+//      every tight machine busy). Each schedule's modelled time (per phase:
+//      the most loaded link's bytes / speed, plus alpha) is computed and the
+//      fastest kept; a packing stops as soon as it cannot beat the best.
 //   5. Size classes: when pair times differ by more than 4x (uneven ranks per
 //      host, mixed speeds), a short pair would hold a long phase's capacity
 //      for a fraction of it; pairs within 4x of each other are scheduled in
