@@ -26,35 +26,93 @@ void HostSegments::Free() {
     PMPI_Win_free(&win_);
   }
   if (host_ != MPI_COMM_NULL) PMPI_Comm_free(&host_);
+  host_size_ = 0;
   base_ = nullptr;
   bytes_ = 0;
 }
 
+namespace {
+
+// Why `program` cannot run as `rank` of `size` ranks; empty when it can.
+std::string HostProgramMismatch(const HostProgram& program, int rank, int size) {
+  const bool allgather = program.allgather;
+  const char* name = allgather ? "node_aware_ring" : "capacity_scheduled";
+  if (program.rank != rank)
+    return fmt::format("the {} program is for rank {}, not for rank {}", name, program.rank, rank);
+  if (static_cast<int>(program.host_of_rank.size()) != size || static_cast<int>(program.local_index.size()) != size ||
+      program.num_hosts() < 1 || program.first_rank_of_host.back() != size)
+    return fmt::format("the {} program places {} ranks, not the communicator's {}", name, program.host_of_rank.size(),
+                       size);
+  if (allgather && static_cast<int>(program.stream_origin.size()) != size)
+    return fmt::format("the {} program's stream has {} blocks, not {}", name, program.stream_origin.size(), size);
+  const int host = program.host_of_rank[rank];
+  const int64_t limit = allgather ? size : static_cast<int64_t>(program.host_size(host)) * size;
+  for (const auto* list : {&program.sends, &program.recvs})
+    for (const HostTransfer& t : *list)
+      if (t.peer < 0 || t.peer >= size || program.host_of_rank[t.peer] == host || t.blocks < 1 || t.offset < 0 ||
+          t.offset + t.blocks > limit)
+        return fmt::format("the {} program has a message with rank {} outside the host layout in phase {}", name,
+                           t.peer, t.phase);
+  return {};
+}
+
+}  // namespace
+
+// Splits `comm` by host (the file comment) and says in unusable_ why the
+// kernels cannot run on it. Returns an MPI error code.
+int HostSegments::Split(MPI_Comm comm, const HostProgram& program) {
+  Free();
+  parent_ = comm;
+  unusable_.clear();
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  const int host = program.host_of_rank[me];
+  int rc = PMPI_Comm_split(comm, host, me, &host_);
+  int shared_size = -1;
+  if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(host_, &host_size_);
+  MPI_Comm shm = MPI_COMM_NULL;
+  if (rc == MPI_SUCCESS) rc = PMPI_Comm_split_type(host_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+  if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(shm, &shared_size);
+  if (shm != MPI_COMM_NULL) PMPI_Comm_free(&shm);
+  if (rc != MPI_SUCCESS) return rc;
+  int ok = shared_size == host_size_ && host_size_ == program.host_size(host) ? 1 : 0;
+  if (rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS) return rc;
+  if (!ok)
+    unusable_ =
+        "the ranks the plan places on one host do not all share memory (the placement is not the nodes MPI runs on)";
+  return MPI_SUCCESS;
+}
+
 KernelStatus HostSegments::Prepare(MPI_Comm comm, const HostProgram& program) {
-  if (comm != parent_) {
-    Free();
-    parent_ = comm;
-    unusable_.clear();
-    int me = 0;
+  if (comm != parent_)
+    for (Checked& c : checked_) c.generation = UINT64_MAX;
+  Checked& checked = checked_[program.allgather ? 1 : 0];
+  if (checked.generation != generation_) {
+    int me = 0, size = 0;
     PMPI_Comm_rank(comm, &me);
-    const int host = program.host_of_rank[me];
-    int rc = PMPI_Comm_split(comm, host, me, &host_);
-    int shared_size = -1, host_size = 0;
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(host_, &host_size);
-    MPI_Comm shm = MPI_COMM_NULL;
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split_type(host_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_size(shm, &shared_size);
-    if (shm != MPI_COMM_NULL) PMPI_Comm_free(&shm);
-    if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
-    int ok = shared_size == host_size && host_size == program.host_size(host) ? 1 : 0;
-    if (rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS)
-      return KernelStatus::MpiError(rc);
-    if (!ok)
-      unusable_ =
-          "the ranks the plan places on one host do not all share memory (the placement is not the nodes MPI runs on)";
+    PMPI_Comm_size(comm, &size);
+    checked.why = HostProgramMismatch(program, me, size);
+    checked.host_last_phase = -1;
+    if (checked.why.empty() && comm != parent_) {
+      if (int rc = Split(comm, program); rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+    }
+    if (checked.why.empty() && unusable_.empty() && host_size_ > 1) {
+      // Sends and receives are in phase order: their last entries are the latest.
+      int32_t mine = std::max(program.sends.empty() ? -1 : program.sends.back().phase,
+                              program.recvs.empty() ? -1 : program.recvs.back().phase);
+      int rc = PMPI_Allreduce(&mine, &checked.host_last_phase, 1, MPI_INT32_T, MPI_MAX, host_);
+      if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+    }
+    checked.generation = generation_;
   }
+  if (!checked.why.empty()) return KernelStatus::Fallback(checked.why);
   if (!unusable_.empty()) return KernelStatus::Fallback(unusable_);
   return KernelStatus::Done();
+}
+
+HostSegments::Pace HostSegments::Together(const HostProgram& program) const {
+  if (host_size_ < 2) return {};
+  return {host_, checked_[program.allgather ? 1 : 0].host_last_phase};
 }
 
 int HostSegments::Reserve(int64_t bytes) {
@@ -99,29 +157,6 @@ int HostSegments::Barrier() {
   return rc;
 }
 
-std::string HostProgramMismatch(const HostProgram& program, bool allgather, int rank, int size) {
-  const char* name = allgather ? "node_aware_ring" : "capacity_scheduled";
-  if (program.allgather != allgather)
-    return fmt::format("the {} program is for {}", name, program.allgather ? "allgather" : "alltoall");
-  if (program.rank != rank)
-    return fmt::format("the {} program is for rank {}, not for rank {}", name, program.rank, rank);
-  if (static_cast<int>(program.host_of_rank.size()) != size || static_cast<int>(program.local_index.size()) != size ||
-      program.num_hosts() < 1 || program.first_rank_of_host.back() != size)
-    return fmt::format("the {} program places {} ranks, not the communicator's {}", name, program.host_of_rank.size(),
-                       size);
-  if (allgather && static_cast<int>(program.stream_origin.size()) != size)
-    return fmt::format("the {} program's stream has {} blocks, not {}", name, program.stream_origin.size(), size);
-  const int host = program.host_of_rank[rank];
-  const int64_t limit = allgather ? size : static_cast<int64_t>(program.host_size(host)) * size;
-  for (const auto* list : {&program.sends, &program.recvs})
-    for (const HostTransfer& t : *list)
-      if (t.peer < 0 || t.peer >= size || program.host_of_rank[t.peer] == host || t.blocks < 1 || t.offset < 0 ||
-          t.offset + t.blocks > limit)
-        return fmt::format("the {} program has a message with rank {} outside the host layout in phase {}", name,
-                           t.peer, t.phase);
-  return {};
-}
-
 namespace {
 
 constexpr int32_t kNoPhase = INT32_MAX;
@@ -136,20 +171,7 @@ int32_t NextPhase(const HostProgram& program, size_t s, size_t r) {
 }  // namespace
 
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm, const HostSegments* together) {
-  // With `together` on a host of several ranks: the host's last phase.
-  const MPI_Comm host = together != nullptr ? together->host() : MPI_COMM_NULL;
-  int host_size = 1;
-  if (host != MPI_COMM_NULL) {
-    if (int rc = PMPI_Comm_size(host, &host_size); rc != MPI_SUCCESS) return rc;
-  }
-  int32_t last = -1;
-  if (host_size > 1) {
-    // Sends and receives are in phase order: their last entries are the latest.
-    int32_t mine = std::max(program.sends.empty() ? -1 : program.sends.back().phase,
-                            program.recvs.empty() ? -1 : program.recvs.back().phase);
-    if (int rc = PMPI_Allreduce(&mine, &last, 1, MPI_INT32_T, MPI_MAX, host); rc != MPI_SUCCESS) return rc;
-  }
+                     MPI_Comm comm, HostSegments::Pace together) {
   // Receives up front; recv_end[i] is one past the requests of program.recvs[i].
   std::vector<MPI_Request> recvs, sends;
   std::vector<size_t> recv_end;
@@ -163,7 +185,8 @@ int RunHostTransfers(const HostProgram& program, const char* send_base, char* re
   size_t s = 0, r = 0, waited = 0;  // Next send, next receive, receive requests completed.
   // Alone, a rank visits the phases it has transfers in; together, the ranks
   // of a host visit every phase up to the host's last.
-  const bool gated = host_size > 1;
+  const bool gated = together.host != MPI_COMM_NULL;
+  const int32_t last = together.last_phase;
   for (int32_t phase = gated ? (last >= 0 ? 0 : kNoPhase) : NextPhase(program, s, r); phase != kNoPhase;
        phase = gated ? (phase < last ? phase + 1 : kNoPhase) : NextPhase(program, s, r)) {
     for (; s < program.sends.size() && program.sends[s].phase == phase; ++s) {
@@ -181,7 +204,7 @@ int RunHostTransfers(const HostProgram& program, const char* send_base, char* re
       waited = until;
     }
     if (gated && phase < last) {
-      if (int rc = PMPI_Barrier(host); rc != MPI_SUCCESS) return rc;
+      if (int rc = PMPI_Barrier(together.host); rc != MPI_SUCCESS) return rc;
     }
   }
   return MPI_SUCCESS;

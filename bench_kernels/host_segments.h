@@ -2,18 +2,23 @@
 // node_aware_ring) share: the ranks of each host, their shared memory, and
 // the phased transfers of a HostProgram (tuner/host_program.h).
 //
-// HostSegments belongs to one communicator's context. Prepare, on the first
-// call, splits the communicator by the program's host index (MPI_Comm_split,
-// ranks in rank order, so a rank's host rank is its local index) and checks
-// that the ranks the plan puts on one host share memory
-// (MPI_Comm_split_type MPI_COMM_TYPE_SHARED on that host communicator gives
-// all of them). The answer is agreed over the whole communicator
-// (MPI_Allreduce), so either every rank runs the kernel or every rank
-// declines. Reserve keeps one shared window per host (MPI_Win_allocate_shared,
-// all of it owned by the host's first rank, so the segment is contiguous on
-// every MPI), grown when a call needs more; it stays locked (lock_all) for
-// its life, and Barrier is MPI_Win_sync, host barrier, MPI_Win_sync, the
-// separate-memory-model idiom for making stores visible across processes.
+// HostSegments belongs to one communicator's context. Prepare checks the
+// program (HostProgramMismatch: the same answer on every rank for programs
+// compiled from one schedule) and, on the first call for a communicator,
+// splits it by the program's host index (MPI_Comm_split, ranks in rank
+// order, so a rank's host rank is its local index) and checks that the ranks
+// the plan puts on one host share memory (MPI_Comm_split_type
+// MPI_COMM_TYPE_SHARED on that host communicator gives all of them). The
+// answer is agreed over the whole communicator (MPI_Allreduce), so either
+// every rank runs the kernel or every rank declines. The first call for a
+// program also agrees its host's last phase (for lock-step, below). Both
+// answers are kept, per collective, until the communicator or the programs
+// change (ProgramsChanged). Reserve keeps one shared window per host
+// (MPI_Win_allocate_shared, all of it owned by the host's first rank, so the
+// segment is contiguous on every MPI), grown when a call needs more; it
+// stays locked (lock_all) for its life, and Barrier is MPI_Win_sync, host
+// barrier, MPI_Win_sync, the separate-memory-model idiom for making stores
+// visible across processes.
 //
 // RunHostTransfers runs a program's messages: every receive posted up front
 // (so no message waits for its receiver), then phase by phase the rank's
@@ -21,11 +26,11 @@
 // Between hosts, phases are only an order: there are no synchronisations,
 // so the schedule's capacity-respecting phases hold as long as hosts keep
 // pace. Inside a host, by default each rank keeps its own pace too (a rank
-// with nothing to do in a phase goes on to its next). With `together` (the
-// host's HostSegments; capacity_lockstep) the ranks of a host go through the
-// phases in step: they agree on the host's last phase, then meet at a host
-// barrier after each phase but the last, so no rank starts its phase-(k+1)
-// message on the host's link while another still sends its phase-k one.
+// with nothing to do in a phase goes on to its next). With `together`
+// (HostSegments::Together; capacity_lockstep) the ranks of a host go through
+// every phase up to the host's last in step, meeting at a host barrier after
+// each phase but the last, so no rank starts its phase-(k+1) message on the
+// host's link while another still sends its phase-k one.
 //
 // Thread-safety: one HostSegments per communicator, used by one thread; its
 // collective methods must be called by every rank in the same order. All
@@ -50,16 +55,23 @@ class HostSegments {
   // Frees the window and the host communicator (MPI must still be running).
   ~HostSegments();
 
-  // Collective over `comm` the first time (and whenever `comm` changes): see
-  // the file comment. Done, Fallback (the same on every rank) or an MPI
-  // error.
+  // Collective over `comm`: see the file comment. Done, Fallback (the same
+  // on every rank) or an MPI error.
   KernelStatus Prepare(MPI_Comm comm, const HostProgram& program);
+  // The programs of this communicator's context were replaced: the next
+  // Prepare of each checks it again. No MPI call.
+  void ProgramsChanged() { ++generation_; }
   // Collective over the host: at least `bytes` of shared memory; base() is
   // its start on every rank of the host. Returns an MPI error code.
   int Reserve(int64_t bytes);
   char* base() const { return base_; }
-  // The communicator of this rank's host (MPI_COMM_NULL before Prepare).
-  MPI_Comm host() const { return host_; }
+  // After Prepare(comm, program) returned Done: RunHostTransfers' `together`
+  // for `program`, which keeps the ranks of this rank's host in step.
+  struct Pace {
+    MPI_Comm host = MPI_COMM_NULL;  // MPI_COMM_NULL: a host of one rank, nothing to keep in step.
+    int32_t last_phase = -1;        // The host's last phase with a transfer; -1 when it has none.
+  };
+  Pace Together(const HostProgram& program) const;
   // Collective over the host: stores before it are visible after it.
   int Barrier();
   // SMPI builds (topotune-bench-smpi --fold-buffers): segments in SMPI's
@@ -70,8 +82,18 @@ class HostSegments {
 
  private:
   void Free();
+  int Split(MPI_Comm comm, const HostProgram& program);
+  // What Prepare found for the program of one collective (index: allgather).
+  struct Checked {
+    uint64_t generation = UINT64_MAX;  // Of the programs it was found for; UINT64_MAX: none yet.
+    std::string why;                   // Why the kernel declines; empty when it runs.
+    int32_t host_last_phase = -1;
+  };
   MPI_Comm parent_ = MPI_COMM_NULL;  // The communicator Prepare split.
   MPI_Comm host_ = MPI_COMM_NULL;
+  int host_size_ = 0;
+  uint64_t generation_ = 0;
+  Checked checked_[2];
   MPI_Win win_ = MPI_WIN_NULL;
   char* base_ = nullptr;
   int64_t bytes_ = 0;
@@ -80,17 +102,12 @@ class HostSegments {
   void* folded_ = nullptr;  // SMPI_SHARED_MALLOC'd segment when folded.
 };
 
-// Why `program` cannot run `collective` as `rank` of `size` ranks; empty
-// when it can. The same answer on every rank for programs compiled from one
-// schedule.
-std::string HostProgramMismatch(const HostProgram& program, bool allgather, int rank, int size);
-
 // Runs the transfers of `program` (see the file comment): sends read blocks
 // of `block_bytes` from send_base + offset, receives write to recv_base +
-// offset. With `together` (prepared for `comm`), the ranks of each host go
-// through the phases together; collective over the host then. Returns an
-// MPI error code.
+// offset. With `together` (HostSegments::Together for `program`), the ranks
+// of each host go through the phases together; collective over the host
+// then. Returns an MPI error code.
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm, const HostSegments* together = nullptr);
+                     MPI_Comm comm, HostSegments::Pace together = {});
 
 }  // namespace topotune::kernels

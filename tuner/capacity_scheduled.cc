@@ -375,6 +375,31 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     is_chosen.clear();
     for (const Candidate& c : candidates)
       if (fits(tentative, c.h, c.g)) choose(c.h, c.g, 1);
+    // A receiver of h2 other than g whose pair is not chosen and fits; -1 when none.
+    auto another_receiver = [&](int h2, int g) {
+      const uint64_t* hb = &bits[static_cast<size_t>(h2) * words];
+      for (int w = 0; w < words; ++w)
+        for (uint64_t x = hb[w]; x; x &= x - 1) {
+          const int y = w * 64 + std::countr_zero(x);
+          if (y != g && !is_chosen.contains(PairKey(h2, y)) && fits(tentative, h2, y)) return y;
+        }
+      return -1;
+    };
+    // Whether (h, g) took the place of the chosen (h2, g), h2 moving to
+    // another receiver; the tentative phase is unchanged when not.
+    auto try_swap = [&](int h, int g, int h2) {
+      choose(h2, g, -1);
+      if (fits(tentative, h, g)) {
+        choose(h, g, 1);
+        if (const int g3 = another_receiver(h2, g); g3 >= 0) {
+          choose(h2, g3, 1);
+          return true;
+        }
+        choose(h, g, -1);
+      }
+      choose(h2, g, 1);
+      return false;
+    };
     std::vector<int> holders;
     for (const Candidate& c : candidates) {
       if (is_chosen.contains(PairKey(c.h, c.g)) || !fits(tentative, c.h, c.g, /*skip_down=*/true)) continue;
@@ -382,30 +407,11 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
         choose(c.h, c.g, 1);
         continue;
       }
-      const int g = c.g;
-      holders.clear();
+      holders.clear();  // A copy: try_swap reorders `chosen`.
       for (const auto& [h2, g2] : chosen)
-        if (g2 == g) holders.push_back(h2);
-      for (int h2 : holders) {
-        choose(h2, g, -1);
-        int g3 = -1;
-        if (fits(tentative, c.h, g)) {
-          choose(c.h, g, 1);
-          const uint64_t* hb = &bits[static_cast<size_t>(h2) * words];
-          for (int w = 0; w < words && g3 < 0; ++w)
-            for (uint64_t x = hb[w]; x && g3 < 0; x &= x - 1) {
-              const int y = w * 64 + std::countr_zero(x);
-              if (y != g && !is_chosen.contains(PairKey(h2, y)) && fits(tentative, h2, y)) g3 = y;
-            }
-          if (g3 < 0) choose(c.h, g, -1);
-        }
-        if (g3 < 0) {
-          choose(h2, g, 1);
-          continue;
-        }
-        choose(h2, g3, 1);
-        break;
-      }
+        if (g2 == c.g) holders.push_back(h2);
+      for (int h2 : holders)
+        if (try_swap(c.h, c.g, h2)) break;
     }
     for (const auto& [h, g] : chosen) {
       for_path(h, g, [&](int de) { tentative[de] = 0; });

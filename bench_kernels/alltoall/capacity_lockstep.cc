@@ -13,8 +13,8 @@
 //   (two leaves of 16 hosts x 16 ranks) 0.72 against 0.69; on the 2 x 4 x 2
 //   tree at 64 KiB 0.52 against 0.50. Run-ahead can still fill gaps on a
 //   cluster whose hosts drift apart, so the tuner measures both.
-// Cost: one host allreduce per call (the host's last phase) and one host
-//   barrier per phase, microseconds in shared memory against milliseconds
+// Cost: one host barrier per phase (the host's last phase is agreed once per
+//   communicator and program, host_segments.h), microseconds in shared memory against milliseconds
 //   per phase at the sizes these kernels serve.
 #include "bench_kernels/alltoall/alltoall_kernels.h"
 

@@ -57,11 +57,9 @@ KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& c
   if (ctx.alltoall_hosts == nullptr || ctx.host_segments == nullptr)
     return KernelStatus::Fallback("no capacity_scheduled host program for this communicator");
   const HostProgram& prog = *ctx.alltoall_hosts;
-  if (std::string why = HostProgramMismatch(prog, /*allgather=*/false, b.rank(), b.size()); !why.empty())
-    return KernelStatus::Fallback(why);
-  if (b.empty()) return KernelStatus::Done();
   HostSegments& seg = *ctx.host_segments;
   if (KernelStatus st = seg.Prepare(b.comm(), prog); !st.done()) return st;
+  if (b.empty()) return KernelStatus::Done();
 
   const int n = b.size(), me = b.rank();
   const int64_t bytes = b.block_bytes();
@@ -77,7 +75,8 @@ KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& c
     std::memcpy(send + at * bytes, b.send_block(d), static_cast<size_t>(bytes));
   }
   int rc = seg.Barrier();
-  if (rc == MPI_SUCCESS) rc = RunHostTransfers(prog, send, recv, bytes, b.comm(), lockstep ? &seg : nullptr);
+  if (rc == MPI_SUCCESS)
+    rc = RunHostTransfers(prog, send, recv, bytes, b.comm(), lockstep ? seg.Together(prog) : HostSegments::Pace{});
   if (rc == MPI_SUCCESS) rc = seg.Barrier();
   if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
   for (int o = 0; o < n; ++o) {

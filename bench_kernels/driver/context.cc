@@ -113,6 +113,7 @@ void ContextHolder::SetHostProgram(HostProgram program) {
     segments_ = std::make_unique<kernels::HostSegments>();
     if (fold_segments_) segments_->Fold();
   }
+  segments_->ProgramsChanged();
   ctx_.host_segments = segments_.get();
 }
 

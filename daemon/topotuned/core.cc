@@ -92,7 +92,7 @@ std::string FileStamp(const std::string& path) {
 
 // The algorithms whose GetPlan entry carries a compiled schedule.
 bool HasPrograms(std::string_view collective, std::string_view algorithm) {
-  return (collective == "alltoall" && algorithm == "tree_scheduled") || HostCombinedKernel(collective, algorithm);
+  return FindScheduledKernel(collective, algorithm) != nullptr;
 }
 bool NeedsRing(std::string_view collective, std::string_view algorithm) {
   return collective == "allgather" && (algorithm == "switch_ordered_ring" || algorithm == "link_scheduled");

@@ -50,18 +50,30 @@ int32_t StepsOf(const v1::RankProgram& p) {
   return p.steps_size() + p.sends_size() + p.recvs_size() + p.stream_origin_size();
 }
 
+constexpr ScheduledKernel kScheduledKernels[] = {
+    {"alltoall", "tree_scheduled", "tree_scheduled", false},
+    {"alltoall", "capacity_scheduled", "capacity_scheduled", true},
+    {"alltoall", "capacity_lockstep", "capacity_scheduled", true},  // The same schedule at another pace.
+    {"allgather", "node_aware_ring", "node_aware_ring", true},
+};
+
 }  // namespace
 
+const ScheduledKernel* FindScheduledKernel(std::string_view collective, std::string_view algorithm) {
+  for (const ScheduledKernel& k : kScheduledKernels)
+    if (k.collective == collective && k.algorithm == algorithm) return &k;
+  return nullptr;
+}
+
 bool HostCombinedKernel(std::string_view collective, std::string_view algorithm) {
-  return (collective == "alltoall" && (algorithm == "capacity_scheduled" || algorithm == "capacity_lockstep")) ||
-         (collective == "allgather" && algorithm == "node_aware_ring");
+  const ScheduledKernel* k = FindScheduledKernel(collective, algorithm);
+  return k && k->host_programs;
 }
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {
-  // capacity_lockstep runs capacity_scheduled's schedule at another pace.
-  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(
-      collective, collective == "alltoall" && algorithm == "capacity_lockstep" ? "capacity_scheduled" : algorithm);
+  const ScheduledKernel* kernel = FindScheduledKernel(collective, algorithm);
+  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(collective, kernel ? kernel->schedule : algorithm);
   if (!alg)
     return Status::InvalidArgument(
         fmt::format("{} has no scheduled algorithm '{}' (see 'topotune schedule --help')", collective, algorithm));
@@ -76,7 +88,7 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   plan.algorithm = std::string(algorithm);
   plan.bottleneck_load = BottleneckLoad(*tree);
   v1::RankProgram wire;
-  if (HostCombinedKernel(collective, algorithm)) {
+  if (kernel && kernel->host_programs) {
     plan.host_of_rank = HostIndexOfRanks(*tree);
     auto hosts = CompileHostPrograms(*schedule, plan.host_of_rank);
     if (!hosts.ok()) return hosts.status();

@@ -87,6 +87,22 @@ TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
   }
 }
 
+TEST(FindScheduledKernel, NamesTheScheduleAndProgramsOfEachKernel) {
+  const ScheduledKernel* lockstep = FindScheduledKernel("alltoall", "capacity_lockstep");
+  ASSERT_NE(lockstep, nullptr);
+  EXPECT_EQ(lockstep->schedule, "capacity_scheduled");
+  EXPECT_TRUE(lockstep->host_programs);
+  const ScheduledKernel* tree = FindScheduledKernel("alltoall", "tree_scheduled");
+  ASSERT_NE(tree, nullptr);
+  EXPECT_FALSE(tree->host_programs);
+  EXPECT_FALSE(HostCombinedKernel("alltoall", "tree_scheduled"));
+  EXPECT_TRUE(HostCombinedKernel("allgather", "node_aware_ring"));
+  // Kernels that read no compiled schedule, and names of the other collective.
+  EXPECT_EQ(FindScheduledKernel("alltoall", "ring"), nullptr);
+  EXPECT_EQ(FindScheduledKernel("allgather", "capacity_scheduled"), nullptr);
+  EXPECT_EQ(FindScheduledKernel("alltoallv", "native"), nullptr);
+}
+
 TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPrograms) {
   // The same schedule at another pace: byte-identical programs.
   const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};
