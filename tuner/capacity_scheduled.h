@@ -11,7 +11,13 @@
 //   synchronisations (syncs empty, barrier_between_phases false). Where one
 //   of the two hosts has more than one rank, no rank pair carries messages
 //   both ways in one phase (on TCP the two directions of one connection
-//   ran at half the link rate each).
+//   ran at half the link rate each). Measured by switching the rule off,
+//   runs alternated: on the testbed's mixed-speed 2 x 2 x 2 tree (real TCP)
+//   capacity_lockstep needs it (0.62 and 0.74 of the bound at 64 and
+//   256 KiB with it, 0.47 and 0.48 without), capacity_scheduled does not
+//   care (0.53-0.55 either way); under SimGrid (two leaves of 16 hosts x 16
+//   ranks, 64 KiB) it costs capacity_scheduled 0.90 -> 0.69 of the bound and
+//   leaves capacity_lockstep at 0.72. Kept for real TCP.
 //   Capacity: in every phase, on every directed link, the demands of the
 //   messages crossing it (each message's demand is the speed of the slowest
 //   link on its path) add up to at most the link's speed (relative tolerance
