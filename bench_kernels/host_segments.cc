@@ -36,23 +36,21 @@ namespace {
 // Why `program` cannot run as `rank` of `size` ranks; empty when it can.
 std::string HostProgramMismatch(const HostProgram& program, int rank, int size) {
   const bool allgather = program.allgather;
-  const char* name = allgather ? "node_aware_ring" : "capacity_scheduled";
-  if (program.rank != rank)
-    return fmt::format("the {} program is for rank {}, not for rank {}", name, program.rank, rank);
+  if (program.rank != rank) return fmt::format("the host program is for rank {}, not for rank {}", program.rank, rank);
   if (static_cast<int>(program.host_of_rank.size()) != size || static_cast<int>(program.local_index.size()) != size ||
       program.num_hosts() < 1 || program.first_rank_of_host.back() != size)
-    return fmt::format("the {} program places {} ranks, not the communicator's {}", name, program.host_of_rank.size(),
+    return fmt::format("the host program places {} ranks, not the communicator's {}", program.host_of_rank.size(),
                        size);
   if (allgather && static_cast<int>(program.stream_origin.size()) != size)
-    return fmt::format("the {} program's stream has {} blocks, not {}", name, program.stream_origin.size(), size);
+    return fmt::format("the host program's stream has {} blocks, not {}", program.stream_origin.size(), size);
   const int host = program.host_of_rank[rank];
   const int64_t limit = allgather ? size : static_cast<int64_t>(program.host_size(host)) * size;
   for (const auto* list : {&program.sends, &program.recvs})
     for (const HostTransfer& t : *list)
       if (t.peer < 0 || t.peer >= size || program.host_of_rank[t.peer] == host || t.blocks < 1 || t.offset < 0 ||
           t.offset + t.blocks > limit)
-        return fmt::format("the {} program has a message with rank {} outside the host layout in phase {}", name,
-                           t.peer, t.phase);
+        return fmt::format("the host program has a message with rank {} outside the host layout in phase {}", t.peer,
+                           t.phase);
   return {};
 }
 
@@ -83,16 +81,22 @@ int HostSegments::Split(MPI_Comm comm, const HostProgram& program) {
   return MPI_SUCCESS;
 }
 
+const HostSegments::Checked* HostSegments::Find(const HostProgram& program) const {
+  for (const Checked& c : checked_)
+    if (c.program == &program) return &c;
+  return nullptr;
+}
+
 KernelStatus HostSegments::Prepare(MPI_Comm comm, const HostProgram& program) {
-  if (comm != parent_)
-    for (Checked& c : checked_) c.generation = UINT64_MAX;
-  Checked& checked = checked_[program.allgather ? 1 : 0];
-  if (checked.generation != generation_) {
+  if (comm != parent_) checked_.clear();
+  const Checked* found = Find(program);
+  if (found == nullptr) {
+    Checked checked;
+    checked.program = &program;
     int me = 0, size = 0;
     PMPI_Comm_rank(comm, &me);
     PMPI_Comm_size(comm, &size);
     checked.why = HostProgramMismatch(program, me, size);
-    checked.host_last_phase = -1;
     if (checked.why.empty() && comm != parent_) {
       if (int rc = Split(comm, program); rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
     }
@@ -103,16 +107,18 @@ KernelStatus HostSegments::Prepare(MPI_Comm comm, const HostProgram& program) {
       int rc = PMPI_Allreduce(&mine, &checked.host_last_phase, 1, MPI_INT32_T, MPI_MAX, host_);
       if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
     }
-    checked.generation = generation_;
+    checked_.push_back(std::move(checked));
+    found = &checked_.back();
   }
-  if (!checked.why.empty()) return KernelStatus::Fallback(checked.why);
+  if (!found->why.empty()) return KernelStatus::Fallback(found->why);
   if (!unusable_.empty()) return KernelStatus::Fallback(unusable_);
   return KernelStatus::Done();
 }
 
 HostSegments::Pace HostSegments::Together(const HostProgram& program) const {
-  if (host_size_ < 2) return {};
-  return {host_, checked_[program.allgather ? 1 : 0].host_last_phase};
+  const Checked* c = Find(program);
+  if (host_size_ < 2 || c == nullptr) return {};
+  return {host_, c->host_last_phase};
 }
 
 int HostSegments::Reserve(int64_t bytes) {

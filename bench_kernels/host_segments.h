@@ -12,7 +12,7 @@
 // answer is agreed over the whole communicator (MPI_Allreduce), so either
 // every rank runs the kernel or every rank declines. The first call for a
 // program also agrees its host's last phase (for lock-step, below). Both
-// answers are kept, per collective, until the communicator or the programs
+// answers are kept, per program, until the communicator or the programs
 // change (ProgramsChanged). Reserve keeps one shared window per host
 // (MPI_Win_allocate_shared, all of it owned by the host's first rank, so the
 // segment is contiguous on every MPI), grown when a call needs more; it
@@ -41,6 +41,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bench_kernels/kernel.h"
 #include "tuner/host_program.h"
@@ -59,8 +60,11 @@ class HostSegments {
   // on every rank) or an MPI error.
   KernelStatus Prepare(MPI_Comm comm, const HostProgram& program);
   // The programs of this communicator's context were replaced: the next
-  // Prepare of each checks it again. No MPI call.
-  void ProgramsChanged() { ++generation_; }
+  // Prepare checks them and splits the communicator again. No MPI call.
+  void ProgramsChanged() {
+    checked_.clear();
+    parent_ = MPI_COMM_NULL;
+  }
   // Collective over the host: at least `bytes` of shared memory; base() is
   // its start on every rank of the host. Returns an MPI error code.
   int Reserve(int64_t bytes);
@@ -83,17 +87,17 @@ class HostSegments {
  private:
   void Free();
   int Split(MPI_Comm comm, const HostProgram& program);
-  // What Prepare found for the program of one collective (index: allgather).
+  // What Prepare found for one program.
   struct Checked {
-    uint64_t generation = UINT64_MAX;  // Of the programs it was found for; UINT64_MAX: none yet.
-    std::string why;                   // Why the kernel declines; empty when it runs.
+    const HostProgram* program = nullptr;
+    std::string why;  // Why the kernel declines; empty when it runs.
     int32_t host_last_phase = -1;
   };
+  const Checked* Find(const HostProgram& program) const;
   MPI_Comm parent_ = MPI_COMM_NULL;  // The communicator Prepare split.
   MPI_Comm host_ = MPI_COMM_NULL;
   int host_size_ = 0;
-  uint64_t generation_ = 0;
-  Checked checked_[2];
+  std::vector<Checked> checked_;  // A few: one per host-combined kernel.
   MPI_Win win_ = MPI_WIN_NULL;
   char* base_ = nullptr;
   int64_t bytes_ = 0;

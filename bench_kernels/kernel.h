@@ -101,8 +101,12 @@ struct KernelContext {
   const std::vector<int>* ring_order = nullptr;      // allgather switch_ordered_ring / link_scheduled: rank order.
   const std::vector<int>* switch_of_rank = nullptr;  // allgather link_scheduled: switch index of each rank.
   const AlltoallvPlan* alltoallv_plan = nullptr;     // alltoallv Level 3.
-  const HostProgram* alltoall_hosts = nullptr;       // alltoall capacity_scheduled: this rank's host program.
-  const HostProgram* allgather_hosts = nullptr;      // allgather node_aware_ring: this rank's host program.
+  // The host-combined kernels' programs (KernelInfo::host_program: alltoall
+  // capacity_scheduled and capacity_lockstep, allgather node_aware_ring):
+  // this rank's, by kernel name. Read with HostProgramOf.
+  const std::map<std::string, HostProgram, std::less<>>* host_programs = nullptr;
+  // This rank's program of `kernel`; nullptr when there is none.
+  const HostProgram* HostProgramOf(std::string_view kernel) const;
   // The host-combined kernels' shared memory, grown on demand (hence not
   // const); owned by whoever owns the context.
   HostSegments* host_segments = nullptr;
@@ -141,7 +145,7 @@ struct KernelInfo {
   AlltoallvFn alltoallv = nullptr;
   AllgatherFn allgather = nullptr;
   bool needs_context = false;  // Needs a KernelContext piece built from the topology.
-  bool host_program = false;   // That piece is a HostProgram (alltoall_hosts or allgather_hosts).
+  bool host_program = false;   // That piece is a HostProgram (KernelContext::HostProgramOf its name).
 };
 
 std::span<const KernelInfo> Kernels();

@@ -48,6 +48,12 @@ std::span<const KernelInfo> Kernels() {
   return all;
 }
 
+const HostProgram* KernelContext::HostProgramOf(std::string_view kernel) const {
+  if (host_programs == nullptr) return nullptr;
+  auto it = host_programs->find(kernel);
+  return it == host_programs->end() ? nullptr : &it->second;
+}
+
 const KernelInfo* FindKernel(Collective c, std::string_view name) {
   for (const KernelInfo& k : Kernels())
     if (k.collective == c && k.name == name) return &k;

@@ -266,16 +266,18 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
     const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
     longest_message = std::max(longest_message, b / d);
-    // The carrying ranks rotate through each host's ranks. A rank pair never
-    // carries messages both ways in one phase when another pair exists:
-    // both directions of one connection ran at half the link rate each on
-    // Open MPI's TCP transport (bench/cluster.sh, calibration-pair).
+    // The carrying ranks rotate through each host's ranks. With
+    // one_way_rank_pairs a rank pair never carries messages both ways in one
+    // phase when another pair exists: both directions of one connection ran
+    // at half the link rate each on Open MPI's TCP transport (bench/cluster.sh,
+    // calibration-pair).
     const auto& hr = v.ranks[h];
     const auto& gr = v.ranks[g];
     const auto rh = static_cast<int32_t>(hr.size()), rg = static_cast<int32_t>(gr.size());
     int32_t si = 0, ri = 0;  // Steps past the rotation's next sender and receiver.
     auto reversed = [&] {
-      return phase_pairs.contains(PairKey(gr[(in_ctr[g] + ri) % rg], hr[(out_ctr[h] + si) % rh]));
+      return opt.one_way_rank_pairs &&
+             phase_pairs.contains(PairKey(gr[(in_ctr[g] + ri) % rg], hr[(out_ctr[h] + si) % rh]));
     };
     while (reversed() && si < rh) {
       if (++ri == rg) ri = 0, ++si;
@@ -538,7 +540,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   if (Status st = CheckModelParameters("capacity_scheduled", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   auto finish = [&](Schedule s) {
     s.collective = "alltoall";
-    s.algorithm = "capacity_scheduled";
+    s.algorithm = options.one_way_rank_pairs ? "capacity_lockstep" : "capacity_scheduled";
     s.num_ranks = tree.num_ranks();
     s.host_combined = true;
     s.syncs.clear();

@@ -8,16 +8,19 @@
 //   ordered pair of hosts (H, G) the r_H x r_G blocks travel in one or more
 //   messages from a rank of H to a rank of G, at most one such message per
 //   phase; blocks between ranks of one host never enter the phases. No
-//   synchronisations (syncs empty, barrier_between_phases false). Where one
-//   of the two hosts has more than one rank, no rank pair carries messages
-//   both ways in one phase (on TCP the two directions of one connection
-//   ran at half the link rate each). Measured by switching the rule off,
-//   runs alternated: on the testbed's mixed-speed 2 x 2 x 2 tree (real TCP)
-//   capacity_lockstep needs it (0.62 and 0.74 of the bound at 64 and
-//   256 KiB with it, 0.47 and 0.48 without), capacity_scheduled does not
-//   care (0.53-0.55 either way); under SimGrid (two leaves of 16 hosts x 16
-//   ranks, 64 KiB) it costs capacity_scheduled 0.90 -> 0.69 of the bound and
-//   leaves capacity_lockstep at 0.72. Kept for real TCP.
+//   synchronisations (syncs empty, barrier_between_phases false).
+//   With one_way_rank_pairs (the schedule "capacity_lockstep", whose kernel
+//   runs each host's ranks in step): where one of the two hosts has more
+//   than one rank, no rank pair carries messages both ways in one phase (on
+//   TCP the two directions of one connection ran at half the link rate
+//   each). The phases and their host-pair messages are the same either way;
+//   only the carrying ranks differ. Measured by switching the rule, runs
+//   alternated: on the testbed's mixed-speed 2 x 2 x 2 tree (real TCP) the
+//   lock-step kernel needs it (0.62 and 0.74 of the bound at 64 and 256 KiB
+//   with it, 0.47 and 0.48 without), the own-pace kernel does not care
+//   (0.53-0.55 either way); under SimGrid (two leaves of 16 hosts x 16 ranks,
+//   64 KiB) it costs the own-pace kernel 0.90 -> 0.69 of the bound and
+//   leaves the lock-step one at 0.72. So each kernel gets its own.
 //   Capacity: in every phase, on every directed link, the demands of the
 //   messages crossing it (each message's demand is the speed of the slowest
 //   link on its path) add up to at most the link's speed (relative tolerance
@@ -67,8 +70,9 @@
 //      and for each sender the receiver with the most critical host link that
 //      still has room on every link of the path; local (same-switch) pairs
 //      fill in last. Ties rotate with the phase so that work spreads. Sender
-//      and receiver ranks rotate over the host's ranks, skipping a rank pair
-//      that already carries the reverse message in this phase.
+//      and receiver ranks rotate over the host's ranks (with
+//      one_way_rank_pairs skipping a rank pair that already carries the
+//      reverse message in this phase).
 //   4. A few tau are tried (the longest pair time, the median, and a half to
 //      a sixteenth of the longest), each with three orders: the group order
 //      of step 3, and (jobs of up to 128 hosts) two pair orders that sort
@@ -105,6 +109,8 @@ namespace topotune {
 struct CapacityScheduleOptions {
   double msize_bytes = 65536;  // Bytes per block (per rank pair).
   double alpha_s = 20e-6;      // Latency per phase, seconds.
+  // No rank pair carries messages both ways in one phase (see Returns).
+  bool one_way_rank_pairs = false;
 };
 
 // The all-to-all schedule for any tree, any ranks per host, any speeds.

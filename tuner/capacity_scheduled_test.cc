@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tuner/bounds.h"
@@ -324,28 +325,48 @@ TEST(CapacityScheduled, RandomTreesAreCompleteAndRespectCapacity) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     Topology topo = testing::RandomTree(seed, {.min_hosts = 2, .max_hosts = 40, .max_depth = 4, .max_slots = 6});
     RankTree tree = MakeTree(topo);
-    auto s = CapacityScheduled(tree);
-    ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.status().ToString();
-    Check c = CheckSchedule(tree, *s);
-    EXPECT_TRUE(c.errors.empty()) << "seed " << seed << ": " << First(c);
-    EXPECT_EQ(ReversePairPhases(tree, *s), 0) << "seed " << seed;
+    for (bool one_way : {false, true}) {
+      auto s = CapacityScheduled(tree, {.one_way_rank_pairs = one_way});
+      ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.status().ToString();
+      Check c = CheckSchedule(tree, *s);
+      EXPECT_TRUE(c.errors.empty()) << "seed " << seed << " one_way " << one_way << ": " << First(c);
+      if (one_way) {
+        EXPECT_EQ(ReversePairPhases(tree, *s), 0) << "seed " << seed;
+      }
+    }
   }
 }
 
 // bench/topologies/mixed-speed-2x4x2.yaml: every phase exchanges between host
 // pairs both ways, and no rank pair carries both directions (one TCP
 // connection would run each at half the link rate).
-TEST(CapacityScheduled, NoRankPairCarriesBothWaysInOnePhase) {
+TEST(CapacityScheduled, OneWayRankPairsKeepsThePhasesAndMovesOnlyTheRanks) {
   RankTree tree = MakeTree(TwoLevel(2, 4, 2, 25e6, 100e6));
-  auto s = CapacityScheduled(tree);
+  auto s = CapacityScheduled(tree, {.one_way_rank_pairs = true});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->algorithm, "capacity_lockstep");
   Check c = CheckSchedule(tree, *s);
   EXPECT_TRUE(c.errors.empty()) << First(c);
   EXPECT_EQ(c.phases, 7);
   EXPECT_EQ(ReversePairPhases(tree, *s), 0);
+  // Without the rule: the same host pairs and blocks in every phase, and
+  // some rank pair carries both ways (else the rule would be untested here).
+  auto free = CapacityScheduled(tree);
+  ASSERT_TRUE(free.ok());
+  EXPECT_EQ(free->algorithm, "capacity_scheduled");
+  EXPECT_TRUE(CheckSchedule(tree, *free).errors.empty());
+  EXPECT_GT(ReversePairPhases(tree, *free), 0);
+  ASSERT_EQ(free->num_phases(), s->num_phases());
+  auto host_pairs = [&](const Schedule& x, int p) {
+    std::vector<std::tuple<int, int, int32_t>> out;
+    for (const Message& m : x.phase(p)) out.emplace_back(tree.host_node(m.src), tree.host_node(m.dst), m.blocks);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (int p = 0; p < s->num_phases(); ++p) EXPECT_EQ(host_pairs(*free, p), host_pairs(*s, p)) << "phase " << p;
   // One rank per host leaves no choice: Faraj-Yuan's phases pair hosts both ways.
   RankTree single = MakeTree(TwoLevel(2, 4, 1, 25e6, 100e6));
-  auto fy = CapacityScheduled(single);
+  auto fy = CapacityScheduled(single, {.one_way_rank_pairs = true});
   ASSERT_TRUE(fy.ok());
   EXPECT_TRUE(CheckSchedule(single, *fy).errors.empty());
 }

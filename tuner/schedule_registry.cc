@@ -35,6 +35,13 @@ std::vector<ScheduleAlgorithm> BuildTable() {
        [](const RankTree& t, double msize, double alpha) {
          return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha});
        }},
+      {"alltoall", "capacity_lockstep",
+       "capacity_scheduled's phases with no rank pair carrying messages both ways in one phase, for a kernel that "
+       "runs each host's ranks in step (on TCP one connection used both ways ran at half the link rate each way)",
+       [](const RankTree& t) { return CapacityScheduled(t, {.one_way_rank_pairs = true}); },
+       [](const RankTree& t, double msize, double alpha) {
+         return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha, .one_way_rank_pairs = true});
+       }},
       {"alltoall", "tree_scheduled",
        "contention-free phases for the switch tree with pair-wise syncs, no barriers (Faraj-Yuan §4-5)",
        [](const RankTree& t) { return TreeScheduled(t); }},

@@ -47,8 +47,9 @@ TEST(ScheduleRegistryTest, EntriesAreUniqueAndDescribed) {
 TEST(ScheduleRegistryTest, ListsTheDesignedAlgorithms) {
   std::map<std::string_view, std::vector<std::string_view>> by_collective;
   for (const ScheduleAlgorithm& a : ScheduleAlgorithms()) by_collective[a.collective].push_back(a.name);
-  EXPECT_EQ(by_collective["alltoall"], (std::vector<std::string_view>{"capacity_scheduled", "tree_scheduled", "ring",
-                                                                      "pairwise", "phased_barrier"}));
+  EXPECT_EQ(by_collective["alltoall"],
+            (std::vector<std::string_view>{"capacity_scheduled", "capacity_lockstep", "tree_scheduled", "ring",
+                                           "pairwise", "phased_barrier"}));
   EXPECT_EQ(by_collective["alltoallv"], (std::vector<std::string_view>{"greedy_phased", "a2a_phased"}));
   EXPECT_EQ(by_collective["allgather"],
             (std::vector<std::string_view>{"node_aware_ring", "ring", "switch_ordered_ring"}));
@@ -70,7 +71,7 @@ TEST(ScheduleRegistryTest, FindIsExactPerCollective) {
 
 TEST(ScheduleRegistryTest, ValidAlgorithmsText) {
   EXPECT_EQ(ValidScheduleAlgorithms("alltoall"),
-            "valid algorithms: capacity_scheduled, tree_scheduled, ring, pairwise, phased_barrier");
+            "valid algorithms: capacity_scheduled, capacity_lockstep, tree_scheduled, ring, pairwise, phased_barrier");
   EXPECT_EQ(ValidScheduleAlgorithms("alltoallv"), "valid algorithms: greedy_phased, a2a_phased");
   EXPECT_EQ(ValidScheduleAlgorithms("bcast"),
             "no schedule algorithms for collective 'bcast' (collectives: alltoall, alltoallv, allgather)");

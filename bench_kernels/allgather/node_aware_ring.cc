@@ -1,6 +1,6 @@
 // node_aware_ring
 //   Accepts: an intracommunicator MPI_Allgather call and a context with
-//            allgather_hosts, the HostProgram that CompileHostProgram(
+//            HostProgramOf("node_aware_ring"): the HostProgram that CompileHostProgram(
 //            NodeAwareRing(tree), HostIndexOfRanks(tree), rank) made for this
 //            rank (tuner/node_aware_ring.h, tuner/host_program.h), and
 //            host_segments for its host's memory; any datatypes, zero counts,
@@ -40,9 +40,10 @@ namespace topotune::kernels {
 KernelStatus AllgatherNodeAwareRing(const AllgatherArgs& a, const KernelContext& ctx) {
   allgather_detail::KernelComm c;
   if (auto st = allgather_detail::BeginAllgather(a, ctx, &c)) return *st;
-  if (ctx.allgather_hosts == nullptr || ctx.host_segments == nullptr)
+  const HostProgram* program = ctx.HostProgramOf("node_aware_ring");
+  if (program == nullptr || !program->allgather || ctx.host_segments == nullptr)
     return KernelStatus::Fallback("no node_aware_ring host program for this communicator");
-  const HostProgram& prog = *ctx.allgather_hosts;
+  const HostProgram& prog = *program;
   HostSegments& seg = *ctx.host_segments;
   if (KernelStatus st = seg.Prepare(c.comm, prog); !st.done()) return st;
   allgather_detail::GatherBuffer g;

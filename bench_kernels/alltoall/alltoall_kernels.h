@@ -41,9 +41,11 @@ KernelStatus AlltoallHypercube(const AlltoallArgs& args, const KernelContext& ct
 std::span<const KernelInfo> AlltoallKernels();
 
 namespace alltoall_detail {
-// capacity_scheduled's body (capacity_scheduled.cc); with `lockstep`, the
-// ranks of each host go through the phases together (capacity_lockstep).
-KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& ctx, bool lockstep);
+// capacity_scheduled's body (capacity_scheduled.cc), running the host
+// program of `kernel`; with `lockstep`, the ranks of each host go through
+// the phases together (capacity_lockstep).
+KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& ctx, std::string_view kernel,
+                                bool lockstep);
 }  // namespace alltoall_detail
 
 }  // namespace topotune::kernels

@@ -1,9 +1,12 @@
-// alltoall "capacity_lockstep": capacity_scheduled's host program
-// (capacity_scheduled.cc: the same layout, copies, host barriers and
-// messages), with the ranks of each host going through the phases together:
-// a host barrier after each phase (host_segments.h, RunHostTransfers).
+// alltoall "capacity_lockstep": capacity_scheduled's body
+// (capacity_scheduled.cc: the same layout, copies and host barriers) on the
+// "capacity_lockstep" schedule (the same phases, with no rank pair carrying
+// messages both ways in one phase; tuner/capacity_scheduled.h), with the
+// ranks of each host going through the phases together: a host barrier
+// after each phase (host_segments.h, RunHostTransfers).
 //
-// Accepts, returns and declines: as capacity_scheduled.
+// Accepts, returns and declines: as capacity_scheduled, with
+//   ctx.HostProgramOf("capacity_lockstep").
 // Why a second kernel: the schedule's node is the host. When a rank with
 //   nothing to do in phase k runs ahead, its phase-(k+1) message shares the
 //   host's link with another rank's phase-k message, two messages where the
@@ -21,7 +24,7 @@
 namespace topotune::kernels {
 
 KernelStatus AlltoallCapacityLockstep(const AlltoallArgs& args, const KernelContext& ctx) {
-  return alltoall_detail::RunCapacityProgram(args, ctx, /*lockstep=*/true);
+  return alltoall_detail::RunCapacityProgram(args, ctx, "capacity_lockstep", /*lockstep=*/true);
 }
 
 }  // namespace topotune::kernels

@@ -3,9 +3,10 @@
 // ranks per host and links of any speed) through shared memory.
 //
 // Accepts: any intracommunicator, datatypes, MPI_IN_PLACE (see
-//   alltoall_buffers.h), and ctx.alltoall_hosts: the HostProgram that
-//   CompileHostProgram(CapacityScheduled(tree), HostIndexOfRanks(tree), rank)
-//   made for this rank, with ctx.host_segments to hold its host's memory.
+//   alltoall_buffers.h), and ctx.HostProgramOf("capacity_scheduled"): the
+//   HostProgram that CompileHostProgram(CapacityScheduled(tree),
+//   HostIndexOfRanks(tree), rank) made for this rank, with
+//   ctx.host_segments to hold its host's memory.
 // Returns: the completed alltoall.
 // Declines (before touching a buffer) on an intercommunicator, without a
 //   program, when the program does not fit the communicator (another rank,
@@ -35,6 +36,8 @@
 // Example: ranks 0, 2 on host 0 and 1 on host 1: host 0's send segment holds
 //   section 0 (0->0, 0->2, 2->0, 2->2) then section 1 (0->1, 2->1); one
 //   message carries both blocks of section 1 to rank 1.
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "bench_kernels/alltoall/alltoall_buffers.h"
@@ -46,17 +49,19 @@ namespace topotune::kernels {
 using alltoall_detail::AlltoallBuffers;
 
 KernelStatus AlltoallCapacityScheduled(const AlltoallArgs& args, const KernelContext& ctx) {
-  return alltoall_detail::RunCapacityProgram(args, ctx, /*lockstep=*/false);
+  return alltoall_detail::RunCapacityProgram(args, ctx, "capacity_scheduled", /*lockstep=*/false);
 }
 
 namespace alltoall_detail {
 
-KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& ctx, bool lockstep) {
+KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& ctx, std::string_view kernel,
+                                bool lockstep) {
   AlltoallBuffers b;
   if (KernelStatus st = b.Init(args, ctx); !st.done()) return st;
-  if (ctx.alltoall_hosts == nullptr || ctx.host_segments == nullptr)
-    return KernelStatus::Fallback("no capacity_scheduled host program for this communicator");
-  const HostProgram& prog = *ctx.alltoall_hosts;
+  const HostProgram* program = ctx.HostProgramOf(kernel);
+  if (program == nullptr || program->allgather || ctx.host_segments == nullptr)
+    return KernelStatus::Fallback(fmt::format("no {} host program for this communicator", kernel));
+  const HostProgram& prog = *program;
   HostSegments& seg = *ctx.host_segments;
   if (KernelStatus st = seg.Prepare(b.comm(), prog); !st.done()) return st;
   if (b.empty()) return KernelStatus::Done();

@@ -12,10 +12,9 @@
 #include "bench_kernels/alltoallv/plan.h"
 #include "bench_kernels/host_segments.h"
 #include "tuner/allgather_orders.h"
-#include "tuner/capacity_scheduled.h"
 #include "tuner/host_program.h"
-#include "tuner/node_aware_ring.h"
 #include "tuner/rank_program.h"
+#include "tuner/schedule_registry.h"
 #include "tuner/topology_io.h"
 #include "tuner/tree_scheduled.h"
 
@@ -104,17 +103,33 @@ void ContextHolder::SetRing(std::vector<int> order, std::vector<int> switch_of_r
   ctx_.switch_of_rank = switch_of_rank_.get();
 }
 
-void ContextHolder::SetHostProgram(HostProgram program) {
-  const bool allgather = program.allgather;
-  auto& slot = allgather ? allgather_hosts_ : alltoall_hosts_;
-  slot = std::make_unique<HostProgram>(std::move(program));
-  (allgather ? ctx_.allgather_hosts : ctx_.alltoall_hosts) = slot.get();
+void ContextHolder::SetHostProgram(std::string_view kernel, HostProgram program) {
+  if (auto it = host_programs_.find(kernel); it != host_programs_.end())
+    it->second = std::move(program);
+  else
+    host_programs_.emplace(std::string(kernel), std::move(program));
+  ctx_.host_programs = &host_programs_;
   if (!segments_) {
     segments_ = std::make_unique<kernels::HostSegments>();
     if (fold_segments_) segments_->Fold();
   }
   segments_->ProgramsChanged();
   ctx_.host_segments = segments_.get();
+}
+
+Status ContextHolder::AddHostPrograms(const RankTree& tree, kernels::Collective collective, int rank) {
+  const std::vector<int32_t> host_of_rank = HostIndexOfRanks(tree);
+  for (const kernels::KernelInfo& k : kernels::Kernels()) {
+    if (k.collective != collective || !k.host_program) continue;
+    const ScheduleAlgorithm* alg = FindScheduleAlgorithm(kernels::CollectiveName(collective), k.name);
+    if (alg == nullptr) return Status::Internal(fmt::format("{}: no schedule of that name", k.name));
+    auto schedule = alg->make(tree);
+    if (!schedule.ok()) return Status::Internal(fmt::format("{}: {}", k.name, schedule.status().message()));
+    auto hosts = CompileHostProgram(*schedule, host_of_rank, rank);
+    if (!hosts.ok()) return Status::Internal(fmt::format("{} program: {}", k.name, hosts.status().message()));
+    SetHostProgram(k.name, std::move(hosts).value());
+  }
+  return Status::Ok();
 }
 
 Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective collective, int rank) {
@@ -127,24 +142,14 @@ Status ContextHolder::AddTopology(const RankTree& tree, kernels::Collective coll
       auto program = CompileRankProgram(*schedule, rank);
       if (!program.ok()) return Status::Internal("tree_scheduled program: " + program.status().message());
       SetProgram(std::move(program).value());
-      auto capacity = CapacityScheduled(tree);
-      if (!capacity.ok()) return Status::Internal("capacity_scheduled: " + capacity.status().message());
-      auto hosts = CompileHostProgram(*capacity, HostIndexOfRanks(tree), rank);
-      if (!hosts.ok()) return Status::Internal("capacity_scheduled program: " + hosts.status().message());
-      SetHostProgram(std::move(hosts).value());
-      return Status::Ok();
+      return AddHostPrograms(tree, collective, rank);
     }
     case kernels::Collective::kAllgather: {
       std::vector<int> order = SwitchOrderedRing(tree);
       std::vector<int> switch_of_rank = SwitchOfRank(tree, order);
       SetRing(std::move(order), std::move(switch_of_rank));
       if (tree.num_ranks() < 2) return Status::Ok();
-      auto ring = NodeAwareRing(tree);
-      if (!ring.ok()) return Status::Internal("node_aware_ring: " + ring.status().message());
-      auto hosts = CompileHostProgram(*ring, HostIndexOfRanks(tree), rank);
-      if (!hosts.ok()) return Status::Internal("node_aware_ring program: " + hosts.status().message());
-      SetHostProgram(std::move(hosts).value());
-      return Status::Ok();
+      return AddHostPrograms(tree, collective, rank);
     }
     case kernels::Collective::kAlltoallv:
       return Status::Ok();  // The plan depends on the sizes: SetAlltoallvPlan.

@@ -6,7 +6,8 @@
 // What is built, for the ranks of a RankTree:
 //   * alltoall: this rank's tree_scheduled program (Faraj-Yuan §4 phases plus
 //     §5 synchronisations, compiled by CompileRankProgram) and its
-//     capacity_scheduled host program (CompileHostProgram);
+//     capacity_scheduled and capacity_lockstep host programs
+//     (CompileHostProgram of the schedule of each kernel's name);
 //   * allgather: the switch-ordered ring (SwitchOrderedRing, Jacunski §4.2),
 //     the switch index of every rank (tuner/allgather_orders.h SwitchOfRank)
 //     and this rank's node_aware_ring host program;
@@ -24,6 +25,7 @@
 
 #include <mpi.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,9 +89,9 @@ class ContextHolder {
   // and the switch index of every rank.
   void SetProgram(RankProgram program);
   void SetRing(std::vector<int> order, std::vector<int> switch_of_rank);
-  // This rank's host program of capacity_scheduled (alltoall) or
-  // node_aware_ring (allgather), as program.allgather says.
-  void SetHostProgram(HostProgram program);
+  // This rank's host program of host-combined kernel `kernel`
+  // (KernelInfo::host_program), replacing any it had.
+  void SetHostProgram(std::string_view kernel, HostProgram program);
   // SMPI builds only: the host segments in SMPI's folded shared memory
   // (HostSegments::Fold); set before SetHostProgram or AddTopology.
   void FoldHostSegments(bool fold) { fold_segments_ = fold; }
@@ -106,13 +108,17 @@ class ContextHolder {
   const kernels::KernelContext& context() const { return ctx_; }
 
  private:
+  // The host program of every host-combined kernel of `collective`
+  // (KernelInfo::host_program), each from the schedule of its name
+  // (schedule_registry.h).
+  Status AddHostPrograms(const RankTree& tree, kernels::Collective collective, int rank);
   kernels::KernelContext ctx_;
   std::unique_ptr<RankProgram> program_;
   std::unique_ptr<std::vector<int>> ring_order_;
   std::unique_ptr<std::vector<int>> switch_of_rank_;
   std::unique_ptr<kernels::AlltoallvPlan> plan_;
-  std::unique_ptr<HostProgram> alltoall_hosts_, allgather_hosts_;
-  std::unique_ptr<kernels::HostSegments> segments_;  // Freed before private_comm.
+  std::map<std::string, HostProgram, std::less<>> host_programs_;  // By kernel; node addresses are stable.
+  std::unique_ptr<kernels::HostSegments> segments_;                // Freed before private_comm.
   bool fold_segments_ = false;
 };
 

@@ -297,7 +297,7 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     if (kernel->host_program) {
       auto program = HostProgramFromProto(wire, s.host_of_rank(), c == Collective::kAllgather);
       if (program.ok() && program->rank == rank)
-        (c == Collective::kAllgather ? plan->allgather_hosts : plan->alltoall_hosts) = std::move(program).value();
+        plan->host_programs[std::string(kernel->name)] = std::move(program).value();
     } else if (c == Collective::kAlltoall) {
       auto program = ProgramFromProto(wire, n);
       if (program.ok() && program->rank == rank) plan->program = std::move(program).value();
@@ -328,8 +328,7 @@ std::unique_ptr<Runtime::CommState> Runtime::MakeState(MPI_Comm comm, std::share
   PMPI_Comm_size(comm, &state->size);
   if (plan->any_kernel) state->holder.DupComm(comm);
   if (plan->program) state->holder.SetProgram(*plan->program);
-  if (plan->alltoall_hosts) state->holder.SetHostProgram(*plan->alltoall_hosts);
-  if (plan->allgather_hosts) state->holder.SetHostProgram(*plan->allgather_hosts);
+  for (const auto& [kernel, program] : plan->host_programs) state->holder.SetHostProgram(kernel, program);
   if (!plan->ring_order.empty()) state->holder.SetRing(plan->ring_order, plan->switch_of_rank);
   state->plan = std::move(plan);
   return state;

@@ -44,6 +44,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,9 +77,9 @@ struct PlanData {
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
-  std::optional<RankProgram> program;           // This rank's alltoall tree_scheduled program.
-  std::optional<HostProgram> alltoall_hosts;    // This rank's alltoall capacity_scheduled program.
-  std::optional<HostProgram> allgather_hosts;   // This rank's allgather node_aware_ring program.
+  std::optional<RankProgram> program;  // This rank's alltoall tree_scheduled program.
+  // This rank's programs of the host-combined kernels, by kernel name.
+  std::map<std::string, HostProgram, std::less<>> host_programs;
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
 

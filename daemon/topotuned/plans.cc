@@ -51,10 +51,10 @@ int32_t StepsOf(const v1::RankProgram& p) {
 }
 
 constexpr ScheduledKernel kScheduledKernels[] = {
-    {"alltoall", "tree_scheduled", "tree_scheduled", false},
-    {"alltoall", "capacity_scheduled", "capacity_scheduled", true},
-    {"alltoall", "capacity_lockstep", "capacity_scheduled", true},  // The same schedule at another pace.
-    {"allgather", "node_aware_ring", "node_aware_ring", true},
+    {"alltoall", "tree_scheduled", false},
+    {"alltoall", "capacity_scheduled", true},
+    {"alltoall", "capacity_lockstep", true},
+    {"allgather", "node_aware_ring", true},
 };
 
 }  // namespace
@@ -72,8 +72,7 @@ bool HostCombinedKernel(std::string_view collective, std::string_view algorithm)
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {
-  const ScheduledKernel* kernel = FindScheduledKernel(collective, algorithm);
-  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(collective, kernel ? kernel->schedule : algorithm);
+  const ScheduleAlgorithm* alg = FindScheduleAlgorithm(collective, algorithm);
   if (!alg)
     return Status::InvalidArgument(
         fmt::format("{} has no scheduled algorithm '{}' (see 'topotune schedule --help')", collective, algorithm));
@@ -88,7 +87,7 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   plan.algorithm = std::string(algorithm);
   plan.bottleneck_load = BottleneckLoad(*tree);
   v1::RankProgram wire;
-  if (kernel && kernel->host_programs) {
+  if (HostCombinedKernel(collective, algorithm)) {
     plan.host_of_rank = HostIndexOfRanks(*tree);
     auto hosts = CompileHostPrograms(*schedule, plan.host_of_rank);
     if (!hosts.ok()) return hosts.status();

@@ -62,13 +62,12 @@ struct CompiledPlan {
   size_t bytes() const;
 };
 
-// A kernel that runs a schedule topotuned compiles: the tuner schedule it
-// runs (schedule_registry.h) and whether its programs are host programs
+// A kernel that runs a schedule topotuned compiles: the schedule of the
+// same name (schedule_registry.h) and whether its programs are host programs
 // (host_program.h) or rank programs (schedule_compile.h).
 struct ScheduledKernel {
   std::string_view collective;
-  std::string_view algorithm;  // The kernel's name.
-  std::string_view schedule;   // The schedule it runs.
+  std::string_view algorithm;
   bool host_programs;
 };
 
@@ -80,9 +79,8 @@ const ScheduledKernel* FindScheduledKernel(std::string_view collective, std::str
 // capacity_scheduled and capacity_lockstep, allgather node_aware_ring).
 bool HostCombinedKernel(std::string_view collective, std::string_view algorithm);
 
-// Builds the schedule the kernel of `algorithm` runs (FindScheduledKernel;
-// for a kernel without an entry, the schedule of that name, so tools can
-// compile any generator's) for the ranks of `rank_hosts` on `topo`, verifies
+// Builds the schedule of `algorithm` (schedule_registry.h; any generator's,
+// so tools can compile those no kernel runs) for the ranks of `rank_hosts` on `topo`, verifies
 // nothing (the generators are verified by their tests) and compiles every
 // rank's program: a RankProgram, or for the host-combined kernels
 // (HostCombinedKernel) a host program. InvalidArgument for an unknown host or

@@ -5,6 +5,8 @@
 #include <random>
 #include <thread>
 
+#include "proto/host_program_wire.h"
+#include "tuner/capacity_scheduled.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
@@ -87,11 +89,18 @@ TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {
   }
 }
 
-TEST(FindScheduledKernel, NamesTheScheduleAndProgramsOfEachKernel) {
+TEST(FindScheduledKernel, SaysWhichKernelsRunHostPrograms) {
   const ScheduledKernel* lockstep = FindScheduledKernel("alltoall", "capacity_lockstep");
   ASSERT_NE(lockstep, nullptr);
-  EXPECT_EQ(lockstep->schedule, "capacity_scheduled");
   EXPECT_TRUE(lockstep->host_programs);
+  // Every entry names a schedule that exists.
+  for (auto [collective, algorithm] : {std::pair{"alltoall", "tree_scheduled"},
+                                       {"alltoall", "capacity_scheduled"},
+                                       {"alltoall", "capacity_lockstep"},
+                                       {"allgather", "node_aware_ring"}}) {
+    EXPECT_NE(FindScheduledKernel(collective, algorithm), nullptr) << algorithm;
+    EXPECT_NE(FindScheduleAlgorithm(collective, algorithm), nullptr) << algorithm;
+  }
   const ScheduledKernel* tree = FindScheduledKernel("alltoall", "tree_scheduled");
   ASSERT_NE(tree, nullptr);
   EXPECT_FALSE(tree->host_programs);
@@ -103,8 +112,7 @@ TEST(FindScheduledKernel, NamesTheScheduleAndProgramsOfEachKernel) {
   EXPECT_EQ(FindScheduledKernel("alltoallv", "native"), nullptr);
 }
 
-TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPrograms) {
-  // The same schedule at another pace: byte-identical programs.
+TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPhasesWithOneWayRankPairs) {
   const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};
   Topology topo = TwoSwitch();
   ASSERT_TRUE(HostCombinedKernel("alltoall", "capacity_lockstep"));
@@ -113,9 +121,20 @@ TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPrograms) {
   ASSERT_TRUE(lockstep.ok()) << lockstep.status().message();
   ASSERT_TRUE(own_pace.ok()) << own_pace.status().message();
   EXPECT_EQ(lockstep->algorithm, "capacity_lockstep");
-  EXPECT_EQ(lockstep->programs, own_pace->programs);
   EXPECT_EQ(lockstep->host_of_rank, own_pace->host_of_rank);
   EXPECT_EQ(lockstep->num_phases, own_pace->num_phases);
+  // The programs are the one-way schedule's.
+  auto tree = RankTree::Build(topo, *PlacementFromRankHosts(topo, ranks));
+  ASSERT_TRUE(tree.ok());
+  auto schedule = CapacityScheduled(*tree, {.one_way_rank_pairs = true});
+  ASSERT_TRUE(schedule.ok());
+  auto hosts = CompileHostPrograms(*schedule, lockstep->host_of_rank);
+  ASSERT_TRUE(hosts.ok());
+  for (int r = 0; r < 7; ++r) {
+    v1::RankProgram wire;
+    v1::HostProgramToProto((*hosts)[r], &wire);
+    EXPECT_EQ(lockstep->programs[r], wire.SerializeAsString()) << "rank " << r;
+  }
 }
 
 TEST(CompilePlan, HostCombinedKernelsGetHostProgramsThatSurviveTheCodec) {

@@ -133,7 +133,9 @@ TEST(CliRunTest, ExitCodes) {
   EXPECT_EQ(RunCli({"bound", "--topology", Example("two-switch-4x4.yaml"), "--msize", "-5"}).code, kExitUsage);
   Result unknown = RunCli({"schedule", "--topology", Example("two-switch-4x4.yaml"), "--algorithm", "bogus"});
   EXPECT_EQ(unknown.code, kExitUsage);
-  EXPECT_NE(unknown.err.find("valid algorithms: capacity_scheduled, tree_scheduled"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("valid algorithms: capacity_scheduled, capacity_lockstep, tree_scheduled"),
+            std::string::npos)
+      << unknown.err;
   Result missing = RunCli({"topology", "show", "/nonexistent/topology.yaml"});
   EXPECT_EQ(missing.code, kExitFailure);
   EXPECT_NE(missing.err.find("/nonexistent/topology.yaml"), std::string::npos) << missing.err;
