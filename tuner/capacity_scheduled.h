@@ -33,17 +33,20 @@
 //   magnitude against per-rank Faraj-Yuan phases. On the seed's shapes (one
 //   rank per host, every link equally fast, one message per link per phase)
 //   it is exactly the Faraj-Yuan schedule.
-// Limits: phases are sized for one chunk length tau per size class, and each
-//   phase is a greedy packing (improved by single swaps at most), so some phases
-//   leave capacity idle: on the capacity sweep, 1,833 of 20,000 random clusters
-//   end below 0.9 of the bound with no limit CapacityLowerBound can name. Of the
-//   102 such among the first 1,000 before the third order (95 now), about 70 %
-//   lose it in transfer (the phases last 10-30 % longer than the lower bound's
-//   bytes / usable capacity, with equal ranks per host as often as uneven: even
-//   14 hosts x 2 ranks at 10 Gbit/s behind one 40 Gbit/s link got 16 phases
-//   where 13 suffice, as the third order now finds), about 13 % in phases alone
-//   (5-16x the lower bound's count, from short chunks); few ranks per host at
-//   small message sizes pay the per-phase latency alpha.
+// Limits: each phase is a greedy packing (improved by single swaps at most),
+//   so some phases leave capacity idle: on the capacity sweep, 1,046 of
+//   20,000 random clusters end below 0.9 of the bound with no limit
+//   CapacityLowerBound can name (1,833 before the open-shop phases of step 5,
+//   2,162 before the third order; 56 among the first 1,000, 95 before). Most
+//   lose it in transfer (the phases last 10-30 % longer than the lower
+//   bound's bytes / usable capacity), often with mixed speeds. The sweep's
+//   tree 209 (14 hosts x 4 ranks, the bottleneck a 2 x 12.5 Gbit/s LAG, one
+//   10 Gbit/s host) reaches 0.82 where the lower bound allows 0.97: with fixed
+//   tau a 10 Gbit/s chunk outlasts the 12.5 Gbit/s chunks beside it (50
+//   phases, 19.1 ms of transfer against 16.4); the open shop keeps the LAG
+//   full in 17.5 of its 19.0 ms, but 25 Gbit/s local pairs into hosts that
+//   also receive over the LAG wait for its last phases, and 65 phases cost
+//   1.3 ms of alpha. Few ranks per host at small message sizes pay alpha.
 //   At most 8,192 hosts (the per-pair state is |hosts|^2).
 //
 // Worked example: 2 leaf switches x 16 hosts x 16 ranks, 25 Gbit/s hosts,
@@ -69,10 +72,7 @@
 //      criticality, senders in decreasing criticality of their host link,
 //      and for each sender the receiver with the most critical host link that
 //      still has room on every link of the path; local (same-switch) pairs
-//      fill in last. Ties rotate with the phase so that work spreads. Sender
-//      and receiver ranks rotate over the host's ranks (with
-//      one_way_rank_pairs skipping a rank pair that already carries the
-//      reverse message in this phase).
+//      fill in last. Ties rotate with the phase so that work spreads.
 //   4. A few tau are tried (the longest pair time, the median, and a half to
 //      a sixteenth of the longest), each with three orders: the group order
 //      of step 3, and (jobs of up to 128 hosts) two pair orders that sort
@@ -84,18 +84,34 @@
 //      every tight machine busy). Each schedule's modelled time (per phase:
 //      the most loaded link's bytes / speed, plus alpha) is computed and the
 //      fastest kept; a packing stops as soon as it cannot beat the best.
-//   5. Size classes: when pair times differ by more than 4x (uneven ranks per
+//   5. Open-shop phases, no fixed tau (jobs of up to 128 hosts): as
+//      Gonzalez-Sahni's preemptive open shop (and the Birkhoff-von Neumann
+//      decomposition) cut a phase when one of its pairs is done, each phase
+//      takes host pairs in the second pair order (criticality = the link's
+//      remaining bytes / speed, no swaps), then lasts one of the chosen pairs'
+//      remaining times (at least alpha): the one that lowers the most
+//      critical link's remaining time fastest per second of phase, alpha
+//      included. Each chosen pair carries the whole blocks its demand moves in
+//      that time, so a message ends with its phase whatever its demand (fixed
+//      tau cuts a pair into equal block counts, and a slower pair's chunks
+//      outlast a faster one's). Kept when faster.
+//   6. Size classes: when pair times differ by more than 4x (uneven ranks per
 //      host, mixed speeds), a short pair would hold a long phase's capacity
 //      for a fraction of it; pairs within 4x of each other are scheduled in
 //      phases of their own (steps 2-4 per class) and the classes run one
 //      after the other. Kept when faster.
-//   6. When every host has one rank, the Faraj-Yuan phases
+//   7. The carrying ranks, last: senders and receivers rotate through each
+//      host's ranks in message order (with one_way_rank_pairs skipping a rank
+//      pair that already carries the reverse message in the phase). The
+//      phases and their host-pair messages do not depend on it.
+//   8. When every host has one rank, the Faraj-Yuan phases
 //      (TreeScheduledPhases) are evaluated too and kept on ties, so the seed's
 //      shapes (Figure 1, Table 4) get exactly the seed's schedule.
 //   Cost: the group order, per phase O(|switch pairs| + |hosts| x |switches|)
 //   plus the placed messages, with per-host bitsets of remaining
-//   destinations (no work per host pair per phase); the pair order,
-//   O(pairs log pairs) per phase, only while host pairs x phases <= 4e6.
+//   destinations (no work per host pair per phase); the pair orders and the
+//   open shop, O(pairs log pairs) per phase, only while host pairs x phases
+//   <= 4e6 (the open shop adds O(chosen^2 x path) per phase for its length).
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -104,10 +104,7 @@ void ContextHolder::SetRing(std::vector<int> order, std::vector<int> switch_of_r
 }
 
 void ContextHolder::SetHostProgram(std::string_view kernel, HostProgram program) {
-  if (auto it = host_programs_.find(kernel); it != host_programs_.end())
-    it->second = std::move(program);
-  else
-    host_programs_.emplace(std::string(kernel), std::move(program));
+  host_programs_.insert_or_assign(std::string(kernel), std::move(program));
   ctx_.host_programs = &host_programs_;
   if (!segments_) {
     segments_ = std::make_unique<kernels::HostSegments>();
