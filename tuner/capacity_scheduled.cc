@@ -824,4 +824,20 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   return finish(AssignRanks(v, tree.num_ranks(), options.one_way_rank_pairs, best->schedule));
 }
 
+StatusOr<Schedule> CapacityLockstepFrom(const Schedule& scheduled, const RankTree& tree) {
+  if (scheduled.algorithm != "capacity_scheduled" || scheduled.num_ranks != tree.num_ranks())
+    return Status::InvalidArgument(fmt::format(
+        "capacity_lockstep: derived from a capacity_scheduled schedule of {} ranks, not a {} schedule of {}",
+        tree.num_ranks(), scheduled.algorithm, scheduled.num_ranks));
+  auto view = BuildHostView(tree);
+  if (!view.ok()) return view.status();
+  Schedule s = AssignRanks(*view, tree.num_ranks(), /*one_way_rank_pairs=*/true, scheduled);
+  s.collective = scheduled.collective;
+  s.algorithm = "capacity_lockstep";
+  s.num_ranks = scheduled.num_ranks;
+  s.host_combined = scheduled.host_combined;
+  s.bottleneck_load = scheduled.bottleneck_load;
+  return s;
+}
+
 }  // namespace topotune

@@ -134,4 +134,12 @@ struct CapacityScheduleOptions {
 // a network link without a positive speed, or more than 8,192 hosts.
 StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options = {});
 
+// capacity_lockstep's schedule from capacity_scheduled's for the same tree
+// and options: the same phases and host-pair messages, the carrying ranks
+// assigned anew with one_way_rank_pairs (step 7), for a fraction of the
+// generator's work. Equal to CapacityScheduled with one_way_rank_pairs.
+// Errors: InvalidArgument when `scheduled` is not a capacity_scheduled
+// schedule for the ranks of `tree`.
+StatusOr<Schedule> CapacityLockstepFrom(const Schedule& scheduled, const RankTree& tree);
+
 }  // namespace topotune

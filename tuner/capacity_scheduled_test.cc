@@ -371,6 +371,40 @@ TEST(CapacityScheduled, OneWayRankPairsKeepsThePhasesAndMovesOnlyTheRanks) {
   EXPECT_TRUE(CheckSchedule(single, *fy).errors.empty());
 }
 
+// capacity_lockstep derived from capacity_scheduled's phases is the
+// schedule the generator builds with the rule, message for message.
+TEST(CapacityScheduled, LockstepFromScheduledIsTheGeneratedLockstep) {
+  for (int seed = 0; seed < 40; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "cluster seed " << seed);
+    Topology topo = testing::RandomClusterTree(seed);
+    auto built = RankTree::Build(topo, DefaultPlacement(topo));
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    auto scheduled = CapacityScheduled(*built);
+    auto generated = CapacityScheduled(*built, {.one_way_rank_pairs = true});
+    ASSERT_TRUE(scheduled.ok() && generated.ok());
+    auto derived = CapacityLockstepFrom(*scheduled, *built);
+    ASSERT_TRUE(derived.ok()) << derived.status().ToString();
+    EXPECT_EQ(derived->algorithm, "capacity_lockstep");
+    EXPECT_TRUE(derived->host_combined);
+    EXPECT_EQ(derived->bottleneck_load, generated->bottleneck_load);
+    ASSERT_EQ(derived->num_phases(), generated->num_phases());
+    EXPECT_EQ(derived->messages(), generated->messages());
+    for (int p = 0; p < derived->num_phases(); ++p)
+      ASSERT_EQ(derived->phase(p).size(), generated->phase(p).size()) << "phase " << p;
+  }
+  // Only from a capacity_scheduled schedule of the same ranks.
+  RankTree tree = MakeTree(TwoLevel(2, 4, 2, 25e6, 100e6));
+  auto lockstep = CapacityScheduled(tree, {.one_way_rank_pairs = true});
+  ASSERT_TRUE(lockstep.ok());
+  auto wrong = CapacityLockstepFrom(*lockstep, tree);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(std::string(wrong.status().message()).find("capacity_scheduled"), std::string::npos)
+      << wrong.status().ToString();
+  auto other = CapacityScheduled(MakeTree(TwoLevel(2, 4, 1, 25e6, 100e6)));
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(CapacityLockstepFrom(*other, tree).ok());
+}
+
 TEST(CapacityScheduled, SingleHostHasNoPhases) {
   // Two ranks on one host: every block moves through shared memory, so the
   // schedule has zero phases (not an error).

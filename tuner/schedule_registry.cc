@@ -41,7 +41,8 @@ std::vector<ScheduleAlgorithm> BuildTable() {
        [](const RankTree& t) { return CapacityScheduled(t, {.one_way_rank_pairs = true}); },
        [](const RankTree& t, double msize, double alpha) {
          return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha, .one_way_rank_pairs = true});
-       }},
+       },
+       "capacity_scheduled", CapacityLockstepFrom},
       {"alltoall", "tree_scheduled",
        "contention-free phases for the switch tree with pair-wise syncs, no barriers (Faraj-Yuan §4-5)",
        [](const RankTree& t) { return TreeScheduled(t); }},

@@ -35,6 +35,11 @@ struct ScheduleAlgorithm {
   // latency of the model (capacity_model.h): builds it for those; empty for
   // the others. MakeSchedule picks the right one.
   std::function<StatusOr<Schedule>(const RankTree&, double msize_bytes, double alpha_s)> make_sized = {};
+  // For algorithms whose schedule follows from another's (built by `make`
+  // for the same tree) for less than `make` costs: that algorithm's name,
+  // and the function; empty for the others.
+  std::string_view derived_from = {};
+  std::function<StatusOr<Schedule>(const Schedule& base, const RankTree&)> derive = {};
 };
 
 // `algorithm`'s schedule for blocks of msize_bytes and a per-phase latency

@@ -116,15 +116,18 @@ void ContextHolder::SetHostProgram(std::string_view kernel, HostProgram program)
 
 Status ContextHolder::AddHostPrograms(const RankTree& tree, kernels::Collective collective, int rank) {
   const std::vector<int32_t> host_of_rank = HostIndexOfRanks(tree);
+  std::map<std::string_view, Schedule> built;  // By algorithm: what a derived one starts from.
   for (const kernels::KernelInfo& k : kernels::Kernels()) {
     if (k.collective != collective || !k.host_program) continue;
     const ScheduleAlgorithm* alg = FindScheduleAlgorithm(kernels::CollectiveName(collective), k.name);
     if (alg == nullptr) return Status::Internal(fmt::format("{}: no schedule of that name", k.name));
-    auto schedule = alg->make(tree);
+    const auto base = alg->derive ? built.find(alg->derived_from) : built.end();
+    auto schedule = base != built.end() ? alg->derive(base->second, tree) : alg->make(tree);
     if (!schedule.ok()) return Status::Internal(fmt::format("{}: {}", k.name, schedule.status().message()));
     auto hosts = CompileHostProgram(*schedule, host_of_rank, rank);
     if (!hosts.ok()) return Status::Internal(fmt::format("{} program: {}", k.name, hosts.status().message()));
     SetHostProgram(k.name, std::move(hosts).value());
+    built.emplace(alg->name, std::move(schedule).value());
   }
   return Status::Ok();
 }
