@@ -52,13 +52,19 @@ struct HostView {
   double Demand(int h, int g) const {
     return std::min({up_speed[h], down_speed[g], path_min[static_cast<size_t>(group[h]) * num_groups + group[g]]});
   }
-  // Calls f(directed edge) for each network link of host pair (h, g).
+  // Calls f(directed edge) for each link of the switch path of group pair
+  // gp = s x num_groups + t.
+  template <class F>
+  void ForGroupPath(size_t gp, F&& f) const {
+    for (int64_t i = path_begin[gp]; i < path_begin[gp + 1]; ++i) f(path_edges[i]);
+  }
+  // Calls f(directed edge) for each network link of host pair (h, g): its
+  // host links, then its group pair's switch path.
   template <class F>
   void ForPath(int h, int g, F&& f) const {
     if (up[h] >= 0) f(up[h]);
     if (down[g] >= 0) f(down[g]);
-    const size_t gp = static_cast<size_t>(group[h]) * num_groups + group[g];
-    for (int64_t i = path_begin[gp]; i < path_begin[gp + 1]; ++i) f(path_edges[i]);
+    ForGroupPath(static_cast<size_t>(group[h]) * num_groups + group[g], f);
   }
   // Calls f(g) for each receiver g whose bit is set in host h's row of
   // `bits` (|hosts| / 64 words per host).
@@ -352,12 +358,9 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
       size_t idx = static_cast<size_t>(h) * H + g;
       rem[idx] = total[idx] = n;
       bits[static_cast<size_t>(h) * words + g / 64] |= uint64_t{1} << (g % 64);
-      double dem = d * n;
-      if (v.up[h] >= 0) need[v.up[h]] += dem;
-      if (v.down[g] >= 0) need[v.down[g]] += dem;
-      size_t gp = static_cast<size_t>(v.group[h]) * L + v.group[g];
-      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) need[v.path_edges[i]] += dem;
-      gp_left[gp] += n;
+      const double dem = d * n;
+      v.ForPath(h, g, [&](int de) { need[de] += dem; });
+      gp_left[static_cast<size_t>(v.group[h]) * L + v.group[g]] += n;
       left += n;
     }
   }
@@ -405,9 +408,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
     longest_message = std::max(longest_message, b / d);
     s.Add(Message{v.ranks[h][0], v.ranks[g][0], blocks});  // Ranks: AssignRanks.
-    if (v.up[h] >= 0) touch(v.up[h], d, b);
-    if (v.down[g] >= 0) touch(v.down[g], d, b);
-    for (int64_t j = v.path_begin[gp]; j < v.path_begin[gp + 1]; ++j) touch(v.path_edges[j], d, b);
+    v.ForPath(h, g, [&](int de) { touch(de, d, b); });
     if (--rem[idx] == 0) bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));
     --gp_left[gp];
     --left;
@@ -463,7 +464,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     std::erase_if(gps, [&](int gp) { return gp_left[gp] == 0; });
     for (int gp : gps) {
       double k = std::max(group_up[gp / L], group_down[gp % L]);
-      for (int64_t i = v.path_begin[gp]; i < v.path_begin[gp + 1]; ++i) k = std::max(k, crit(v.path_edges[i]));
+      v.ForGroupPath(gp, [&](int de) { k = std::max(k, crit(de)); });
       gp_key[gp] = std::round(k * 1e6);
     }
     const int64_t ngp = static_cast<int64_t>(gps.size());
@@ -475,11 +476,10 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     for (int gp : gorder) {
       if (gp_left[gp] == 0) continue;
       const int S = gp / L, T = gp % L;
-      const int64_t pb = v.path_begin[gp], pe = v.path_begin[gp + 1];
       auto path_room = [&](double d) {
-        for (int64_t i = pb; i < pe; ++i)
-          if (!has_room(v.path_edges[i], d)) return false;
-        return true;
+        bool ok = true;
+        v.ForGroupPath(gp, [&](int de) { ok = ok && has_room(de, d); });
+        return ok;
       };
       if (!path_room(room_floor)) continue;
       const int tb = v.group_begin[T], te = v.group_begin[T + 1], tsize = te - tb;
@@ -624,15 +624,15 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
           std::max(opt.alpha_s, static_cast<double>(rem[static_cast<size_t>(h) * H + g]) * msize / v.Demand(h, g)));
     std::sort(lens.begin(), lens.end());
     lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
-    double len = lens[0], best_rate = -1;
+    double len = lens[0], t = 0, best_rate = -1;
     for (double l : lens) {
-      const auto [t, worst] = try_length(chosen, l);
-      if (const double rate = (now - worst) / (t + opt.alpha_s); rate > best_rate * (1 + kTol)) {
+      const auto [lt, worst] = try_length(chosen, l);
+      if (const double rate = (now - worst) / (lt + opt.alpha_s); rate > best_rate * (1 + kTol)) {
         best_rate = rate;
         len = l;
+        t = lt;
       }
     }
-    const double t = try_length(chosen, len).first;
     s.AddPhase();
     for (const auto& [h, g] : chosen) {
       const int64_t blocks = blocks_in(h, g, len);

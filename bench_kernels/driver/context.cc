@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "bench_kernels/alltoallv/plan.h"
@@ -116,18 +117,25 @@ void ContextHolder::SetHostProgram(std::string_view kernel, HostProgram program)
 
 Status ContextHolder::AddHostPrograms(const RankTree& tree, kernels::Collective collective, int rank) {
   const std::vector<int32_t> host_of_rank = HostIndexOfRanks(tree);
-  std::map<std::string_view, Schedule> built;  // By algorithm: what a derived one starts from.
+  std::vector<const ScheduleAlgorithm*> algs;  // Per host-program kernel of `collective`, in kernel order.
+  std::set<std::string_view> bases;            // The schedules another one derives from.
   for (const kernels::KernelInfo& k : kernels::Kernels()) {
     if (k.collective != collective || !k.host_program) continue;
     const ScheduleAlgorithm* alg = FindScheduleAlgorithm(kernels::CollectiveName(collective), k.name);
     if (alg == nullptr) return Status::Internal(fmt::format("{}: no schedule of that name", k.name));
+    algs.push_back(alg);
+    if (alg->derive) bases.insert(alg->derived_from);
+  }
+  std::map<std::string_view, Schedule> built;  // Only those in `bases`.
+  for (const ScheduleAlgorithm* alg : algs) {
+    const std::string_view name = alg->name;
     const auto base = alg->derive ? built.find(alg->derived_from) : built.end();
     auto schedule = base != built.end() ? alg->derive(base->second, tree) : alg->make(tree);
-    if (!schedule.ok()) return Status::Internal(fmt::format("{}: {}", k.name, schedule.status().message()));
+    if (!schedule.ok()) return Status::Internal(fmt::format("{}: {}", name, schedule.status().message()));
     auto hosts = CompileHostProgram(*schedule, host_of_rank, rank);
-    if (!hosts.ok()) return Status::Internal(fmt::format("{} program: {}", k.name, hosts.status().message()));
-    SetHostProgram(k.name, std::move(hosts).value());
-    built.emplace(alg->name, std::move(schedule).value());
+    if (!hosts.ok()) return Status::Internal(fmt::format("{} program: {}", name, hosts.status().message()));
+    SetHostProgram(name, std::move(hosts).value());
+    if (bases.contains(name)) built.emplace(name, std::move(schedule).value());
   }
   return Status::Ok();
 }
