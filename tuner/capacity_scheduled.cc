@@ -212,10 +212,11 @@ struct Candidate {
 // Every remaining host pair (the set bits of `bits`) by the most critical
 // link it crosses (its host links and the switch path), then (both_ends) the
 // summed criticality of its links, the larger demand, and the rotation.
-// crit(directed edge) is that link's remaining need, in any unit.
+// crit(directed edge) is that link's remaining need, in any unit; keys are
+// rounded to 1 / key_scale of that unit, so that near-ties rotate too.
 template <class Crit>
-void SortCandidates(const HostView& v, const std::vector<uint64_t>& bits, Crit&& crit, int64_t ph, bool both_ends,
-                    std::vector<Candidate>* out) {
+void SortCandidates(const HostView& v, const std::vector<uint64_t>& bits, Crit&& crit, double key_scale, int64_t ph,
+                    bool both_ends, std::vector<Candidate>* out) {
   const int H = v.num_hosts;
   out->clear();
   for (int h = 0; h < H; ++h)
@@ -225,7 +226,7 @@ void SortCandidates(const HostView& v, const std::vector<uint64_t>& bits, Crit&&
         k = std::max(k, crit(de));
         sum += crit(de);
       });
-      out->push_back({std::round(k * 1e6), both_ends ? std::round(sum * 1e6) : 0, v.Demand(h, g),
+      out->push_back({std::round(k * key_scale), both_ends ? std::round(sum * key_scale) : 0, v.Demand(h, g),
                       ((g - h + H) % H + ph) % H * H + (h + ph) % H, h, g});
     });
   std::sort(out->begin(), out->end(), [](const Candidate& a, const Candidate& b) {
@@ -426,7 +427,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   std::vector<Candidate> candidates;
   PhaseChooser chooser(v);
   auto place_by_pair = [&](int64_t ph) {
-    SortCandidates(v, bits, crit, ph, order == Order::kPairBothEnds, &candidates);
+    SortCandidates(v, bits, crit, /*key_scale=*/1e6, ph, order == Order::kPairBothEnds, &candidates);  // Phases.
     if (order != Order::kPairBothEnds) {
       for (const Candidate& c : candidates)
         if (send_free[c.h] && (recv_free[c.g / 64] >> (c.g % 64) & 1) && fits(c.h, c.g)) place(c.h, c.g);
@@ -607,8 +608,7 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
   Schedule& s = out.schedule;
   double seconds = 0, work = 0;
   for (int64_t phase = 0; pairs_left > 0; ++phase) {
-    SortCandidates(
-        v, bits, [&](int de) { return crit(de) * 1e3; }, phase, /*both_ends=*/true, &candidates);
+    SortCandidates(v, bits, crit, /*key_scale=*/1e9, phase, /*both_ends=*/true, &candidates);  // Seconds.
     work += static_cast<double>(candidates.size());
     if (work > kPairOrderBudget) return std::optional<Packed>();
     // Without the augmenting swaps: with them, 42 of the capacity sweep's
