@@ -26,6 +26,8 @@ PACKAGES=(
   libsnmp-dev snmp snmpd snmpsim python3-gdbm lldpd
   # Config, CLI, JSON, logging
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  # Linear programs (tuner/fractional_bound.cc: the fractional phase cover)
+  libglpk-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Simulation of large platforms

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "tuner/bounds.h"
+#include "tuner/fractional_bound.h"
 
 namespace topotune {
 namespace {
@@ -348,11 +349,27 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
   return lim;
 }
 
-std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target) {
+std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target,
+                                          const WhyOptions& why_options) {
   const CapacityLimit lim = CapacityLowerBound(tree, options);
   if (lim.phase_edge < 0 || lim.bound_s <= 0) return std::nullopt;
   const double limit = lim.bound_s / lim.seconds;
-  if (limit >= target) return std::nullopt;
+  if (limit >= target) {
+    // The links one by one allow the target; the phases as a whole may not.
+    if (!why_options.phase_cover) return std::nullopt;
+    auto cover = FractionalTransferBound(tree, options, {.seed = why_options.seed});
+    if (!cover.ok() || !cover->proven) return std::nullopt;
+    const double transfer = std::max(cover->transfer_s, lim.transfer_s);
+    const double seconds = transfer + static_cast<double>(lim.phases) * options.alpha_s;
+    if (lim.bound_s / seconds >= target) return std::nullopt;
+    return fmt::format(
+        "no capacity-respecting phases carry the host pairs' bytes in less than {:.3g} s ({:.3f} x the bound of "
+        "{:.3g} s): that is the {} of the fractional phase cover over every configuration of host-pair messages "
+        "whose demands fit all links (FractionalTransferBound, {} configurations generated); with >= {} phases "
+        "({:.3g} s of per-phase latency) the fraction of the bound is at most {:.3f} < {:.2f}",
+        cover->transfer_s, cover->transfer_s / lim.bound_s, lim.bound_s, cover->optimal ? "optimum" : "Farley bound", cover->columns,
+        lim.phases, static_cast<double>(lim.phases) * options.alpha_s, lim.bound_s / seconds, target);
+  }
   auto link = [&](int d) {
     const RankTree::TreeEdge& e = tree.edge(d / 2);
     return fmt::format("{} -> {}", tree.node(d % 2 == 0 ? e.a : e.b).name, tree.node(d % 2 == 0 ? e.b : e.a).name);

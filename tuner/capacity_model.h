@@ -107,8 +107,17 @@ struct CapacityLimit {
 CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& options = {});
 
 // Why no capacity-respecting host-combined schedule can reach `target` x the
-// bound, when CapacityLowerBound shows it (bound / limit < target), with the
-// numbers; nullopt when that limit does not rule the target out.
-std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target);
+// bound, with the numbers, when CapacityLowerBound shows it (bound / limit <
+// target) or, where that link-by-link limit allows the target and
+// `phase_cover` is set, when the fractional phase cover does
+// (FractionalTransferBound, fractional_bound.h: up to seconds per tree,
+// jobs of at most 64 hosts; `seed`, a schedule for the tree, speeds it up).
+// nullopt when neither rules the target out.
+struct WhyOptions {
+  bool phase_cover = false;
+  const Schedule* seed = nullptr;
+};
+std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target,
+                                          const WhyOptions& why = {});
 
 }  // namespace topotune

@@ -16,11 +16,7 @@ namespace {
 
 using testing::BuildTopology;
 
-RankTree Build(const Topology& t) {
-  auto tree = RankTree::Build(t, DefaultPlacement(t));
-  EXPECT_TRUE(tree.ok()) << tree.status().ToString();
-  return std::move(tree).value();
-}
+RankTree Build(const Topology& t) { return testing::BuildRankTree(t); }
 
 // The example: 2 leaves x 16 hosts x 16 ranks, hosts 25G, 100G between the leaves.
 Topology TwoLeaves() {

@@ -21,11 +21,7 @@ using testing::BuildTopology;
 using testing::HostSpec;
 using testing::LinkSpec;
 
-RankTree Build(const Topology& t) {
-  auto tree = RankTree::Build(t, DefaultPlacement(t));
-  EXPECT_TRUE(tree.ok()) << tree.status().ToString();
-  return std::move(tree).value();
-}
+RankTree Build(const Topology& t) { return testing::BuildRankTree(t); }
 
 // L leaves of H hosts with the given ranks each; hosts at `host`, the leaves
 // joined by one switch over links of `up`.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/rank_tree.h"
 #include "tuner/topology.h"
 
 namespace topotune::testing {
@@ -44,6 +45,14 @@ inline Topology BuildTopology(const std::vector<std::string>& switches, const st
   auto t = Topology::Create(std::move(nodes), std::move(ls), "<test>");
   if (!t.ok()) throw std::invalid_argument(t.status().ToString());
   return std::move(t).value();
+}
+
+// The job of one rank per slot of every host (DefaultPlacement) on `t`;
+// throws std::invalid_argument when it cannot be built (a bad fixture).
+inline RankTree BuildRankTree(const Topology& t) {
+  auto tree = RankTree::Build(t, DefaultPlacement(t));
+  if (!tree.ok()) throw std::invalid_argument(tree.status().ToString());
+  return std::move(tree).value();
 }
 
 // Faraj-Yuan 2005 Figure 1: s0 {n0,n1,n2}; s1 {s0, s2, s3, n5}; s3 {n3, n4};
