@@ -358,6 +358,7 @@ std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptio
     // The links one by one allow the target; the phases as a whole may not.
     if (!why_options.phase_cover) return std::nullopt;
     auto cover = FractionalTransferBound(tree, options, {.seed = why_options.seed});
+    if (cover.ok() && why_options.cover != nullptr) *why_options.cover = *cover;
     if (!cover.ok() || !cover->proven) return std::nullopt;
     const double transfer = std::max(cover->transfer_s, lim.transfer_s);
     const double seconds = transfer + static_cast<double>(lim.phases) * options.alpha_s;
@@ -367,8 +368,8 @@ std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptio
         "{:.3g} s): that is the {} of the fractional phase cover over every configuration of host-pair messages "
         "whose demands fit all links (FractionalTransferBound, {} configurations generated); with >= {} phases "
         "({:.3g} s of per-phase latency) the fraction of the bound is at most {:.3f} < {:.2f}",
-        cover->transfer_s, cover->transfer_s / lim.bound_s, lim.bound_s, cover->optimal ? "optimum" : "Farley bound", cover->columns,
-        lim.phases, static_cast<double>(lim.phases) * options.alpha_s, lim.bound_s / seconds, target);
+        cover->transfer_s, cover->transfer_s / lim.bound_s, lim.bound_s, cover->optimal ? "optimum" : "Farley bound",
+        cover->columns, lim.phases, static_cast<double>(lim.phases) * options.alpha_s, lim.bound_s / seconds, target);
   }
   auto link = [&](int d) {
     const RankTree::TreeEdge& e = tree.edge(d / 2);

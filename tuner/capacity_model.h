@@ -113,9 +113,11 @@ CapacityLimit CapacityLowerBound(const RankTree& tree, const ModelOptions& optio
 // (FractionalTransferBound, fractional_bound.h: up to seconds per tree,
 // jobs of at most 64 hosts; `seed`, a schedule for the tree, speeds it up).
 // nullopt when neither rules the target out.
+struct FractionalBound;
 struct WhyOptions {
   bool phase_cover = false;
   const Schedule* seed = nullptr;
+  FractionalBound* cover = nullptr;  // When set, receives the cover's result (if it ran).
 };
 std::optional<std::string> WhyBelowTarget(const RankTree& tree, const ModelOptions& options, double target,
                                           const WhyOptions& why = {});

@@ -66,7 +66,9 @@ TEST(FractionalBound, BetweenThePhysicalBoundAndARealSchedule) {
     ASSERT_TRUE(fb.ok()) << fb.status().ToString();
     if (!fb->proven) continue;
     ++proven;
-    EXPECT_GE(fb->transfer_s, m.bound_s * (1 - 1e-6));
+    if (fb->optimal) {  // Farley's bound may be lower.
+      EXPECT_GE(fb->transfer_s, m.bound_s * (1 - 1e-6));
+    }
     EXPECT_LE(fb->transfer_s, (m.modelled_s - m.phases * o.alpha_s) * (1 + 1e-6));
   }
   EXPECT_GE(proven, 20);
