@@ -575,12 +575,31 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
       ++pairs_left;
     }
   auto crit = [&](int de) { return std::isfinite(v.speed[de]) ? need[de] / v.speed[de] : 0.0; };
-  // Blocks of host pair (h, g) in a phase of `len` seconds.
-  auto blocks_in = [&](int h, int g, double len) {
-    return std::clamp<int64_t>(std::llround(v.Demand(h, g) * len / msize), 1, rem[static_cast<size_t>(h) * H + g]);
-  };
   std::vector<Candidate> candidates;
   PhaseChooser chooser(v);
+  // Blocks of host pair (h, g) in a phase of `len` seconds, in k messages.
+  auto blocks_in = [&](int h, int g, int k, double len) {
+    return std::clamp<int64_t>(std::llround(k * v.Demand(h, g) * len / msize), 1, rem[static_cast<size_t>(h) * H + g]);
+  };
+  // Messages of each chosen pair: one, and more while its path has room for
+  // another at its demand (a LAG takes one flow per member).
+  std::vector<int> copies;
+  std::vector<double> room_load;
+  auto add_copies = [&](const std::vector<std::pair<int, int>>& chosen) {
+    room_load = chooser.load();
+    copies.assign(chosen.size(), 1);
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      const auto [h, g] = chosen[i];
+      const double d = v.Demand(h, g);
+      while (copies[i] < rem[static_cast<size_t>(h) * H + g]) {
+        bool fits = true;
+        v.ForPath(h, g, [&](int de) { fits = fits && room_load[de] + d <= v.speed[de] * (1 + kTol); });
+        if (!fits) break;
+        v.ForPath(h, g, [&](int de) { room_load[de] += d; });
+        ++copies[i];
+      }
+    }
+  };
   std::vector<double> lens, after(v.speed.size()), bytes(v.speed.size());
   // A phase of `len`: its duration (the busiest link or the longest message,
   // without alpha), and the most critical link's remaining time after it.
@@ -588,9 +607,11 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
     after = need;
     std::fill(bytes.begin(), bytes.end(), 0.0);
     double t = 0, worst = 0;
-    for (const auto& [h, g] : chosen) {
-      const double b = static_cast<double>(blocks_in(h, g, len)) * msize;
-      t = std::max(t, b / v.Demand(h, g));
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      const auto [h, g] = chosen[i];
+      const int64_t n = blocks_in(h, g, copies[i], len);
+      const double b = static_cast<double>(n) * msize;
+      t = std::max(t, static_cast<double>((n + copies[i] - 1) / copies[i]) * msize / v.Demand(h, g));
       v.ForPath(h, g, [&](int de) {
         after[de] -= b;
         bytes[de] += b;
@@ -618,10 +639,13 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
     if (chosen.empty()) return Status::Internal("capacity_scheduled: no host pair fits an empty phase");
     double now = 0;
     for (size_t de = 0; de < need.size(); ++de) now = std::max(now, crit(static_cast<int>(de)));
+    add_copies(chosen);
     lens.clear();
-    for (const auto& [h, g] : chosen)
-      lens.push_back(
-          std::max(opt.alpha_s, static_cast<double>(rem[static_cast<size_t>(h) * H + g]) * msize / v.Demand(h, g)));
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      const auto [h, g] = chosen[i];
+      lens.push_back(std::max(opt.alpha_s, static_cast<double>(rem[static_cast<size_t>(h) * H + g]) * msize /
+                                               (copies[i] * v.Demand(h, g))));
+    }
     std::sort(lens.begin(), lens.end());
     lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
     double len = lens[0], t = 0, best_rate = -1;
@@ -634,10 +658,13 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
       }
     }
     s.AddPhase();
-    for (const auto& [h, g] : chosen) {
-      const int64_t blocks = blocks_in(h, g, len);
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      const auto [h, g] = chosen[i];
+      const int64_t blocks = blocks_in(h, g, copies[i], len);
       const size_t idx = static_cast<size_t>(h) * H + g;
-      s.Add(Message{v.ranks[h][0], v.ranks[g][0], static_cast<int32_t>(blocks)});  // Ranks: AssignRanks.
+      const int64_t k = std::min<int64_t>(copies[i], blocks);  // Messages, their blocks differing by one at most.
+      for (int64_t m = 0; m < k; ++m)
+        s.Add(Message{v.ranks[h][0], v.ranks[g][0], static_cast<int32_t>(blocks / k + (m < blocks % k ? 1 : 0))});
       v.ForPath(h, g, [&](int de) { need[de] -= static_cast<double>(blocks) * msize; });
       if ((rem[idx] -= blocks) == 0) {
         bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));
@@ -675,14 +702,16 @@ Schedule AssignRanks(const HostView& v, int num_ranks, bool one_way_rank_pairs, 
       const auto& gr = v.ranks[g];
       const auto rh = static_cast<int32_t>(hr.size()), rg = static_cast<int32_t>(gr.size());
       int32_t si = 0, ri = 0;  // Steps past the rotation's next sender and receiver.
-      auto reversed = [&] {
-        return one_way_rank_pairs &&
-               phase_pairs.contains(PairKey(gr[(in_ctr[g] + ri) % rg], hr[(out_ctr[h] + si) % rh]));
+      // A rank pair that already carries a message of this host pair in the
+      // phase (the open shop puts several on a LAG), or the reverse.
+      auto taken = [&] {
+        const int32_t f = hr[(out_ctr[h] + si) % rh], t = gr[(in_ctr[g] + ri) % rg];
+        return phase_pairs.contains(PairKey(f, t)) || (one_way_rank_pairs && phase_pairs.contains(PairKey(t, f)));
       };
-      while (reversed() && si < rh) {
+      while (taken() && si < rh) {
         if (++ri == rg) ri = 0, ++si;
       }
-      if (si == rh) si = ri = 0;  // Every pair of these hosts' ranks carries the reverse: one rank each.
+      if (si == rh) si = ri = 0;  // Every pair of these hosts' ranks is taken: one rank each.
       const int32_t from = hr[(out_ctr[h] + si) % rh], to = gr[(in_ctr[g] + ri) % rg];
       out_ctr[h] += si + 1;
       in_ctr[g] += ri + 1;

@@ -6,8 +6,10 @@
 //   the message size and per-phase latency the schedule is tuned for.
 // Returns: a Schedule with host_combined = true (see schedule.h): for every
 //   ordered pair of hosts (H, G) the r_H x r_G blocks travel in one or more
-//   messages from a rank of H to a rank of G, at most one such message per
-//   phase; blocks between ranks of one host never enter the phases. No
+//   messages from a rank of H to a rank of G, one such message per phase,
+//   or several where a LAG on the path takes several flows of the pair at
+//   once (step 5), each on its own rank pair; blocks between ranks of one
+//   host never enter the phases. No
 //   synchronisations (syncs empty, barrier_between_phases false).
 //   With one_way_rank_pairs (the schedule "capacity_lockstep", whose kernel
 //   runs each host's ranks in step): where one of the two hosts has more
@@ -23,7 +25,7 @@
 //   leaves the lock-step one at 0.72. So each kernel gets its own.
 //   Capacity: in every phase, on every directed link, the demands of the
 //   messages crossing it (each message's demand is the speed of the slowest
-//   link on its path) add up to at most the link's speed (relative tolerance
+//   link on its path as one flow sees it: a LAG's member speed) add up to at most the link's speed (relative tolerance
 //   1e-9). A job on a single host (or with no ranks) gets a schedule of zero
 //   phases: nothing crosses the network.
 // When it wins: today's clusters, with many ranks per host and uplinks
@@ -100,15 +102,19 @@
 //      included. Each chosen pair carries the whole blocks its demand moves in
 //      that time, so a message ends with its phase whatever its demand (fixed
 //      tau cuts a pair into equal block counts, and a slower pair's chunks
-//      outlast a faster one's). Kept when faster.
+//      outlast a faster one's). A chosen pair whose path still has room for
+//      another flow at its demand on every link (only a LAG leaves such room:
+//      a flow gets one member) carries as many messages as fit, its blocks
+//      split among them. Kept when faster.
 //   6. Size classes: when pair times differ by more than 4x (uneven ranks per
 //      host, mixed speeds), a short pair would hold a long phase's capacity
 //      for a fraction of it; pairs within 4x of each other are scheduled in
 //      phases of their own (steps 2-4 per class) and the classes run one
 //      after the other. Kept when faster.
 //   7. The carrying ranks, last: senders and receivers rotate through each
-//      host's ranks in message order (with one_way_rank_pairs skipping a rank
-//      pair that already carries the reverse message in the phase). The
+//      host's ranks in message order, skipping a rank pair that already
+//      carries a message of the phase (and, with one_way_rank_pairs, one that
+//      carries the reverse message). The
 //      phases and their host-pair messages do not depend on it.
 //   8. When every host has one rank, the Faraj-Yuan phases
 //      (TreeScheduledPhases) are evaluated too and kept on ties, so the seed's

@@ -76,7 +76,7 @@ Check CheckSchedule(const RankTree& tree, const Schedule& s, double msize = kMsi
       tree.Path(m.src, m.dst, &path);
       double d = 1e300;
       for (int de : path)
-        if (!tree.edge(de / 2).intra_host) d = std::min(d, tree.edge(de / 2).speed_bps);
+        if (!tree.edge(de / 2).intra_host) d = std::min(d, tree.edge(de / 2).flow_bps);  // A LAG: one member.
       for (int de : path) {
         if (tree.edge(de / 2).intra_host) continue;
         demand[de] += d;
@@ -403,6 +403,32 @@ TEST(CapacityScheduled, LockstepFromScheduledIsTheGeneratedLockstep) {
   auto other = CapacityScheduled(MakeTree(TwoLevel(2, 4, 1, 25e6, 100e6)));
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(CapacityLockstepFrom(*other, tree).ok());
+}
+
+TEST(CapacityScheduled, SeveralMessagesOfAHostPairShareALag) {
+  // Two hosts of 16 ranks at 100G joined by a LAG of 4 x 25G: a message is
+  // one flow on one member (25G), so the LAG carries four of the pair at once,
+  // on four distinct rank pairs. One message per phase would reach 0.25.
+  Topology topo = BuildTopology({"s0", "s1"}, {{"a", 16}, {"b", 16}},
+                                {{"s0", "s1", 100e9, 4}, {"a", "s0", 100e9}, {"b", "s1", 100e9}});
+  RankTree tree = MakeTree(topo);
+  auto s = CapacityScheduled(tree);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Check c = CheckSchedule(tree, *s);
+  Report("two hosts of 16 ranks over a 4 x 25G LAG", c);
+  EXPECT_TRUE(c.errors.empty()) << First(c);
+  EXPECT_GE(c.ratio(), 0.9);
+  size_t most = 0;
+  for (int p = 0; p < s->num_phases(); ++p) {
+    std::set<std::pair<int32_t, int32_t>> rank_pairs;
+    size_t a_to_b = 0;
+    for (const Message& m : s->phase(p)) {
+      EXPECT_TRUE(rank_pairs.emplace(m.src, m.dst).second) << "rank pair " << m.src << "->" << m.dst << " twice";
+      a_to_b += tree.rank_host_name(m.src) == "a";
+    }
+    most = std::max(most, a_to_b);
+  }
+  EXPECT_EQ(most, 4u);
 }
 
 TEST(CapacityScheduled, SingleHostHasNoPhases) {
