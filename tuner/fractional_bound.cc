@@ -139,10 +139,14 @@ StatusOr<FractionalBound> FractionalTransferBound(const RankTree& tree, const Mo
   for (int e = 0; e < tree.num_edges(); ++e) speed[2 * e] = speed[2 * e + 1] = tree.edge(e).speed_bps;
 
   std::vector<Pair> pairs;
+  const size_t H = hosts.size();
+  std::vector<int> pair_index(H * H, -1);  // h x H + g -> index in `pairs`.
   std::vector<int> path;
-  for (const auto* h : hosts)
-    for (const auto* g : hosts) {
-      if (h == g) continue;
+  for (size_t hi = 0; hi < H; ++hi)
+    for (size_t gi = 0; gi < H; ++gi) {
+      if (hi == gi) continue;
+      const auto *h = hosts[hi], *g = hosts[gi];
+      pair_index[hi * H + gi] = static_cast<int>(pairs.size());
       Pair p;
       p.demand = MessageDemand(tree, h->front(), g->front());
       const double blocks = static_cast<double>(h->size()) * static_cast<double>(g->size());
@@ -194,7 +198,6 @@ StatusOr<FractionalBound> FractionalTransferBound(const RankTree& tree, const Mo
   if (seed != nullptr && seed->num_ranks == tree.num_ranks()) {
     std::map<int, int> host_index;  // Host node -> index in `hosts`.
     for (const auto& [node, ranks] : ranks_of) host_index.emplace(node, static_cast<int>(host_index.size()));
-    const int H = static_cast<int>(hosts.size());
     std::map<int, int> count;
     std::vector<double> used(speed.size());
     for (int ph = 0; ph < seed->num_phases(); ++ph) {
@@ -202,7 +205,7 @@ StatusOr<FractionalBound> FractionalTransferBound(const RankTree& tree, const Mo
       for (const Message& m : seed->phase(ph)) {
         if (m.src < 0 || m.dst < 0 || m.src >= tree.num_ranks() || m.dst >= tree.num_ranks()) continue;
         const int h = host_index.at(tree.host_node(m.src)), g = host_index.at(tree.host_node(m.dst));
-        if (h != g) ++count[h * (H - 1) + g - (g > h)];  // The pairs' order above.
+        if (h != g) ++count[pair_index[static_cast<size_t>(h) * H + g]];
       }
       std::fill(used.begin(), used.end(), 0.0);
       bool fits = true;

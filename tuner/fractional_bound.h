@@ -26,8 +26,9 @@
 // Returns: the bound when an exact pricing was solved to optimality, with
 //   proven = false otherwise (too many hosts, or every integer program ran
 //   out of time): then transfer_s is 0 and claims nothing.
-// Cost: up to 2,000 greedy pricing rounds, each a warm-started simplex on
-//   |host pairs| rows, and up to 8 exact pricings of at most 5 s each.
+// Cost: up to 300 greedy pricing rounds (and rounds x host pairs <= 3e5),
+//   each a warm-started simplex on |host pairs| rows, and up to 4 exact
+//   pricings of at most 2 s each.
 //   Seeded with capacity_scheduled's phases: 0.1 s for the sweep's tree 7
 //   (30 hosts), 7 s for its tree 121 (44 hosts, one pricing at its limit).
 //   Used by the tests' stated reasons (WhyBelowTarget), not by generators.
