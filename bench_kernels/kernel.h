@@ -101,7 +101,7 @@ struct KernelContext {
   const std::vector<int>* ring_order = nullptr;      // allgather switch_ordered_ring / link_scheduled: rank order.
   const std::vector<int>* switch_of_rank = nullptr;  // allgather link_scheduled: switch index of each rank.
   const AlltoallvPlan* alltoallv_plan = nullptr;     // alltoallv Level 3.
-  // The host-combined kernels' programs (KernelInfo::host_program: alltoall
+  // The host-combined kernels' programs (RunsHostProgram: alltoall
   // capacity_scheduled and capacity_lockstep, allgather node_aware_ring):
   // this rank's, by kernel name. Read with HostProgramOf.
   const std::map<std::string, HostProgram, std::less<>>* host_programs = nullptr;
@@ -145,8 +145,12 @@ struct KernelInfo {
   AlltoallvFn alltoallv = nullptr;
   AllgatherFn allgather = nullptr;
   bool needs_context = false;  // Needs a KernelContext piece built from the topology.
-  bool host_program = false;   // That piece is a HostProgram (KernelContext::HostProgramOf its name).
 };
+
+// Whether `k`'s context piece is a HostProgram (KernelContext::HostProgramOf
+// its name): HostCombinedKernel of tuner/scheduled_kernels.h, which says it
+// for topotuned too.
+bool RunsHostProgram(const KernelInfo& k);
 
 std::span<const KernelInfo> Kernels();
 const KernelInfo* FindKernel(Collective c, std::string_view name);

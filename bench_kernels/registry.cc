@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench_kernels/kernel.h"
+#include "tuner/scheduled_kernels.h"
 
 namespace topotune::kernels {
 
@@ -37,6 +38,8 @@ bool ParseCollective(std::string_view name, Collective* out) {
   }
   return false;
 }
+
+bool RunsHostProgram(const KernelInfo& k) { return HostCombinedKernel(CollectiveName(k.collective), k.name); }
 
 std::span<const KernelInfo> Kernels() {
   static const std::vector<KernelInfo> all = [] {

@@ -14,7 +14,7 @@ std::span<const KernelInfo> AllgatherKernels() {
       {Collective::kAllgather, "simultaneous_bcast", "Every rank sends its block to all others at once (Jacunski SB)", nullptr, nullptr, &AllgatherSimultaneousBcast, false},
       {Collective::kAllgather, "recursive_doubling", "Combining: ceil(log2 N) steps, distance and data doubling", nullptr, nullptr, &AllgatherRecursiveDoubling, false},
       {Collective::kAllgather, "link_scheduled", "Switches in a ring forward blocks while distributing locally (Jacunski LS)", nullptr, nullptr, &AllgatherLinkScheduled, true},
-      {Collective::kAllgather, "node_aware_ring", "Hosts in a switch-ordered ring forward pipelined ranges of a shared-memory stream (many ranks per host)", nullptr, nullptr, &AllgatherNodeAwareRing, true, true},
+      {Collective::kAllgather, "node_aware_ring", "Hosts in a switch-ordered ring forward pipelined ranges of a shared-memory stream (many ranks per host)", nullptr, nullptr, &AllgatherNodeAwareRing, true},
   };
   // clang-format on
   return kTable;

@@ -120,7 +120,7 @@ Status ContextHolder::AddHostPrograms(const RankTree& tree, kernels::Collective 
   std::vector<const ScheduleAlgorithm*> algs;  // Per host-program kernel of `collective`, in kernel order.
   std::set<std::string_view> bases;            // The schedules another one derives from.
   for (const kernels::KernelInfo& k : kernels::Kernels()) {
-    if (k.collective != collective || !k.host_program) continue;
+    if (k.collective != collective || !kernels::RunsHostProgram(k)) continue;
     const ScheduleAlgorithm* alg = FindScheduleAlgorithm(kernels::CollectiveName(collective), k.name);
     if (alg == nullptr) return Status::Internal(fmt::format("{}: no schedule of that name", k.name));
     algs.push_back(alg);

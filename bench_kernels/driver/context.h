@@ -90,7 +90,7 @@ class ContextHolder {
   void SetProgram(RankProgram program);
   void SetRing(std::vector<int> order, std::vector<int> switch_of_rank);
   // This rank's host program of host-combined kernel `kernel`
-  // (KernelInfo::host_program), replacing any it had.
+  // (RunsHostProgram), replacing any it had.
   void SetHostProgram(std::string_view kernel, HostProgram program);
   // SMPI builds only: the host segments in SMPI's folded shared memory
   // (HostSegments::Fold); set before SetHostProgram or AddTopology.
@@ -109,7 +109,7 @@ class ContextHolder {
 
  private:
   // The host program of every host-combined kernel of `collective`
-  // (KernelInfo::host_program), each from the schedule of its name
+  // (RunsHostProgram), each from the schedule of its name
   // (schedule_registry.h).
   Status AddHostPrograms(const RankTree& tree, kernels::Collective collective, int rank);
   kernels::KernelContext ctx_;

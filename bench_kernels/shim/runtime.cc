@@ -294,7 +294,7 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     const kernels::KernelInfo* kernel = kernels::FindKernel(c, s.algorithm());
     if (kernel == nullptr || !kernel->needs_context) continue;
     const v1::RankProgram& wire = bundle.programs(static_cast<int>(k));
-    if (kernel->host_program) {
+    if (kernels::RunsHostProgram(*kernel)) {
       auto program = HostProgramFromProto(wire, s.host_of_rank(), c == Collective::kAllgather);
       if (program.ok() && program->rank == rank)
         plan->host_programs[std::string(kernel->name)] = std::move(program).value();

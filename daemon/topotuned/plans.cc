@@ -50,25 +50,7 @@ int32_t StepsOf(const v1::RankProgram& p) {
   return p.steps_size() + p.sends_size() + p.recvs_size() + p.stream_origin_size();
 }
 
-constexpr ScheduledKernel kScheduledKernels[] = {
-    {"alltoall", "tree_scheduled", false},
-    {"alltoall", "capacity_scheduled", true},
-    {"alltoall", "capacity_lockstep", true},
-    {"allgather", "node_aware_ring", true},
-};
-
 }  // namespace
-
-const ScheduledKernel* FindScheduledKernel(std::string_view collective, std::string_view algorithm) {
-  for (const ScheduledKernel& k : kScheduledKernels)
-    if (k.collective == collective && k.algorithm == algorithm) return &k;
-  return nullptr;
-}
-
-bool HostCombinedKernel(std::string_view collective, std::string_view algorithm) {
-  const ScheduledKernel* k = FindScheduledKernel(collective, algorithm);
-  return k && k->host_programs;
-}
 
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm) {

@@ -22,6 +22,7 @@
 
 #include "topotune/v1/plans.pb.h"
 #include "tuner/rank_program.h"
+#include "tuner/scheduled_kernels.h"
 #include "tuner/status.h"
 #include "tuner/topology.h"
 
@@ -62,22 +63,8 @@ struct CompiledPlan {
   size_t bytes() const;
 };
 
-// A kernel that runs a schedule topotuned compiles: the schedule of the
-// same name (schedule_registry.h) and whether its programs are host programs
-// (host_program.h) or rank programs (schedule_compile.h).
-struct ScheduledKernel {
-  std::string_view collective;
-  std::string_view algorithm;
-  bool host_programs;
-};
-
-// The ScheduledKernel of `algorithm`, or nullptr when its kernel reads no
-// compiled schedule (native, ring, ...).
-const ScheduledKernel* FindScheduledKernel(std::string_view collective, std::string_view algorithm);
-
-// Whether the kernel of `algorithm` runs host programs (alltoall
-// capacity_scheduled and capacity_lockstep, allgather node_aware_ring).
-bool HostCombinedKernel(std::string_view collective, std::string_view algorithm);
+// Which kernels run a compiled schedule, and of which program kind:
+// FindScheduledKernel and HostCombinedKernel (tuner/scheduled_kernels.h).
 
 // Builds the schedule of `algorithm` (schedule_registry.h; any generator's,
 // so tools can compile those no kernel runs) for the ranks of `rank_hosts` on `topo`, verifies
