@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace topotune {
@@ -337,6 +339,90 @@ std::string SimulateHostPrograms(const std::vector<HostProgram>& programs) {
                            h, got.first, got.second);
     }
   }
+  return {};
+}
+
+std::string CheckAlltoallHostPrograms(const std::vector<HostProgram>& programs) {
+  const int N = static_cast<int>(programs.size());
+  if (N == 0) return {};
+  const HostProgram& p0 = programs[0];  // The layout, as in SimulateHostPrograms.
+  if (p0.allgather) return "not alltoall host programs";
+  if (static_cast<int>(p0.host_of_rank.size()) != N || static_cast<int>(p0.local_index.size()) != N)
+    return fmt::format("a layout of {} ranks for {} programs", p0.host_of_rank.size(), N);
+  auto host = [&](int r) { return p0.host_of_rank[r]; };
+  // A message as its sender and its receiver see it: the rank pair, its
+  // place among that pair's messages in list order (MPI matches a pair's
+  // messages first in, first out), the phase, and its blocks as a range of
+  // the host pair's section (the same order in the send and the receive
+  // segment, host_program.h).
+  struct Seen {
+    int32_t src, dst, nth, phase;
+    int64_t rel, blocks;
+    auto key() const { return std::tie(src, dst, nth); }
+  };
+  std::vector<Seen> sends, recvs;
+  std::unordered_map<int32_t, int32_t> nth;  // Per peer of the rank at hand.
+  for (int r = 0; r < N; ++r) {
+    const int h = host(r);
+    for (const auto& [list, out, sending] :
+         {std::tuple{&programs[r].sends, &sends, true}, std::tuple{&programs[r].recvs, &recvs, false}}) {
+      nth.clear();
+      for (const HostTransfer& t : *list) {
+        if (t.peer < 0 || t.peer >= N || host(t.peer) == h)
+          return fmt::format("rank {} {} rank {}, not a rank of another host", r,
+                             sending ? "sends to" : "receives from", t.peer);
+        const int g = host(t.peer);
+        // The section of the other host g in h's send or receive segment.
+        const int64_t size = static_cast<int64_t>(p0.host_size(h)) * p0.host_size(g);
+        const int64_t start = int64_t{p0.host_size(h)} * p0.first_rank_of_host[g];
+        const int64_t rel = t.offset - start;
+        if (t.blocks < 1 || rel < 0 || rel + t.blocks > size)
+          return fmt::format("rank {} {} blocks {} to {} of its host, outside the {} blocks of host {}'s section", r,
+                             sending ? "sends" : "receives into", t.offset, t.offset + t.blocks - 1, size, g);
+        out->push_back({sending ? r : t.peer, sending ? t.peer : r, nth[t.peer]++, t.phase, rel, t.blocks});
+      }
+    }
+  }
+  auto by_key = [](const Seen& a, const Seen& b) { return a.key() < b.key(); };
+  std::sort(sends.begin(), sends.end(), by_key);
+  std::sort(recvs.begin(), recvs.end(), by_key);
+  for (size_t i = 0, j = 0; i < sends.size() || j < recvs.size(); ++i, ++j) {
+    const Seen* s = i < sends.size() ? &sends[i] : nullptr;
+    const Seen* v = j < recvs.size() ? &recvs[j] : nullptr;
+    if (v == nullptr || (s != nullptr && s->key() < v->key()))
+      return fmt::format("rank {} sends to rank {} in phase {}, which posts no receive for it", s->src, s->dst,
+                         s->phase);
+    if (s == nullptr || v->key() < s->key())
+      return fmt::format("rank {} posts a receive from rank {} in phase {} that no message fills", v->dst, v->src,
+                         v->phase);
+    if (s->phase != v->phase || s->blocks != v->blocks || s->rel != v->rel)
+      return fmt::format(
+          "rank {} sends {} blocks from block {} of their section to rank {} in phase {}; rank {} expects {} at block "
+          "{} in phase {}",
+          s->src, s->blocks, s->rel, s->dst, s->phase, s->dst, v->blocks, v->rel, v->phase);
+  }
+  // Every host pair's section sent whole, each block once.
+  std::sort(sends.begin(), sends.end(), [&](const Seen& a, const Seen& b) {
+    return std::tuple{host(a.src), host(a.dst), a.rel} < std::tuple{host(b.src), host(b.dst), b.rel};
+  });
+  const int H = p0.num_hosts();
+  size_t i = 0;
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < H; ++g) {
+      if (g == h) continue;
+      int64_t covered = 0;
+      for (; i < sends.size() && host(sends[i].src) == h && host(sends[i].dst) == g; ++i) {
+        if (sends[i].rel != covered)
+          return fmt::format(
+              "host {} sends host {} blocks {} to {} of their section {}", h, g, sends[i].rel,
+              sends[i].rel + sends[i].blocks - 1,
+              sends[i].rel < covered ? "twice" : fmt::format("but never blocks {} to {}", covered, sends[i].rel - 1));
+        covered += sends[i].blocks;
+      }
+      const int64_t size = static_cast<int64_t>(p0.host_size(h)) * p0.host_size(g);
+      if (covered != size)
+        return fmt::format("host {} sends host {} {} of the {} blocks of their section", h, g, covered, size);
+    }
   return {};
 }
 

@@ -92,4 +92,14 @@ StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
 // every block it must hold. For tests: O(N^2 + messages x blocks).
 std::string SimulateHostPrograms(const std::vector<HostProgram>& programs);
 
+// The same verdict for alltoall programs, from their structure, without
+// moving blocks (for jobs too large to simulate): every message inside its
+// host pair's section of the segments, each send matched with the receiver's
+// receive from that sender in list order (first in, first out per rank pair,
+// as MPI matches them) with the same phase, block count and place in the
+// section, and every host pair's section sent whole, each block once. The
+// layout is read from programs[0], as SimulateHostPrograms does. O(N + H^2 +
+// messages log messages) time, O(messages) memory.
+std::string CheckAlltoallHostPrograms(const std::vector<HostProgram>& programs);
+
 }  // namespace topotune

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,9 @@ void ExpectBothDeliver(const RankTree& tree, const std::string& what) {
   const std::vector<int32_t> hosts = HostIndexOfRanks(tree);
   auto a2a = CapacityScheduled(tree, {});
   ASSERT_TRUE(a2a.ok()) << what << ": " << a2a.status().ToString();
-  EXPECT_EQ(SimulateHostPrograms(CompileAll(*a2a, hosts)), "") << what << " alltoall";
+  const std::vector<HostProgram> programs = CompileAll(*a2a, hosts);
+  EXPECT_EQ(SimulateHostPrograms(programs), "") << what << " alltoall";
+  EXPECT_EQ(CheckAlltoallHostPrograms(programs), "") << what << " alltoall, by structure";
   auto ag = NodeAwareRing(tree, {});
   ASSERT_TRUE(ag.ok()) << what << ": " << ag.status().ToString();
   EXPECT_EQ(SimulateHostPrograms(CompileAll(*ag, hosts)), "") << what << " allgather";
@@ -179,6 +183,68 @@ TEST(HostProgram, SimulationFindsAMisplacedRange) {
       break;
     }
   EXPECT_NE(SimulateHostPrograms(progs), "");
+  EXPECT_NE(CheckAlltoallHostPrograms(progs), "");
+}
+
+// The structural check (for jobs too large to simulate) against the
+// simulation: on programs damaged at random, one change each, both must
+// give the same verdict, and most changes must be caught.
+TEST(HostProgram, StructuralCheckAgreesWithTheSimulation) {
+  std::mt19937_64 rng(19);
+  int damaged = 0, caught = 0, trees = 0;
+  std::vector<RankTree> shapes;
+  shapes.push_back(Interleaved({"h0", "h2", "h0", "h2", "h1", "h3", "h1"}, 1e9, 1e9));
+  // A LAG that takes four messages of one host pair per phase.
+  shapes.push_back(testing::BuildRankTree(BuildTopology(
+      {"s0", "s1"}, {{"a", 6}, {"b", 5}}, {{"s0", "s1", 100e9, 4}, {"a", "s0", 100e9}, {"b", "s1", 100e9}})));
+  for (uint64_t seed = 0; shapes.size() < 12 && seed < 4000; ++seed) {
+    Topology t = testing::RandomClusterTree(seed, nullptr);
+    auto tree = RankTree::Build(t, DefaultPlacement(t));
+    ASSERT_TRUE(tree.ok());
+    if (tree->num_ranks() <= 96 && tree->num_ranks() >= 4) shapes.push_back(std::move(tree).value());
+  }
+  for (const RankTree& tree : shapes) {
+    auto s = CapacityScheduled(tree, {});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    const std::vector<HostProgram> good = CompileAll(*s, HostIndexOfRanks(tree));
+    ASSERT_EQ(CheckAlltoallHostPrograms(good), "");
+    ++trees;
+    for (int k = 0; k < 60; ++k) {
+      std::vector<HostProgram> p = good;
+      HostProgram& victim = p[rng() % p.size()];
+      const bool send = rng() % 2 == 0;
+      std::vector<HostTransfer>& list = send ? victim.sends : victim.recvs;
+      if (list.empty()) continue;
+      HostTransfer& t = list[rng() % list.size()];
+      switch (rng() % 6) {
+        case 0:
+          t.offset += rng() % 2 ? 1 : -1;
+          break;
+        case 1:
+          t.blocks += 1;
+          break;
+        case 2:
+          t.phase += 1;
+          break;
+        case 3:
+          t.peer = static_cast<int32_t>(rng() % p.size());
+          break;
+        case 4:
+          list.erase(list.begin() + (&t - list.data()));
+          break;
+        default:
+          list.push_back(t);
+          break;
+      }
+      ++damaged;
+      const std::string sim = SimulateHostPrograms(p), structure = CheckAlltoallHostPrograms(p);
+      EXPECT_EQ(sim.empty(), structure.empty()) << "simulation: '" << sim << "', structure: '" << structure << "'";
+      caught += !structure.empty();
+    }
+  }
+  std::printf("[host_program] %d trees: %d damaged program sets, %d caught by both checks\n", trees, damaged, caught);
+  EXPECT_GE(trees, 12);
+  EXPECT_GE(caught, damaged * 9 / 10) << caught << " of " << damaged;
 }
 
 }  // namespace

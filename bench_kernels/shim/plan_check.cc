@@ -7,24 +7,27 @@
 #include <unordered_map>
 
 #include "proto/names.h"
+#include "tuner/scheduled_kernels.h"
 
 namespace topotune::shim {
 
 namespace {
 
-// Programs are checked only when the pair matrix stays small: 4096 ranks,
-// 16 Mi pairs (the daemon sends programs of at most about 2048 ranks).
-constexpr int64_t kMaxCheckedRanks = 4096;
+// Rank programs and allgather host programs are checked by running them
+// together, which takes the pair matrix: only up to 4096 ranks, 16 Mi pairs
+// (the daemon's step limit sends allgather programs of at most about 2048
+// ranks). Alltoall host programs are checked by their structure, at any size.
+constexpr int64_t kMaxSimulatedRanks = 4096;
 
 std::string Where(v1::Collective c) { return std::string(v1::CollectiveName(c)); }
 
 // Whether the kernels of `k` take a compiled schedule or a ring order from
 // the plan (alltoallv kernels build their plans in the job).
 bool NeedsPrograms(const kernels::KernelInfo& k) {
-  return (k.collective == kernels::Collective::kAlltoall && k.needs_context) || k.host_program;
+  return FindScheduledKernel(kernels::CollectiveName(k.collective), k.name) != nullptr;
 }
 bool NeedsRing(const kernels::KernelInfo& k) {
-  return k.collective == kernels::Collective::kAllgather && k.needs_context && !k.host_program;
+  return k.collective == kernels::Collective::kAllgather && k.needs_context && !kernels::RunsHostProgram(k);
 }
 
 Status CheckRank(int32_t r, int nprocs, int self, std::string_view what) {
@@ -117,20 +120,30 @@ StatusOr<RankProgram> ProgramFromProto(const v1::RankProgram& wire, int nprocs) 
 StatusOr<HostProgram> HostProgramFromProto(const v1::RankProgram& wire,
                                            const google::protobuf::RepeatedField<int32_t>& host_of_rank,
                                            bool allgather) {
+  HostProgram layout;
+  if (Status st = SetHostLayout({host_of_rank.begin(), host_of_rank.end()}, &layout); !st.ok()) return st;
+  auto out = HostTransfersFromProto(wire, layout, allgather);
+  if (!out.ok()) return out;
+  out->host_of_rank = std::move(layout.host_of_rank);
+  out->local_index = std::move(layout.local_index);
+  out->first_rank_of_host = std::move(layout.first_rank_of_host);
+  return out;
+}
+
+StatusOr<HostProgram> HostTransfersFromProto(const v1::RankProgram& wire, const HostProgram& layout, bool allgather) {
   HostProgram out;
   out.allgather = allgather;
   out.rank = wire.rank();
-  const int n = host_of_rank.size();
+  const int n = static_cast<int>(layout.host_of_rank.size());
   if (out.rank < 0 || out.rank >= n)
     return Status::InvalidArgument(fmt::format("a host program of rank {}, not a rank of {}", out.rank, n));
-  if (Status st = SetHostLayout({host_of_rank.begin(), host_of_rank.end()}, &out); !st.ok()) return st;
   const std::string who = fmt::format("rank {}'s host program", out.rank);
-  const int host = out.host_of_rank[out.rank];
-  const int64_t limit = allgather ? n : static_cast<int64_t>(out.host_size(host)) * n;
+  const int host = layout.host_of_rank[out.rank];
+  const int64_t limit = allgather ? n : static_cast<int64_t>(layout.host_size(host)) * n;
   for (const auto& [list, into] : {std::pair{&wire.sends(), &out.sends}, std::pair{&wire.recvs(), &out.recvs}}) {
     int32_t last_phase = 0;
     for (const v1::HostTransfer& t : *list) {
-      if (t.peer() < 0 || t.peer() >= n || out.host_of_rank[t.peer()] == host)
+      if (t.peer() < 0 || t.peer() >= n || layout.host_of_rank[t.peer()] == host)
         return Status::InvalidArgument(
             fmt::format("{}: a message with rank {}, not a rank of another host", who, t.peer()));
       if (t.phase() < last_phase)
@@ -155,8 +168,8 @@ StatusOr<HostProgram> HostProgramFromProto(const v1::RankProgram& wire,
 
 Status CheckPrograms(std::span<const RankProgram> programs) {
   const int64_t n = static_cast<int64_t>(programs.size());
-  if (n > kMaxCheckedRanks)
-    return Status::InvalidArgument(fmt::format("programs of {} ranks; at most {} are checked", n, kMaxCheckedRanks));
+  if (n > kMaxSimulatedRanks)
+    return Status::InvalidArgument(fmt::format("programs of {} ranks; at most {} are checked", n, kMaxSimulatedRanks));
   for (int64_t r = 0; r < n; ++r)
     if (programs[r].rank != r)
       return Status::InvalidArgument(fmt::format("program {} is rank {}'s", r, programs[r].rank));
@@ -290,23 +303,35 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
         return Status::InvalidArgument(
             fmt::format("{}: the schedule has {} programs for {} ranks", where, schedule.programs_size(), nprocs));
       const kernels::KernelInfo* kernel = kernels::FindKernel(kc, schedule.algorithm());
-      if (kernel != nullptr && kernel->host_program) {
+      if (kernel != nullptr && kernels::RunsHostProgram(*kernel)) {
         if (schedule.host_of_rank_size() != nprocs)
           return Status::InvalidArgument(fmt::format("{}: host programs with {} hosts listed for {} ranks", where,
                                                      schedule.host_of_rank_size(), nprocs));
-        if (nprocs > kMaxCheckedRanks)
-          return Status::InvalidArgument(
-              fmt::format("{}: programs of {} ranks; at most {} are checked", where, nprocs, kMaxCheckedRanks));
+        // Allgather programs are simulated, alltoall ones checked by their
+        // structure (no limit on ranks: O(messages log messages)).
+        const bool allgather = kc == kernels::Collective::kAllgather;
+        if (allgather && nprocs > kMaxSimulatedRanks)
+          return Status::InvalidArgument(fmt::format("{}: allgather programs of {} ranks; at most {} are checked",
+                                                     where, nprocs, kMaxSimulatedRanks));
+        HostProgram layout;
+        if (Status st = SetHostLayout({schedule.host_of_rank().begin(), schedule.host_of_rank().end()}, &layout);
+            !st.ok())
+          return Status::InvalidArgument(fmt::format("{}: {}", where, st.message()));
         std::vector<HostProgram> hosts;
+        hosts.reserve(static_cast<size_t>(nprocs));
         for (int r = 0; r < nprocs; ++r) {
-          auto program = HostProgramFromProto(schedule.programs(r), schedule.host_of_rank(),
-                                              kc == kernels::Collective::kAllgather);
+          auto program = HostTransfersFromProto(schedule.programs(r), layout, allgather);
           if (!program.ok()) return Status::InvalidArgument(fmt::format("{}: {}", where, program.status().message()));
           if (program->rank != r)
             return Status::InvalidArgument(fmt::format("{}: program {} is rank {}'s", where, r, program->rank));
           hosts.push_back(std::move(program).value());
         }
-        if (std::string wrong = SimulateHostPrograms(hosts); !wrong.empty())
+        // Both checks read the layout from the first program.
+        hosts[0].host_of_rank = std::move(layout.host_of_rank);
+        hosts[0].local_index = std::move(layout.local_index);
+        hosts[0].first_rank_of_host = std::move(layout.first_rank_of_host);
+        if (std::string wrong = allgather ? SimulateHostPrograms(hosts) : CheckAlltoallHostPrograms(hosts);
+            !wrong.empty())
           return Status::InvalidArgument(fmt::format("{}: {}", where, wrong));
         continue;
       }

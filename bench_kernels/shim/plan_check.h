@@ -11,9 +11,12 @@
 //     the registry; the compiled schedules and ring orders the table's
 //     kernels need are there and well formed.
 //   * Host programs (capacity_scheduled, node_aware_ring) are decoded by
-//     HostProgramFromProto and run together by SimulateHostPrograms
-//     (tuner/host_program.h), which moves block ids as the kernel moves
-//     bytes and fails on any block that ends in the wrong place.
+//     HostTransfersFromProto against the schedule's host layout. Allgather
+//     ones are run together by SimulateHostPrograms (tuner/host_program.h),
+//     which moves block ids as the kernel moves bytes and fails on any block
+//     that ends in the wrong place (at most 4096 ranks); alltoall ones are
+//     checked by CheckAlltoallHostPrograms, the same verdict from their
+//     structure at any size (O(messages log messages)).
 //   * CheckPrograms: an independent verifier of compiled per-rank programs.
 //     It runs all programs together in a model of the kernel's execution
 //     (tree_scheduled.cc: every receive posted up front; per step, wait for
@@ -74,6 +77,10 @@ Status CheckPrograms(std::span<const RankProgram> programs);
 StatusOr<HostProgram> HostProgramFromProto(const v1::RankProgram& wire,
                                            const google::protobuf::RepeatedField<int32_t>& host_of_rank,
                                            bool allgather);
+// The same checks with the layout built once (SetHostLayout), for decoding
+// every rank's program: the result has the transfers and the allgather
+// stream but no layout of its own (O(program), not O(N)).
+StatusOr<HostProgram> HostTransfersFromProto(const v1::RankProgram& wire, const HostProgram& layout, bool allgather);
 
 // A ring order: a permutation of 0..nprocs-1, and one non-negative switch
 // index per rank.

@@ -297,6 +297,34 @@ TEST(CheckPlan, HostProgramsAreRunTogetherAndDamageIsCaught) {
   EXPECT_EQ(checked, 6);
 }
 
+TEST(CheckPlan, AlltoallHostProgramsOfManyRanksAreCheckedByStructure) {
+  // 96 hosts x 64 ranks (6,144 ranks: beyond what a simulation of the pair
+  // matrix takes), two leaves, 25G hosts, 400G inter-leaf.
+  std::vector<testing::HostSpec> host_specs;
+  std::vector<testing::LinkSpec> links = {{"leaf0", "leaf1", 400e9}};
+  for (int h = 0; h < 96; ++h) {
+    host_specs.push_back({"h" + std::to_string(h), 64});
+    links.push_back({"h" + std::to_string(h), h % 2 ? "leaf1" : "leaf0", 25e9});
+  }
+  const RankTree tree = testing::BuildRankTree(testing::BuildTopology({"leaf0", "leaf1"}, host_specs, links));
+  const int n = tree.num_ranks();
+  ASSERT_EQ(n, 6144);
+  auto schedule = CapacityScheduled(tree);
+  ASSERT_TRUE(schedule.ok()) << schedule.status().ToString();
+  v1::GetPlanResponse plan;
+  plan.set_nprocs(n);
+  v1::CollectivePlan* a2a = plan.add_plans();
+  a2a->set_collective(v1::COLLECTIVE_ALLTOALL);
+  *a2a->mutable_table() = Table({{0, 0, "capacity_scheduled"}});
+  *a2a->add_schedules() = HostSchedule(*schedule, HostIndexOfRanks(tree));
+  const std::vector<v1::Collective> asked = {v1::COLLECTIVE_ALLTOALL};
+  EXPECT_TRUE(CheckPlan(plan, n, asked).ok()) << CheckPlan(plan, n, asked).ToString();
+  // A message's blocks moved by one: caught.
+  v1::HostTransfer* t = plan.mutable_plans(0)->mutable_schedules(0)->mutable_programs(n - 1)->mutable_sends(0);
+  t->set_offset(t->offset() > 0 ? t->offset() - 1 : t->offset() + 1);
+  EXPECT_FALSE(CheckPlan(plan, n, asked).ok());
+}
+
 TEST(CheckPlan, AlltoallvPatternTablesAreSkewedOrSparseOnceAndWellFormed) {
   v1::GetPlanResponse plan;
   plan.set_nprocs(4);
