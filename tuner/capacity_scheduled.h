@@ -36,25 +36,32 @@
 //   rank per host, every link equally fast, one message per link per phase)
 //   it is exactly the Faraj-Yuan schedule.
 // Limits: each phase is a greedy packing (improved by single swaps at most),
-//   so some phases leave capacity idle: on the capacity sweep, 1,046 of
+//   so some phases leave capacity idle: on the capacity sweep, 1,027 of
 //   20,000 random clusters end below 0.9 of the bound with no limit
-//   CapacityLowerBound can name link by link (1,833 before the open-shop
-//   phases of step 5, 2,162 before the third order). Among the first 1,000
-//   (56 such trees) the fractional phase cover (fractional_bound.h) proves
-//   for 16 that no schedule reaches 0.9 (tree 121: whole phases need 52.3 ms
-//   of transfer against a 40.9 ms bound); on the other 40 it shows what this
-//   generator leaves: (1) one message per host pair per phase, where a LAG
-//   takes two at once (tree 404: 8 x 64 ranks over 12.5 Gbit/s members, 17.4
-//   ms of transfer possible, 32.2 ms here; tree 891: 6.7 against 8.1 ms);
-//   (2) transfer lost to the greedy phases (tree 209, 14 hosts x 4 ranks with
-//   a 2 x 12.5 Gbit/s LAG and a 10 Gbit/s host: 19.1 ms against 17.0 ms: a
-//   10 Gbit/s chunk outlasts the 12.5 Gbit/s chunks beside it, and 25 Gbit/s
-//   local pairs into hosts that also receive over the LAG wait for its last
-//   phases); (3) the phase count: the cover's own optimum can need many short
-//   phases (tree 546: 44.1 ms of transfer at one message per pair, near the
-//   43.6 ms bound, but in 285 configurations, 5.7 ms of alpha). Where a job
-//   has more than ~40 hosts the cover's exact pricing often runs out of time
-//   and its bound stays weak (trees 292, 294).
+//   CapacityLowerBound can name link by link (1,046 before several messages
+//   of one host pair shared a LAG, 1,833 before the open-shop phases of step
+//   5, 2,162 before the third order). Among the first 1,000 (55 such trees)
+//   the fractional phase cover (fractional_bound.h) proves for 16 that no
+//   schedule reaches 0.9 (tree 121: whole phases need 52.3 ms of transfer
+//   against a 40.9 ms bound); on the other 39 it shows what this generator
+//   leaves: (1) transfer lost to the greedy phases (tree 209, 14 hosts x 4
+//   ranks with a 2 x 12.5 Gbit/s LAG and a 10 Gbit/s host: 19.1 ms against
+//   17.0 ms: a 10 Gbit/s chunk outlasts the 12.5 Gbit/s chunks beside it,
+//   and 25 Gbit/s local pairs into hosts that also receive over the LAG wait
+//   for its last phases; tree 891, 6 x 100 Gbit/s hosts, 3 per leaf, a 200
+//   Gbit/s inter-leaf link: 5 perfect phases exist, the greedy takes 6);
+//   (2) the phase count: the cover's own optimum can need many short phases
+//   (tree 546: 44.1 ms of transfer at one message per pair, near the 43.6 ms
+//   bound, but in 285 configurations, 5.7 ms of alpha); (3) on LAG paths,
+//   messages added after the phase's pairs are chosen, not chosen with them
+//   (tree 404, 6 hosts x 64 ranks over 12.5 Gbit/s members: 0.508 -> 0.778
+//   with them, 17.4 ms of transfer possible, 21.1 ms here). Tried and not
+//   kept: re-splitting each pair's blocks over the same phases by a linear
+//   program (within 0-2 % of the generator's transfer on the 55; after
+//   rounding none reached 0.9), phases rounded from the cover's solution
+//   (one of the 40 trees then, at 1-4 s each), and near-ties of the open
+//   shop at three roundings (one tree of 2,000). Where a job has more than ~40 hosts the cover's exact
+//   pricing often runs out of time and its bound stays weak (trees 292, 294).
 //   At most 8,192 hosts (the per-pair state is |hosts|^2).
 //
 // Worked example: 2 leaf switches x 16 hosts x 16 ranks, 25 Gbit/s hosts,
