@@ -51,6 +51,15 @@ grpc::Status ToGrpc(const Status& status) {
 
 namespace {
 
+// "a, b, c" for up to `most` names, then " and N more".
+std::string FirstOf(const std::vector<std::string>& names, size_t most) {
+  const size_t shown = std::min(names.size(), most);
+  std::string out =
+      fmt::format("{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  if (names.size() > shown) out += fmt::format(" and {} more", names.size() - shown);
+  return out;
+}
+
 google::protobuf::Timestamp ToTimestamp(db::TimePoint t) {
   return TimeUtil::MillisecondsToTimestamp(
       std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
@@ -482,22 +491,27 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   const Topology& t = topo->stored.topology;
   std::vector<std::string> rank_hosts(req.rank_hosts().begin(), req.rank_hosts().end());
   const int nprocs = static_cast<int>(rank_hosts.size());
-  // Every host must be a host of the topology; list the first few that are not.
+  // Every host must be a host of the topology; name up to kListed of those
+  // that are not, and of the topology's hosts.
+  constexpr size_t kListed = 20;
   std::map<std::string, int> per_host;
-  std::vector<std::string> unknown;
+  std::set<std::string> unknown;
   for (int r = 0; r < nprocs; ++r) {
     auto node = t.Find(rank_hosts[r]);
     if (!node || !t.is_host(*node)) {
-      if (unknown.size() < 5 && std::find(unknown.begin(), unknown.end(), rank_hosts[r]) == unknown.end())
-        unknown.push_back(rank_hosts[r]);
+      unknown.insert(rank_hosts[r]);
       continue;
     }
     ++per_host[rank_hosts[r]];
   }
-  if (!unknown.empty())
+  if (!unknown.empty()) {
+    std::vector<std::string> hosts;
+    for (int h : t.hosts()) hosts.push_back(t.nodes()[h].name);
     return {grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("rank_hosts: {} not a host of topology version {} (its hosts: {}...)", fmt::join(unknown, ", "),
-                        topo->stored.version, t.nodes()[t.hosts()[0]].name)};
+            fmt::format("rank_hosts: {} not a host of topology version {} (its {} hosts: {})",
+                        FirstOf(std::vector<std::string>(unknown.begin(), unknown.end()), kListed),
+                        topo->stored.version, hosts.size(), FirstOf(hosts, kListed))};
+  }
   std::vector<int32_t> ranks(req.ranks().begin(), req.ranks().end());
   {
     std::set<int32_t> seen;

@@ -5,7 +5,9 @@
 #include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -52,7 +54,12 @@ grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access
   if (it == md.end())
     return {grpc::StatusCode::UNAUTHENTICATED, "missing metadata 'authorization: Bearer <token>' (see --token-file)"};
   std::string_view value(it->second.data(), it->second.size());
-  if (!value.starts_with("Bearer ") || !ConstantTimeEqual(value.substr(7), core.token()))
+  // The scheme is case-insensitive (RFC 7235 section 2.1), then one space.
+  constexpr std::string_view kScheme = "bearer ";
+  const bool bearer = value.size() >= kScheme.size() &&
+                      std::equal(kScheme.begin(), kScheme.end(), value.begin(),
+                                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+  if (!bearer || !ConstantTimeEqual(value.substr(kScheme.size()), core.token()))
     return {grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token"};
   return grpc::Status::OK;
 }
@@ -244,7 +251,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
   if (!server->server_ || server->port_ == 0)
     return Status::IoError(fmt::format("cannot listen on {} (in use, or not an address of this host?)", c.listen));
   core->tuner().SetBoundPort(server->port_);
-  spdlog::info("serving gRPC on {} (port {}){}{}", c.listen, server->port_, c.tls_cert.empty() ? "" : " with TLS",
+  // The address with the port bound (the one chosen for port 0).
+  const std::string host = c.listen.substr(0, c.listen.rfind(':'));
+  spdlog::info("serving gRPC on {}:{}{}{}", host, server->port_, c.tls_cert.empty() ? "" : " with TLS",
                core->token().empty() ? "; writes from loopback only (no token_file)" : "");
   return server;
 }

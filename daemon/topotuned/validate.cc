@@ -516,7 +516,7 @@ Status Validate(const v1::HeartbeatRequest& req) {
   return First({
       // The agent id is the registered hostname (Register), so it has the
       // hostname's limit, not the id's.
-      CheckString(Field("agent_id"), req.agent_id(), 0, TOPOTUNE_LIMIT(kMaxHostnameBytes)),
+      CheckString(Field("agent_id"), req.agent_id(), 1, TOPOTUNE_LIMIT(kMaxHostnameBytes)),
       CheckEnum("state", req.state(), kAgentState, Unspecified::kAllowed),
       CheckId("task_id", req.task_id(), 0),
       benchmarking && req.task_id().empty() ? Invalid("task_id", "empty while state is AGENT_STATE_BENCHMARKING")

@@ -450,7 +450,8 @@ TEST(ValidateHeartbeat, ValidPasses) {
   r.set_state(v1::AGENT_STATE_BENCHMARKING);
   r.set_task_id("task-1");
   EXPECT_TRUE(Passes(Validate(r)));
-  r.Clear();  // UNSPECIFIED is "not reported"; an empty id is the handler's NOT_FOUND.
+  r.set_task_id("");
+  r.set_state(v1::AGENT_STATE_UNSPECIFIED);  // "Not reported".
   EXPECT_TRUE(Passes(Validate(r)));
 }
 
@@ -462,7 +463,7 @@ TEST(ValidateHeartbeat, Limits) {
   v.set_task_id("task-1");
   const std::string id = Lim("kMaxIdBytes", 128);
   ExpectStringLimits<R>(
-      v, "agent_id", [](R& r, const std::string& s) { r.set_agent_id(s); }, 0, 253, Lim("kMaxHostnameBytes", 253));
+      v, "agent_id", [](R& r, const std::string& s) { r.set_agent_id(s); }, 1, 253, Lim("kMaxHostnameBytes", 253));
   // Within the limit it may be empty, but not while benchmarking.
   ExpectStringLimits<R>(
       v, "task_id", [](R& r, const std::string& s) { r.set_task_id(s); }, 1, 128, id);

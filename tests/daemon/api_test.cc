@@ -595,6 +595,20 @@ TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
 // takes an agent out), whether the topology has its host, and the topology's
 // hosts without a live agent; open without a token. After a restart the
 // agents registered before are still listed, not alive until they beat.
+TEST_F(ApiTest, AnEmptyAgentIdIsAnInvalidArgument) {
+  v1::HeartbeatRequest hb;
+  v1::HeartbeatResponse resp;
+  auto ctx = Context();
+  const grpc::Status st = agents_->Heartbeat(ctx.get(), hb, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), ::testing::HasSubstr("agent_id"));
+}
+
+TEST_F(ApiTest, TheLogNamesThePortBound) {
+  // Started with --listen 127.0.0.1:0: the log gives the port chosen.
+  EXPECT_THAT(daemon_.log(), ::testing::HasSubstr("serving gRPC on " + daemon_.address()));
+}
+
 TEST_F(ApiTest, ListAgentsShowsLivenessAndTheHostsWithoutAnAgent) {
   RegisterHosts({"h0", "h1", "stranger"});
   {

@@ -262,9 +262,12 @@ TEST_F(SecurityAuth, WritesNeedTheBearerToken) {
           << "authorization: '" << header << "': " << Show(st);
       EXPECT_THAT(st.error_message(), HasSubstr("token")) << header;
     }
-    st = w.call(AuthContext("Bearer " + kToken).get());
-    EXPECT_NE(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Show(st);
-    EXPECT_EQ(st.error_code(), w.with_token) << Show(st);
+    // The scheme in any case (RFC 7235: case-insensitive).
+    for (const std::string scheme : {"Bearer ", "bearer ", "BEARER "}) {
+      st = w.call(AuthContext(scheme + kToken).get());
+      EXPECT_NE(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << scheme << Show(st);
+      EXPECT_EQ(st.error_code(), w.with_token) << scheme << Show(st);
+    }
   }
 }
 
@@ -402,7 +405,11 @@ TEST_F(SecurityLimits, EachKindOfLimitNamesItsField) {
   // Valid names that are not hosts of the topology: listed (n0 is a host of
   // another example file, s0 a switch of this one).
   expect_invalid(get_plan(Placement({"h0", "h9", "n0", "s0", "h9"}, false)),
-                 {"h9, n0, s0", "not a host of topology version 1"});
+                 {"h9, n0, s0", "not a host of topology version 1", "its 8 hosts: h0, h1, h2"});
+  // Many: the first 20 named, then how many more.
+  std::vector<std::string> strangers;
+  for (int i = 10; i < 35; ++i) strangers.push_back("x" + std::to_string(i));
+  expect_invalid(get_plan(Placement(strangers, false)), {"x10, x11", "x29 and 5 more not a host"});
 }
 
 // --- Many clients -------------------------------------------------------------
