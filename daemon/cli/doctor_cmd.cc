@@ -369,21 +369,17 @@ SeedAnswer AskSeed(const std::string& seed, const discovery::SnmpCredentials& cr
                    discovery::SnmpTransport transport) {
   SeedAnswer a;
   a.seed = seed;
-  std::string address = seed;
-  if (size_t colon = seed.rfind(':'); colon != std::string::npos && seed.find(':') == colon) {
-    address = seed.substr(0, colon);
-    try {
-      transport.port = std::stoi(seed.substr(colon + 1));
-    } catch (const std::exception&) {
-      a.error = "not ADDRESS or ADDRESS:PORT";
-      return a;
-    }
-  } else {
-    a.seed = fmt::format("{}:{}", seed, transport.port);
+  auto parsed = discovery::ParseAgentAddress(seed, transport.port);
+  if (!parsed.ok()) {
+    a.error = parsed.status().message();
+    return a;
   }
-  a.port = transport.port;
+  if (!parsed->port_given)
+    a.seed = parsed->ipv6 ? fmt::format("[{}]:{}", parsed->host, parsed->port)
+                          : fmt::format("{}:{}", parsed->host, parsed->port);
+  a.port = parsed->port;
   const auto start = Clock::now();
-  auto source = discovery::OpenNetSnmp(address, creds, transport);
+  auto source = discovery::OpenNetSnmp(seed, creds, transport);
   if (!source.ok()) {
     a.error = source.status().message();
     return a;

@@ -375,6 +375,40 @@ TEST(NetSnmp, UnreachableAgentTimesOutWithAClearError) {
   ASSERT_FALSE(vars.ok());
   EXPECT_NE(vars.status().message().find("127.0.0.1:9"), std::string::npos) << vars.status().message();
   EXPECT_FALSE(OpenNetSnmp("bad address", SnmpCredentials{}, t).ok());
+  // A port in the address wins over the transport's.
+  t.port = 161;
+  auto with_port = OpenNetSnmp("127.0.0.1:9", SnmpCredentials{}, t);
+  ASSERT_TRUE(with_port.ok()) << with_port.status().message();
+  auto none = (*with_port)->Walk({{1, 3, 6, 1, 2, 1, 1, 5}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("127.0.0.1:9"), std::string::npos) << none.status().message();
+}
+
+TEST(NetSnmp, AgentAddressesTakeAPort) {
+  auto parse = [](const std::string& a) { return ParseAgentAddress(a, 161); };
+  auto ok = [&](const std::string& a, const std::string& host, int port, bool v6) {
+    auto r = parse(a);
+    ASSERT_TRUE(r.ok()) << a << ": " << r.status().message();
+    EXPECT_EQ(r->host, host) << a;
+    EXPECT_EQ(r->port, port) << a;
+    EXPECT_EQ(r->ipv6, v6) << a;
+    EXPECT_EQ(r->port_given, port != 161) << a;
+  };
+  ok("10.0.0.2", "10.0.0.2", 161, false);
+  ok("10.0.0.2:1161", "10.0.0.2", 1161, false);
+  ok("sw-1.example", "sw-1.example", 161, false);
+  ok("sw-1.example:16100", "sw-1.example", 16100, false);
+  ok("fd00::2", "fd00::2", 161, true);
+  ok("[fd00::2]", "fd00::2", 161, true);
+  ok("[fd00::2]:1161", "fd00::2", 1161, true);
+  for (const char* bad : {"", "10.0.0.2:", ":161", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:16x", "[fd00::2",
+                          "[fd00::2]1161", "[]:161", "a b", "10.0.0.0/8"}) {
+    auto r = parse(bad);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "'";
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("ADDRESS:PORT"), std::string::npos) << r.status().message();
+    }
+  }
 }
 
 // ---- Vendor recordings ------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <net-snmp/net-snmp-includes.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -190,13 +191,56 @@ Status ValidateCredentials(const SnmpCredentials& c) {
   return Status::Ok();
 }
 
+StatusOr<AgentAddress> ParseAgentAddress(const std::string& address, int default_port) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument(
+        fmt::format("bad SNMP agent address '{}': {} (ADDRESS, ADDRESS:PORT or [IPV6]:PORT)", address, why));
+  };
+  if (address.empty() || address.find_first_of(" /") != std::string::npos) return bad("empty, or a space or '/'");
+  AgentAddress a;
+  a.port = default_port;
+  std::string port;
+  const size_t colons = static_cast<size_t>(std::count(address.begin(), address.end(), ':'));
+  if (address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == std::string::npos || close == 1) return bad("no ']' after an IPv6 address");
+    a.host = address.substr(1, close - 1);
+    a.ipv6 = true;
+    if (close + 1 < address.size()) {
+      if (address[close + 1] != ':') return bad("':PORT' expected after ']'");
+      port = address.substr(close + 2);
+      if (port.empty()) return bad("an empty port");
+    }
+  } else if (colons == 1) {
+    const size_t colon = address.find(':');
+    a.host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (a.host.empty() || port.empty()) return bad("an empty host or port");
+  } else {
+    a.host = address;
+    a.ipv6 = colons > 1;
+  }
+  if (!port.empty()) {
+    int p = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535)
+      return bad(fmt::format("port '{}' is not 1 to 65535", port));
+    a.port = p;
+    a.port_given = true;
+  }
+  return a;
+}
+
 StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, const SnmpCredentials& creds,
                                                   const SnmpTransport& transport) {
   TOPOTUNE_RETURN_IF_ERROR(ValidateCredentials(creds));
-  if (address.empty() || address.find_first_of(" /") != std::string::npos)
-    return Status::InvalidArgument(fmt::format("bad SNMP agent address '{}'", address));
+  auto agent = ParseAgentAddress(address, transport.port);
+  if (!agent.ok()) return agent.status();
   InitNetSnmp();
-  std::string peer = fmt::format("udp:{}:{}", address, transport.port);
+  // The agent as messages name it, and as net-snmp's peer name.
+  const std::string where =
+      agent->ipv6 ? fmt::format("[{}]:{}", agent->host, agent->port) : fmt::format("{}:{}", agent->host, agent->port);
+  std::string peer = (agent->ipv6 ? "udp6:" : "udp:") + where;
   std::string community = creds.community;
   std::string user = creds.v3_user;
 
@@ -253,10 +297,10 @@ StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, co
     snmp_error(&s, &liberr, &syserr, &msg);
     std::string why = msg ? msg : "unknown error";
     free(msg);
-    return Status::IoError(fmt::format("{}:{}: cannot open an SNMP session: {}", address, transport.port, why));
+    return Status::IoError(fmt::format("{}: cannot open an SNMP session: {}", where, why));
   }
-  return std::unique_ptr<SnmpSource>(new NetSnmpSource(handle, fmt::format("{}:{}", address, transport.port),
-                                                       transport.max_repetitions, creds.version == SnmpVersion::kV3));
+  return std::unique_ptr<SnmpSource>(
+      new NetSnmpSource(handle, where, transport.max_repetitions, creds.version == SnmpVersion::kV3));
 }
 
 }  // namespace topotune::discovery

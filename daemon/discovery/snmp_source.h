@@ -55,8 +55,21 @@ struct SnmpTransport {
 // phrases of at least 8 characters, known protocols; v2c a community.
 Status ValidateCredentials(const SnmpCredentials& creds);
 
-// Opens a session to the agent at `address` (IPv4 or host name). Fails only on
-// a bad address or bad credentials; an unreachable agent fails at Walk().
+// An agent address as a seed gives it: "HOST", "HOST:PORT", an IPv6 literal,
+// or "[V6]:PORT". The port is `default_port` when none is given.
+// InvalidArgument for an empty host, a space or '/', or a port outside
+// 1..65535.
+struct AgentAddress {
+  std::string host;  // Without brackets.
+  int port = 161;
+  bool ipv6 = false;
+  bool port_given = false;  // The address named its port.
+};
+StatusOr<AgentAddress> ParseAgentAddress(const std::string& address, int default_port);
+
+// Opens a session to the agent at `address` (ParseAgentAddress: its port, or
+// else transport.port). Fails only on a bad address or bad credentials; an
+// unreachable agent fails at Walk().
 StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, const SnmpCredentials& creds,
                                                   const SnmpTransport& transport);
 

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -523,7 +524,17 @@ TEST_F(ApiTest, KillNineMidIngestLosesNothingCommitted) {
     w->WritesDone();
     (void)w->Finish();
   });
-  while (written < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Killed once the daemon has committed something (on a loaded machine the
+  // client's writes can run far ahead of what the daemon has stored).
+  auto ingested = [&] {
+    constexpr std::string_view kLine = "\ntopotune_tuning_samples_ingested_total ";
+    const std::string m = testing::HttpGet(daemon_.metrics_port(), "/metrics");
+    const size_t at = m.find(kLine);
+    return at == std::string::npos ? 0.0 : std::atof(m.c_str() + at + kLine.size());
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((written < 1000 || ingested() <= 0) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(daemon_.Kill(SIGKILL), 128 + SIGKILL);
   writer.join();
 
@@ -607,6 +618,8 @@ TEST_F(ApiTest, AnEmptyAgentIdIsAnInvalidArgument) {
 TEST_F(ApiTest, TheLogNamesThePortBound) {
   // Started with --listen 127.0.0.1:0: the log gives the port chosen.
   EXPECT_THAT(daemon_.log(), ::testing::HasSubstr("serving gRPC on " + daemon_.address()));
+  EXPECT_THAT(daemon_.log(), ::testing::HasSubstr(fmt::format(
+                                 "serving Prometheus metrics on http://127.0.0.1:{}/metrics", daemon_.metrics_port())));
 }
 
 TEST_F(ApiTest, ListAgentsShowsLivenessAndTheHostsWithoutAnAgent) {

@@ -84,6 +84,11 @@ grep -Eq '"topology_version": *"?1"?[,}]' "$work/stdout" || fail "expected topol
 grep -Eq '"changed": *false' "$work/stdout" || fail "expected an unchanged topology"
 grep -Eq '"switches_walked": *10[,}]' "$work/stdout" || fail "expected 10 switches walked"
 
+# A seed with its port (ADDRESS:PORT, as the API documents): the same tree.
+run "$topotune" discover --remote --server "$server" --seed "127.1.0.1:$port" --json
+((status == 0)) || fail "discover --remote --seed 127.1.0.1:$port exited $status: $(cat "$work/stderr")"
+grep -Eq '"switches_walked": *10[,}]' "$work/stdout" || fail "expected 10 switches walked from 127.1.0.1:$port"
+
 # A seed where nothing answers is the daemon's UNAVAILABLE: exit 1 with the reason.
 run "$topotune" discover --remote --server "$server" --seed 127.1.0.250 --timeout 60
 ((status == 1)) || fail "discover from a dead seed exited $status, expected 1"
@@ -93,7 +98,7 @@ python3 - "$metrics_port" >"$work/metrics.txt" <<'PY'
 import sys, urllib.request
 print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode(), end="")
 PY
-grep -q '^topotune_discovery_runs_total{result="ok"} 2$' "$work/metrics.txt" || fail "expected 2 successful discoveries"
+grep -q '^topotune_discovery_runs_total{result="ok"} 3$' "$work/metrics.txt" || fail "expected 3 successful discoveries"
 grep -q '^topotune_discovery_runs_total{result="error"} 1$' "$work/metrics.txt" || fail "expected 1 failed discovery"
 grep -q '^topotune_discovery_switches 10$' "$work/metrics.txt" || fail "expected 10 switches"
 grep -q '^topotune_discovery_hosts 30$' "$work/metrics.txt" || fail "expected 30 hosts"
