@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "proto/limits.h"
 
@@ -482,13 +483,28 @@ Status CheckSample(const Field& f, const v1::BenchSample& s) {
 Status CheckStats(const Field& f, const v1::CollectiveCallStats& s) {
   return First({
       CheckCollective(f.Sub("collective"), s.collective()),
-      CheckString(f.Sub("algorithm"), s.algorithm(), 0, TOPOTUNE_LIMIT(kMaxAlgorithmNameBytes)),
+      CheckString(f.Sub("algorithm"), s.algorithm(), 1, TOPOTUNE_LIMIT(kMaxAlgorithmNameBytes)),
       CheckRange(f.Sub("msize"), s.msize(), 0, kUnbounded),
       CheckRange(f.Sub("calls"), s.calls(), 0, kUnbounded),
       CheckRange(f.Sub("total_bytes"), s.total_bytes(), 0, kUnbounded),
       CheckTime(f.Sub("total_seconds"), s.total_seconds()),
       CheckRange(f.Sub("fallbacks"), s.fallbacks(), 0, Limit(s.calls(), "calls")),
   });
+}
+
+// Each (collective, algorithm, msize) once: a job's calls of one kind are
+// one entry.
+Status CheckStatsOnce(const google::protobuf::RepeatedPtrField<v1::CollectiveCallStats>& stats) {
+  std::map<std::tuple<int, std::string_view, int64_t>, int> first;
+  for (int i = 0; i < stats.size(); ++i) {
+    const v1::CollectiveCallStats& s = stats[i];
+    const auto [it, fresh] = first.try_emplace({s.collective(), s.algorithm(), s.msize()}, i);
+    if (!fresh)
+      return Invalid(Field("stats").At(i),
+                     fmt::format("{} {} at msize {} is stats[{}] again; report each once",
+                                 EnumName(kCollective, s.collective()), Quote(s.algorithm()), s.msize(), it->second));
+  }
+  return Status::Ok();
 }
 
 Status CheckId(const Field& f, std::string_view id, int64_t min) {
@@ -688,6 +704,7 @@ Status Validate(const v1::ReportJobRequest& req) {
                   : Status::Ok(),
       CheckCount("stats", req.stats_size(), 0, TOPOTUNE_LIMIT(kMaxJobStats)),
       Each(Field("stats"), req.stats(), CheckStats),
+      CheckStatsOnce(req.stats()),
   });
 }
 

@@ -1085,7 +1085,7 @@ TEST(ValidateReportJob, Limits) {
   ExpectStringLimits<R>(
       v, "plan_id", [](R& r, const std::string& s) { r.set_plan_id(s); }, 0, 128, id);
   ExpectStringLimits<R>(
-      v, "stats[0].algorithm", [](R& r, const std::string& s) { r.mutable_stats(0)->set_algorithm(s); }, 0, 64,
+      v, "stats[0].algorithm", [](R& r, const std::string& s) { r.mutable_stats(0)->set_algorithm(s); }, 1, 64,
       Lim("kMaxAlgorithmNameBytes", 64));
   ExpectRange<R>(
       v, "nprocs",
@@ -1101,15 +1101,29 @@ TEST(ValidateReportJob, Limits) {
       v, "stats",
       [&v](R& r, int64_t n) {
         r.clear_stats();
-        for (int64_t i = 0; i < n; ++i) *r.add_stats() = v.stats(0);
+        for (int64_t i = 0; i < n; ++i) {
+          *r.add_stats() = v.stats(0);
+          r.mutable_stats(static_cast<int>(i))->set_msize(i);  // Each size once.
+        }
       },
       0, limits::kMaxJobStats, Lim("kMaxJobStats", 4096));
+}
+
+TEST(ValidateReportJob, EachKindOfCallOnce) {
+  v1::ReportJobRequest r = ValidJob();
+  *r.add_stats() = r.stats(0);
+  EXPECT_TRUE(Fails(Validate(r), {"stats[1]: COLLECTIVE_ALLTOALL \"tree_scheduled\" at msize 4096 is stats[0] again"}));
+  r.mutable_stats(1)->set_msize(8192);  // Another size: another kind.
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.mutable_stats(1)->set_algorithm("");
+  EXPECT_TRUE(Fails(Validate(r), {"stats[1].algorithm: empty"}));
 }
 
 TEST(ValidateReportJob, Stats) {
   using R = v1::ReportJobRequest;
   R v = ValidJob();
   *v.add_stats() = v.stats(0);
+  v.mutable_stats(1)->set_algorithm("ring");
   ExpectRange<R>(
       v, "stats[1].msize", [](R& r, int64_t x) { r.mutable_stats(1)->set_msize(x); }, 0, std::nullopt);
   ExpectRange<R>(

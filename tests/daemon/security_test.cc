@@ -406,6 +406,23 @@ TEST_F(SecurityLimits, EachKindOfLimitNamesItsField) {
   // another example file, s0 a switch of this one).
   expect_invalid(get_plan(Placement({"h0", "h9", "n0", "s0", "h9"}, false)),
                  {"h9, n0, s0", "not a host of topology version 1", "its 8 hosts: h0, h1, h2"});
+  // A job report: each kind of call once, each with its algorithm.
+  v1::ReportJobRequest job;
+  job.set_job_id("job-9");
+  job.set_nprocs(8);
+  job.set_ranks_per_node(1);
+  for (int i = 0; i < 2; ++i) {
+    v1::CollectiveCallStats* stats = job.add_stats();
+    stats->set_collective(v1::COLLECTIVE_ALLTOALL);
+    stats->set_algorithm("ring");
+    stats->set_msize(65536);
+    stats->set_calls(1);
+  }
+  v1::ReportJobResponse job_resp;
+  expect_invalid(admin_->ReportJob(Context().get(), job, &job_resp), {"stats[1]", "is stats[0] again"});
+  job.mutable_stats(1)->set_algorithm("");
+  expect_invalid(admin_->ReportJob(Context().get(), job, &job_resp), {"stats[1].algorithm: empty"});
+
   // Many: the first 20 named, then how many more.
   std::vector<std::string> strangers;
   for (int i = 10; i < 35; ++i) strangers.push_back("x" + std::to_string(i));
