@@ -34,6 +34,10 @@ PACKAGES=(
   libsimgrid-dev
   # Emulated cluster
   iproute2 util-linux procps python3 python3-yaml
+  # The Python example client and its test (tests/clients/python): gRPC and
+  # protobuf for /usr/bin/python3; its stubs come from protobuf-compiler and
+  # protobuf-compiler-grpc's grpc_python_plugin (above), not python3-grpc-tools
+  python3-grpcio python3-protobuf
   # Monitoring tests
   prometheus
   # Slurm integration test: a single-node cluster of its own (slurmctld,

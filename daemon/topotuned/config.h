@@ -87,9 +87,17 @@ struct Config {
   std::string hosts_file;     // Host MACs for discovery, besides what agents report.
   DiscoveryConfig discovery;
   TuningConfig tuning;
-  int64_t plan_cache_bytes = 64 << 20;
-  bool plan_gzip = false;       // gzip GetPlan responses above 64 KiB.
-  double agent_timeout_s = 90;  // An agent with no heartbeat for this long is not alive.
+  int64_t plan_cache_bytes = 256 << 20;
+  // A plan estimated (EstimatePlan) to hold more is not compiled: GetPlan
+  // refuses it when forced, and omits its programs when a decision table
+  // chose it. 4,096 ranks of tree_scheduled would hold about 400 MB and take
+  // 40 s of CPU and 4 GB while compiling.
+  int64_t plan_compile_max_bytes = 256 << 20;
+  double plan_compile_cpu_s = 60;  // CPU time one compile may take before it is stopped.
+  int plan_compiles = 1;           // Compiles running at once; further ones wait for a slot.
+  bool reflection = true;          // gRPC server reflection (grpcurl, grpcui).
+  bool plan_gzip = false;          // gzip GetPlan responses above 64 KiB.
+  double agent_timeout_s = 90;     // An agent with no heartbeat for this long is not alive.
   std::string log_level = "info";
 };
 

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,14 @@ struct TopologyState {
   db::StoredTopology stored;
   v1::TopologyOrigin origin;  // DISCOVERY when stored.source is "discovery from SEEDS", else FILE.
   int num_switches = 0, num_hosts = 0;
+};
+
+// What a handler knows of its call beyond the request: `gone` returns OK
+// while the client still waits, else why it stopped (CANCELLED,
+// DEADLINE_EXCEEDED). Long work (a plan compile) asks it, and stops when
+// every caller waiting for it is gone. Default: the client never leaves.
+struct CallContext {
+  std::function<grpc::Status()> gone;
 };
 
 struct CoreOptions {
@@ -102,7 +111,11 @@ class Core {
   // --- Handlers (requests already validated) ---------------------------------
   grpc::Status Register(const v1::RegisterRequest& req, v1::RegisterResponse* resp);
   grpc::Status Heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp);
-  grpc::Status GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* resp);
+  // Compiles are single-flight (callers of one plan share one compile),
+  // bounded (plan_compiles at once, plan_compile_cpu each), estimated
+  // before they start (plan_compile_max_size) and stopped when every caller
+  // waiting for them is gone.
+  grpc::Status GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* resp, const CallContext& call = {});
   grpc::Status GetTopology(const v1::GetTopologyRequest& req, v1::GetTopologyResponse* resp);
   grpc::Status Discover(const v1::DiscoverRequest& req, v1::DiscoverResponse* resp);
   grpc::Status ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp);
@@ -128,11 +141,14 @@ class Core {
   grpc::Status ResolveVersion(int64_t requested, int64_t* version);
   grpc::Status RunDiscovery(const std::vector<std::string>& seeds, v1::DiscoverResponse* resp);
   // The plan of (collective, algorithm) for the placement, from memory, the
-  // store or compiled now.
-  StatusOr<std::shared_ptr<const CompiledPlan>> PlanFor(const TopologyState& topo,
-                                                        const std::vector<std::string>& rank_hosts,
-                                                        uint64_t placement_hash, const std::string& collective,
-                                                        const std::string& algorithm);
+  // store or compiled now (once for all callers asking for it at the time).
+  struct Flight;
+  grpc::Status PlanFor(const TopologyState& topo, const std::vector<std::string>& rank_hosts, uint64_t placement_hash,
+                       const std::string& collective, const std::string& algorithm, const CallContext& call,
+                       std::shared_ptr<const CompiledPlan>* out);
+  // The leader of a flight: the store, else a compile in a compile slot.
+  grpc::Status LoadOrCompile(const TopologyState& topo, const std::vector<std::string>& rank_hosts, const PlanKey& key,
+                             const CallContext& call, Flight* flight, std::shared_ptr<const CompiledPlan>* out);
 
   const Config config_;
   db::Store store_;
@@ -155,7 +171,10 @@ class Core {
   std::map<std::string, RecentPlan> recent_plans_;
   std::deque<std::string> recent_order_;
 
-  std::mutex compile_mu_;  // One cold plan compiles at a time (two misses of one key compile once).
+  std::mutex flights_mu_;  // Guards flights_ and compiles_running_.
+  std::condition_variable compile_slot_cv_;
+  std::unordered_map<PlanKey, std::shared_ptr<Flight>, PlanKeyHash> flights_;  // Plans being loaded or compiled.
+  int compiles_running_ = 0;
   std::mutex discovery_mu_;
   std::atomic<bool> cancel_{false};
   std::mutex stop_mu_;

@@ -39,6 +39,31 @@ struct Metrics::Impl {
       BuildGauge().Name("topotune_plan_cache_bytes").Help("Bytes of compiled plans held in memory").Register(r).Add({});
   Gauge& plan_entries =
       BuildGauge().Name("topotune_plan_cache_entries").Help("Compiled plans held in memory").Register(r).Add({});
+  Family<Counter>& plan_compiles =
+      BuildCounter()
+          .Name("topotune_plan_compiles_total")
+          .Help(
+              "Plan compiles by result (ok, error, refused: over plan_compile_max_size before starting, "
+              "cpu_budget: stopped at plan_compile_cpu, gone: stopped when every caller had left)")
+          .Register(r);
+  Gauge& resident_bytes =
+      BuildGauge().Name("topotune_resident_memory_bytes").Help("Resident memory of topotuned").Register(r).Add({});
+  Family<Counter>& auth_failures =
+      BuildCounter().Name("topotune_auth_failures_total").Help("Calls refused UNAUTHENTICATED, by method").Register(r);
+  Family<Counter>& handler_exceptions =
+      BuildCounter()
+          .Name("topotune_rpc_exceptions_total")
+          .Help("Calls that failed by an exception inside topotuned (a bug; answered INTERNAL or RESOURCE_EXHAUSTED)")
+          .Register(r);
+  Family<Counter>& malformed_requests = BuildCounter()
+                                            .Name("topotune_rpc_malformed_requests_total")
+                                            .Help("Requests whose bytes are not the method's message, by method")
+                                            .Register(r);
+  Counter& oversubscribed = BuildCounter()
+                                .Name("topotune_placements_oversubscribed_total")
+                                .Help("GetPlan placements with more ranks on a host than its slots")
+                                .Register(r)
+                                .Add({});
   Gauge& agents_registered =
       BuildGauge().Name("topotune_agents_registered").Help("Agents that ever registered").Register(r).Add({});
   Gauge& agents_alive = BuildGauge()
@@ -184,6 +209,21 @@ void Metrics::ObserveRpc(std::string_view method, std::string_view code, double 
 }
 
 void Metrics::PlanCacheLookup(bool hit) { (hit ? impl_->plan_hits : impl_->plan_misses).Increment(); }
+
+void Metrics::PlanCompiled(std::string_view result) {
+  impl_->plan_compiles.Add({{"result", std::string(result)}}).Increment();
+}
+void Metrics::SetResidentBytes(int64_t bytes) { impl_->resident_bytes.Set(static_cast<double>(bytes)); }
+void Metrics::AuthFailed(std::string_view method) {
+  impl_->auth_failures.Add({{"method", std::string(method)}}).Increment();
+}
+void Metrics::HandlerException(std::string_view method) {
+  impl_->handler_exceptions.Add({{"method", std::string(method)}}).Increment();
+}
+void Metrics::MalformedRequest(std::string_view method) {
+  impl_->malformed_requests.Add({{"method", std::string(method)}}).Increment();
+}
+void Metrics::PlacementOversubscribed() { impl_->oversubscribed.Increment(); }
 
 void Metrics::SetPlanCache(int64_t bytes, int64_t entries) {
   impl_->plan_bytes.Set(static_cast<double>(bytes));

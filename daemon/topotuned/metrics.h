@@ -7,6 +7,12 @@
 //   topotune_rpc_duration_seconds{method}             histogram
 //   topotune_plan_cache_lookups_total{result}         counter (hit, miss)
 //   topotune_plan_cache_bytes, _entries               gauges (memory tier)
+//   topotune_plan_compiles_total{result}              counter (ok, error, refused, cpu_budget, gone)
+//   topotune_resident_memory_bytes                    gauge (/proc/self/statm)
+//   topotune_auth_failures_total{method}              counter
+//   topotune_rpc_exceptions_total{method}             counter (a handler threw: a bug)
+//   topotune_rpc_malformed_requests_total{method}     counter (request bytes that do not parse)
+//   topotune_placements_oversubscribed_total          counter (more ranks on a host than its slots)
 //   topotune_agents_registered, topotune_agents_alive gauges
 //   topotune_discovery_runs_total{result}             counter (ok, error)
 //   topotune_discovery_duration_seconds               gauge, the last run
@@ -75,7 +81,7 @@ struct TunedSpeedup {
   std::string collective;
   int64_t msize = 0;  // Bytes; labelled with MsizeLabel.
   int nprocs = 0, ranks_per_node = 0;
-  double speedup = 1;   // Native mean time over the chosen algorithm's.
+  double speedup = 1;        // Native mean time over the chosen algorithm's.
   std::string pattern = {};  // Alltoallv: the size-pattern class; "" otherwise (no label).
 };
 
@@ -100,6 +106,13 @@ class Metrics {
   void ObserveRpc(std::string_view method, std::string_view code, double seconds);
   void PlanCacheLookup(bool hit);
   void SetPlanCache(int64_t bytes, int64_t entries);
+  // `result`: ok, error, refused, cpu_budget or gone.
+  void PlanCompiled(std::string_view result);
+  void SetResidentBytes(int64_t bytes);
+  void AuthFailed(std::string_view method);
+  void HandlerException(std::string_view method);
+  void MalformedRequest(std::string_view method);
+  void PlacementOversubscribed();
   void SetAgents(int registered, int alive);
   void DiscoveryFailed(double seconds);
   void DiscoverySucceeded(double seconds, double unix_time, int switches, int hosts, int warnings);

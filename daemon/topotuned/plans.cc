@@ -52,18 +52,45 @@ int32_t StepsOf(const v1::RankProgram& p) {
 
 }  // namespace
 
+PlanEstimate EstimatePlan(std::string_view collective, std::string_view algorithm, int64_t num_ranks,
+                          int64_t num_hosts) {
+  const int64_t n = num_ranks, h = num_hosts;
+  // Bytes of a serialized rank number: a varint.
+  const int64_t rank_bytes = n <= 128 ? 1 : n <= 16384 ? 2 : 3;
+  PlanEstimate e;
+  if (!HostCombinedKernel(collective, algorithm)) {
+    // A step holds a send and a receive or one of them: at most 2 (n - 1)
+    // steps per rank, each a few varints (phase, peer, wait and notify ranks).
+    e.steps = 2 * n * (n - 1);
+    e.bytes = e.steps * (8 + 2 * rank_bytes) + n * 64;
+  } else if (collective == "allgather") {
+    // Each rank's stream of n origins, and its host's ring transfers.
+    e.steps = n * n + 4 * n * h;
+    e.bytes = n * n * rank_bytes + 4 * n * h * 8 + n * 64;
+  } else {
+    e.steps = 8 * h * (h - 1);
+    e.bytes = n * 64 + e.steps * 16;
+  }
+  return e;
+}
+
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
-                                   std::string_view collective, std::string_view algorithm) {
+                                   std::string_view collective, std::string_view algorithm,
+                                   const std::function<bool()>& stop) {
   const ScheduleAlgorithm* alg = FindScheduleAlgorithm(collective, algorithm);
   if (!alg)
     return Status::InvalidArgument(
         fmt::format("{} has no scheduled algorithm '{}' (see 'topotune schedule --help')", collective, algorithm));
+  auto stopped = [&stop] { return stop && stop(); };
+  const Status kStopped = Status::Internal("compile stopped");
   auto placement = PlacementFromRankHosts(topo, rank_hosts);
   if (!placement.ok()) return placement.status();
   auto tree = RankTree::Build(topo, *placement);
   if (!tree.ok()) return tree.status();
+  if (stopped()) return kStopped;
   auto schedule = alg->make(*tree);
   if (!schedule.ok()) return schedule.status();
+  if (stopped()) return kStopped;
   CompiledPlan plan;
   plan.collective = std::string(collective);
   plan.algorithm = std::string(algorithm);
@@ -75,6 +102,7 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
     if (!hosts.ok()) return hosts.status();
     plan.num_phases = schedule->num_phases();
     for (const HostProgram& p : *hosts) {
+      if (plan.programs.size() % 64 == 63 && stopped()) return kStopped;
       wire.Clear();
       ToProto(p, &wire);
       plan.steps.push_back(StepsOf(wire));
@@ -85,7 +113,9 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   }
   auto programs = CompileRankPrograms(*schedule);
   if (!programs.ok()) return programs.status();
+  schedule = Status::Internal("freed");  // Its messages are in the programs now.
   for (RankProgram& p : *programs) {
+    if (plan.programs.size() % 64 == 63 && stopped()) return kStopped;
     plan.steps.push_back(static_cast<int32_t>(p.steps.size()));
     plan.num_steps += static_cast<int64_t>(p.steps.size());
     for (const RankStep& s : p.steps) {
@@ -259,7 +289,7 @@ StatusOr<CompiledPlan> DecodePlan(std::string_view blob) {
   return plan;
 }
 
-size_t PlanCache::KeyHash::operator()(const PlanKey& k) const {
+size_t PlanKeyHash::operator()(const PlanKey& k) const {
   size_t h = std::hash<std::string>()(k.collective) * 31 + std::hash<std::string>()(k.algorithm);
   return h ^ (k.placement_hash + 0x9e3779b97f4a7c15ull + (static_cast<size_t>(k.topology_version) << 6));
 }
@@ -303,7 +333,7 @@ void PlanCache::InvalidateBefore(int64_t version) {
 }
 
 void PlanCache::EvictLocked() {
-  while (stats_.bytes > max_bytes_ && !lru_.empty()) {
+  while (stats_.bytes > max_bytes_ && lru_.size() > 1) {
     stats_.bytes -= lru_.back().second->bytes();
     index_.erase(lru_.back().first);
     lru_.pop_back();

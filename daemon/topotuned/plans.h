@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,10 @@ struct PlanKey {
   friend bool operator==(const PlanKey&, const PlanKey&) = default;
 };
 
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const;
+};
+
 struct CompiledPlan {
   std::string collective;
   std::string algorithm;
@@ -66,14 +71,34 @@ struct CompiledPlan {
 // Which kernels run a compiled schedule, and of which program kind:
 // FindScheduledKernel and HostCombinedKernel (tuner/scheduled_kernels.h).
 
+// What compiling a plan would produce, known from the job's shape alone
+// before anything is built, so that a request too large is refused without
+// the work. An upper estimate for the kinds whose size grows as ranks^2:
+// rank programs (tree_scheduled: each rank sends to and receives from every
+// other, at most one of each per step) and allgather host programs (every
+// rank's program lists the origin of each of the N blocks of its host's
+// stream). Host-combined alltoall programs grow with hosts^2 messages and N
+// layout entries; their estimate allows four messages per host pair.
+// plans_test checks it against CompilePlan on many shapes.
+struct PlanEstimate {
+  int64_t steps = 0;  // CompiledPlan::num_steps.
+  int64_t bytes = 0;  // CompiledPlan::bytes().
+};
+PlanEstimate EstimatePlan(std::string_view collective, std::string_view algorithm, int64_t num_ranks,
+                          int64_t num_hosts);
+
 // Builds the schedule of `algorithm` (schedule_registry.h; any generator's,
 // so tools can compile those no kernel runs) for the ranks of `rank_hosts` on `topo`, verifies
 // nothing (the generators are verified by their tests) and compiles every
 // rank's program: a RankProgram, or for the host-combined kernels
 // (HostCombinedKernel) a host program. InvalidArgument for an unknown host or
-// algorithm.
+// algorithm. `stop`, when given, is asked between the stages (placement,
+// schedule, programs) and after every 64 programs; when it returns true the
+// compile ends with Status::Internal("compile stopped") and frees what it
+// built (the caller knows why it asked to stop).
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
-                                   std::string_view collective, std::string_view algorithm);
+                                   std::string_view collective, std::string_view algorithm,
+                                   const std::function<bool()>& stop = {});
 
 // The program of `rank` decoded (tests and tools; GetPlan sends the bytes).
 RankProgram ProgramOf(const CompiledPlan& plan, int rank);
@@ -97,7 +122,10 @@ class PlanCache {
   explicit PlanCache(size_t max_bytes) : max_bytes_(max_bytes) {}
   // The plan, or nullptr; a hit makes it the most recently used.
   std::shared_ptr<const CompiledPlan> Get(const PlanKey& key);
-  // Inserts (or replaces) and evicts least recently used plans beyond the bound.
+  // Inserts (or replaces) and evicts least recently used plans beyond the
+  // bound. The plan just put always stays, even when it alone is over the
+  // bound: its callers are about to ask for it rank by rank, and the compile
+  // limit (plan_compile_max_size) bounds how large it can be.
   void Put(const PlanKey& key, std::shared_ptr<const CompiledPlan> plan);
   // Drops every plan of a topology version below `version`.
   void InvalidateBefore(int64_t version);
@@ -109,16 +137,13 @@ class PlanCache {
   Stats stats() const;
 
  private:
-  struct KeyHash {
-    size_t operator()(const PlanKey& k) const;
-  };
   using Entry = std::pair<PlanKey, std::shared_ptr<const CompiledPlan>>;
   void EvictLocked();
 
   const size_t max_bytes_;
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // Most recent first.
-  std::unordered_map<PlanKey, std::list<Entry>::iterator, KeyHash> index_;
+  std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index_;
   Stats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "daemon/topotuned/plans.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -53,6 +54,52 @@ TEST(CompilePlan, UnknownHostOrAlgorithmIsAnError) {
   auto bad = CompilePlan(topo, Ranks(), "alltoall", "warp_drive");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("warp_drive"), std::string::npos);
+}
+
+// The estimate GetPlan refuses by, against what CompilePlan builds: over it
+// for every scheduled kernel, host count and ranks per host (random
+// placements, fixed seed), and within 3x of it where plans grow as ranks^2.
+TEST(EstimatePlan, IsAnUpperEstimateOfWhatIsCompiled) {
+  Topology topo = TwoSwitch();  // 8 hosts of 4 slots.
+  std::mt19937 rng(20);
+  for (const ScheduledKernel& k : kScheduledKernels) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const int hosts = 2 + static_cast<int>(rng() % 7), per_host = 1 + static_cast<int>(rng() % 4);
+      std::vector<std::string> rank_hosts;
+      for (int h = 0; h < hosts; ++h)
+        for (int i = 0; i < per_host; ++i) rank_hosts.push_back("h" + std::to_string(h));
+      auto plan = CompilePlan(topo, rank_hosts, k.collective, k.algorithm);
+      ASSERT_TRUE(plan.ok()) << k.algorithm << ": " << plan.status().message();
+      const PlanEstimate e = EstimatePlan(k.collective, k.algorithm, static_cast<int64_t>(rank_hosts.size()), hosts);
+      SCOPED_TRACE(fmt::format("{} {} hosts x {}", k.algorithm, hosts, per_host));
+      EXPECT_GE(e.steps, plan->num_steps);
+      EXPECT_GE(e.bytes, static_cast<int64_t>(plan->bytes()));
+      if (!k.host_programs || k.collective == "allgather") {
+        EXPECT_LE(e.steps, 3 * plan->num_steps);
+      }
+    }
+  }
+}
+
+TEST(CompilePlan, StopsWhenAsked) {
+  Topology topo = TwoSwitch();
+  int asked = 0;
+  auto plan = CompilePlan(topo, Ranks(), "alltoall", "tree_scheduled", [&] { return ++asked >= 2; });
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(), "compile stopped");
+  EXPECT_EQ(asked, 2);
+}
+
+TEST(PlanCache, KeepsThePlanPutLastEvenOverTheBound) {
+  PlanCache cache(1);
+  auto plan = std::make_shared<CompiledPlan>();
+  plan->programs.assign(4, std::string(100, 'x'));
+  cache.Put({1, 1, "alltoall", "a"}, plan);
+  EXPECT_NE(cache.Get({1, 1, "alltoall", "a"}), nullptr);
+  cache.Put({1, 2, "alltoall", "a"}, plan);
+  EXPECT_EQ(cache.Get({1, 1, "alltoall", "a"}), nullptr);
+  EXPECT_NE(cache.Get({1, 2, "alltoall", "a"}), nullptr);
+  EXPECT_EQ(cache.stats().entries, 1u);
 }
 
 TEST(PlanCodec, RoundTripsAndRejectsEveryTruncation) {

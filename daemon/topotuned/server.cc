@@ -1,8 +1,13 @@
 #include "daemon/topotuned/server.h"
 
 #include <fmt/format.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/resource_quota.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -10,6 +15,7 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -41,7 +47,8 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access) {
+template <typename Context>
+grpc::Status Authorize(const Core& core, Context* ctx, Access access) {
   if (access == Access::kOpen) return grpc::Status::OK;
   if (core.token().empty()) {
     if (IsLoopbackPeer(ctx->peer())) return grpc::Status::OK;
@@ -64,6 +71,34 @@ grpc::Status Authorize(const Core& core, grpc::ServerContext* ctx, Access access
   return grpc::Status::OK;
 }
 
+// Logs a refused call at warn, at most once per second (a client retrying
+// a wrong token must not flood the log); the rest are counted, and said in
+// the next line.
+void LogAuthFailure(std::string_view method, const std::string& peer, const std::string& why) {
+  static std::mutex mu;
+  static auto last = std::chrono::steady_clock::time_point{};
+  static int64_t unlogged = 0;
+  std::lock_guard lock(mu);
+  auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::seconds(1)) {
+    ++unlogged;
+    return;
+  }
+  spdlog::warn("{} from {}: UNAUTHENTICATED: {}{}", method, peer, why,
+               unlogged ? fmt::format(" ({} more refused since the last such line)", unlogged) : "");
+  last = now;
+  unlogged = 0;
+}
+
+// Why the client of `ctx` stopped waiting, or OK.
+template <typename Context>
+grpc::Status Gone(const Context* ctx) {
+  if (ctx->deadline() < std::chrono::system_clock::now())
+    return {grpc::StatusCode::DEADLINE_EXCEEDED, "the call's deadline passed before its plan was ready"};
+  if (ctx->IsCancelled()) return {grpc::StatusCode::CANCELLED, "the client cancelled the call"};
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 // Calls being handled, so that Shutdown waits for them and not for idle
@@ -81,6 +116,44 @@ struct InFlight {
   InFlight& operator=(const InFlight&) = delete;
 };
 
+// Runs a handler; an exception escaping it (a bug, or memory exhausted)
+// becomes a status that names it, logged once and counted.
+template <typename Handler>
+grpc::Status Guarded(Core* core, std::string_view method, Handler&& handler) {
+  try {
+    return handler();
+  } catch (const std::bad_alloc&) {
+    core->metrics().HandlerException(method);
+    spdlog::error("{}: out of memory while handling the call", method);
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, fmt::format("{}: topotuned ran out of memory handling it", method)};
+  } catch (const std::exception& e) {
+    core->metrics().HandlerException(method);
+    spdlog::error("{}: exception while handling the call: {}", method, e.what());
+    return {grpc::StatusCode::INTERNAL,
+            fmt::format("{}: topotuned failed handling it ({}); see its log", method, e.what())};
+  } catch (...) {
+    core->metrics().HandlerException(method);
+    spdlog::error("{}: unknown exception while handling the call", method);
+    return {grpc::StatusCode::INTERNAL, fmt::format("{}: topotuned failed handling it; see its log", method)};
+  }
+}
+
+// Ends one call: counts and logs it (UNAUTHENTICATED rate-limited, INTERNAL
+// as an error).
+void Finished(Core* core, std::string_view method, const std::string& peer, const grpc::Status& st,
+              std::chrono::steady_clock::time_point start,
+              spdlog::level::level_enum failure_level = spdlog::level::debug) {
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  core->metrics().ObserveRpc(method, v1::StatusCodeName(st.error_code()), seconds);
+  if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    core->metrics().AuthFailed(method);
+    LogAuthFailure(method, peer, st.error_message());
+  } else if (!st.ok()) {
+    spdlog::log(st.error_code() == grpc::StatusCode::INTERNAL ? spdlog::level::err : failure_level,
+                "{} from {}: {}: {}", method, peer, v1::StatusCodeName(st.error_code()), st.error_message());
+  }
+}
+
 // Runs one call: authorise, validate, handle, count.
 template <typename Req, typename Handler>
 grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, const Req& req, Access access,
@@ -89,18 +162,83 @@ grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, con
   auto start = std::chrono::steady_clock::now();
   grpc::Status st = g_draining ? Draining() : Authorize(*core, ctx, access);
   if (st.ok()) {
-    Status valid = Validate(req);
-    st = valid.ok() ? handler() : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
+    st = Guarded(core, method, [&] {
+      Status valid = Validate(req);
+      return valid.ok() ? handler() : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
+    });
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  core->metrics().ObserveRpc(method, v1::StatusCodeName(st.error_code()), seconds);
-  if (!st.ok())
-    spdlog::log(st.error_code() == grpc::StatusCode::INTERNAL ? spdlog::level::err : spdlog::level::debug,
-                "{} from {}: {}: {}", method, ctx->peer(), v1::StatusCodeName(st.error_code()), st.error_message());
+  Finished(core, method, ctx->peer(), st, start);
   return st;
 }
 
-class AgentsService final : public v1::Agents::Service {
+// ReportSamples reads raw bytes (gRPC's sync reader cannot tell a message
+// that does not parse from the end of the stream): every message is parsed,
+// validated and stored in turn, and the first that fails ends the stream
+// with INVALID_ARGUMENT saying how many samples were stored before it.
+class ReportSamplesReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+ public:
+  ReportSamplesReactor(Core* core, grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response)
+      : core_(core), ctx_(ctx), response_(response), stream_(&core->tuner()) {
+    grpc::Status st = g_draining ? Draining() : Authorize(*core_, ctx_, Access::kWrite);
+    if (!st.ok()) {
+      End(st);
+      return;
+    }
+    StartRead(&buf_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // The client closed its side: the stream is complete.
+      End(grpc::Status::OK);
+      return;
+    }
+    ++messages_;
+    grpc::Status st = Guarded(core_, "ReportSamples", [&] {
+      v1::ReportSamplesRequest msg;
+      grpc::Status parsed = grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ReportSamplesRequest>(&buf_, &msg);
+      if (!parsed.ok())
+        return grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("message {} of the stream is not a topotune.v1.ReportSamplesRequest", messages_));
+      Status valid = Validate(msg);
+      if (!valid.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
+      return stream_.Add(msg);
+    });
+    buf_.Clear();
+    if (!st.ok()) {
+      End(st);
+      return;
+    }
+    StartRead(&buf_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void End(grpc::Status st) {
+    const v1::ReportSamplesResponse& result = stream_.result();
+    if (!st.ok() && st.error_code() != grpc::StatusCode::UNAUTHENTICATED)
+      st = grpc::Status(st.error_code(), fmt::format("{} (after {} samples stored and {} duplicates)",
+                                                     st.error_message(), result.accepted(), result.duplicates()));
+    if (st.ok()) {
+      bool own = false;
+      grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::ReportSamplesResponse>(result, response_, &own);
+    }
+    Finished(core_, "ReportSamples", ctx_->peer(), st, start_, spdlog::level::warn);
+    Finish(st);
+  }
+
+  Core* core_;
+  grpc::CallbackServerContext* ctx_;
+  grpc::ByteBuffer* response_;
+  InFlight counted_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  Tuner::Stream stream_;
+  grpc::ByteBuffer buf_;
+  int64_t messages_ = 0;
+};
+
+class AgentsService final : public v1::Agents::WithRawCallbackMethod_ReportSamples<v1::Agents::Service> {
  public:
   explicit AgentsService(Core* core) : core_(core) {}
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req, v1::RegisterResponse* resp) override {
@@ -115,26 +253,9 @@ class AgentsService final : public v1::Agents::Service {
     return Serve(core_, "FetchBenchTask", ctx, *req, Access::kWrite,
                  [&] { return core_->tuner().FetchBenchTask(*req, resp); });
   }
-  grpc::Status ReportSamples(grpc::ServerContext* ctx, grpc::ServerReader<v1::ReportSamplesRequest>* reader,
-                             v1::ReportSamplesResponse* resp) override {
-    InFlight counted;
-    auto start = std::chrono::steady_clock::now();
-    grpc::Status st = g_draining ? Draining() : Authorize(*core_, ctx, Access::kWrite);
-    Tuner::Stream stream(&core_->tuner());
-    v1::ReportSamplesRequest msg;
-    while (st.ok() && reader->Read(&msg)) {
-      Status valid = Validate(msg);
-      st = valid.ok() ? stream.Add(msg) : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
-    }
-    *resp = stream.result();
-    if (!st.ok() && (stream.result().accepted() || stream.result().duplicates()))
-      st = grpc::Status(st.error_code(),
-                        fmt::format("{} (after {} samples stored and {} duplicates)", st.error_message(),
-                                    stream.result().accepted(), stream.result().duplicates()));
-    core_->metrics().ObserveRpc("ReportSamples", v1::StatusCodeName(st.error_code()),
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (!st.ok()) spdlog::warn("ReportSamples from {}: {}", ctx->peer(), st.error_message());
-    return st;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* ReportSamples(grpc::CallbackServerContext* ctx,
+                                                           grpc::ByteBuffer* response) override {
+    return new ReportSamplesReactor(core_, ctx, response);
   }
 
  private:
@@ -146,7 +267,7 @@ class PlansService final : public v1::Plans::Service {
   explicit PlansService(Core* core) : core_(core) {}
   grpc::Status GetPlan(grpc::ServerContext* ctx, const v1::GetPlanRequest* req, v1::GetPlanResponse* resp) override {
     return Serve(core_, "GetPlan", ctx, *req, Access::kOpen, [&] {
-      grpc::Status st = core_->GetPlan(*req, resp);
+      grpc::Status st = core_->GetPlan(*req, resp, CallContext{[ctx] { return Gone(ctx); }});
       // Programs compress to about 40%, at ~20 ms of CPU per MiB on every
       // call: only when configured, and never for small answers.
       if (st.ok() && core_->config().plan_gzip && !req->tables_only() && resp->ByteSizeLong() > 64 * 1024)
@@ -200,6 +321,58 @@ class AdminService final : public v1::Admin::Service {
   Core* core_;
 };
 
+// Request bytes that do not parse as the method's message: gRPC's sync
+// server answers INTERNAL with no message before any handler runs. This
+// interceptor turns that into INVALID_ARGUMENT naming the method, logs it at
+// debug and counts it (topotune_rpc_malformed_requests_total).
+class MalformedRequests final : public grpc::experimental::Interceptor {
+ public:
+  MalformedRequests(Core* core, grpc::experimental::ServerRpcInfo* info) : core_(core), info_(info) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        info_->type() == grpc::experimental::ServerRpcInfo::Type::UNARY && methods->GetRecvMessage() == nullptr)
+      malformed_ = true;
+    if (malformed_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      std::string_view full(info_->method());
+      std::string_view method = full.substr(full.rfind('/') + 1);
+      core_->metrics().MalformedRequest(method);
+      core_->metrics().ObserveRpc(method, "INVALID_ARGUMENT", 0);
+      spdlog::debug("{}: request bytes that are not its message", full);
+      methods->ModifySendStatus(
+          {grpc::StatusCode::INVALID_ARGUMENT,
+           fmt::format("the request is not a valid message of {} (its bytes do not parse)", full)});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  Core* core_;
+  grpc::experimental::ServerRpcInfo* info_;
+  bool malformed_ = false;
+};
+
+class MalformedRequestsFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit MalformedRequestsFactory(Core* core) : core_(core) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+    return new MalformedRequests(core_, info);
+  }
+
+ private:
+  Core* core_;
+};
+
+// Linking grpc++_reflection adds its plugin to every server (a static
+// initializer); `reflection: false` takes it out again.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const auto& p) { return p->name() == "proto_server_reflection"; });
+  }
+};
+
 struct Server::Services {
   explicit Services(Core* core) : agents(core), plans(core), admin(core) {}
   AgentsService agents;
@@ -233,8 +406,19 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
   }
   std::unique_ptr<Server> server(new Server());
   server->services_ = std::make_unique<Services>(core);
+  // Health (grpc.health.v1.Health) for "" and every service: NOT_SERVING
+  // until the listener is up (the database is open before Start is called)
+  // and again from the moment shutdown begins.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!c.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(c.listen, creds, &server->port_);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(std::make_unique<MalformedRequestsFactory>(core));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   builder.RegisterService(&server->services_->agents);
   builder.RegisterService(&server->services_->plans);
   builder.RegisterService(&server->services_->admin);
@@ -251,6 +435,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
   if (!server->server_ || server->port_ == 0)
     return Status::IoError(fmt::format("cannot listen on {} (in use, or not an address of this host?)", c.listen));
   core->tuner().SetBoundPort(server->port_);
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  for (const char* name :
+       {"", v1::Agents::service_full_name(), v1::Plans::service_full_name(), v1::Admin::service_full_name()})
+    health->SetServingStatus(name, true);
   // The address with the port bound (the one chosen for port 0).
   const std::string host = c.listen.substr(0, c.listen.rfind(':'));
   spdlog::info("serving gRPC on {}:{}{}{}", host, server->port_, c.tls_cert.empty() ? "" : " with TLS",
@@ -266,6 +454,7 @@ void Server::Shutdown(double seconds) {
   // Shutdown(deadline) would also wait out the deadline for clients that
   // merely keep an idle connection open.)
   g_draining = true;
+  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   while (g_inflight > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
