@@ -55,10 +55,11 @@ grpc::Status ToGrpc(const Status& status) {
 namespace {
 
 // "a, b, c" for up to `most` names, then " and N more".
-std::string FirstOf(const std::vector<std::string>& names, size_t most) {
+template <typename Names>  // A sized range of strings: a vector, a set.
+std::string FirstOf(const Names& names, size_t most) {
   const size_t shown = std::min(names.size(), most);
-  std::string out =
-      fmt::format("{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  auto end = std::next(names.begin(), static_cast<std::ptrdiff_t>(shown));
+  std::string out = fmt::format("{}", fmt::join(names.begin(), end, ", "));
   if (names.size() > shown) out += fmt::format(" and {} more", names.size() - shown);
   return out;
 }
@@ -472,9 +473,9 @@ struct Core::Flight {
   std::atomic<int> waiting{1};  // Callers still waiting, the leader included.
 };
 
-grpc::Status Core::PlanFor(const TopologyState& topo, const std::vector<std::string>& rank_hosts,
-                           uint64_t placement_hash, const std::string& collective, const std::string& algorithm,
-                           const CallContext& call, std::shared_ptr<const CompiledPlan>* out) {
+grpc::Status Core::PlanFor(const TopologyState& topo, const RankHosts& rank_hosts, uint64_t placement_hash,
+                           const std::string& collective, const std::string& algorithm, const CallContext& call,
+                           std::shared_ptr<const CompiledPlan>* out) {
   PlanKey key{topo.stored.version, placement_hash, collective, algorithm};
   if ((*out = plans_.Get(key))) {
     metrics_->PlanCacheLookup(true);
@@ -529,9 +530,8 @@ grpc::Status Core::PlanFor(const TopologyState& topo, const std::vector<std::str
   }
 }
 
-grpc::Status Core::LoadOrCompile(const TopologyState& topo, const std::vector<std::string>& rank_hosts,
-                                 const PlanKey& key, const CallContext& call, Flight* flight,
-                                 std::shared_ptr<const CompiledPlan>* out) {
+grpc::Status Core::LoadOrCompile(const TopologyState& topo, const RankHosts& rank_hosts, const PlanKey& key,
+                                 const CallContext& call, Flight* flight, std::shared_ptr<const CompiledPlan>* out) {
   const std::string& collective = key.collective;
   const std::string& algorithm = key.algorithm;
   // Whether everyone waiting for this plan is gone; the leader's own call
@@ -552,7 +552,7 @@ grpc::Status Core::LoadOrCompile(const TopologyState& topo, const std::vector<st
   auto blob = store_.GetPlan(dbkey);
   if (blob.ok() && blob->has_value()) {
     auto decoded = DecodePlan(**blob);
-    if (decoded.ok() && decoded->programs.size() == rank_hosts.size()) {
+    if (decoded.ok() && decoded->programs.size() == static_cast<size_t>(rank_hosts.size())) {
       *out = std::make_shared<const CompiledPlan>(std::move(*decoded));
       plans_.Put(key, *out);
       metrics_->PlanCacheLookup(true);
@@ -591,7 +591,8 @@ grpc::Status Core::LoadOrCompile(const TopologyState& topo, const std::vector<st
     over_budget = ThreadCpuSeconds() - cpu0 > config_.plan_compile_cpu_s;
     return over_budget || all_gone();
   };
-  auto compiled = CompilePlan(topo.stored.topology, rank_hosts, collective, algorithm, stop);
+  auto compiled =
+      CompilePlan(topo.stored.topology, {rank_hosts.begin(), rank_hosts.end()}, collective, algorithm, stop);
   const double cpu = ThreadCpuSeconds() - cpu0;
   if (!compiled.ok() && (over_budget || leader_gone)) {
     // What the compile built is freed; give the memory back to the system.
@@ -637,28 +638,37 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   auto topo = topology();
   if (!topo) return NoTopology();
   const Topology& t = topo->stored.topology;
-  std::vector<std::string> rank_hosts(req.rank_hosts().begin(), req.rank_hosts().end());
-  const int nprocs = static_cast<int>(rank_hosts.size());
+  const auto& hosts_of_ranks = req.rank_hosts();
+  const int nprocs = hosts_of_ranks.size();
+  // The hosts as a vector, copied only for a compile or a new plan id (the
+  // copy of 4,096 names was a fifth of a cached call's time).
+  std::vector<std::string> rank_hosts;
+  auto hosts_vector = [&]() -> const std::vector<std::string>& {
+    if (rank_hosts.empty()) rank_hosts.assign(hosts_of_ranks.begin(), hosts_of_ranks.end());
+    return rank_hosts;
+  };
   // Every host must be a host of the topology; name up to kListed of those
-  // that are not, and of the topology's hosts.
+  // that are not, and of the topology's hosts. A host's ranks are mostly
+  // consecutive: each run is looked up once.
   constexpr size_t kListed = 20;
   std::map<std::string, int> per_host;
   std::set<std::string> unknown;
-  for (int r = 0; r < nprocs; ++r) {
-    auto node = t.Find(rank_hosts[r]);
+  for (int r = 0, end = 0; r < nprocs; r = end) {
+    const std::string& host = hosts_of_ranks[r];
+    for (end = r + 1; end < nprocs && hosts_of_ranks[end] == host;) ++end;
+    auto node = t.Find(host);
     if (!node || !t.is_host(*node)) {
-      unknown.insert(rank_hosts[r]);
+      unknown.insert(host);
       continue;
     }
-    ++per_host[rank_hosts[r]];
+    per_host[host] += end - r;
   }
   if (!unknown.empty()) {
     std::vector<std::string> hosts;
     for (int h : t.hosts()) hosts.push_back(t.nodes()[h].name);
     return {grpc::StatusCode::INVALID_ARGUMENT,
             fmt::format("rank_hosts: {} not a host of topology version {} (its {} hosts: {})",
-                        FirstOf(std::vector<std::string>(unknown.begin(), unknown.end()), kListed),
-                        topo->stored.version, hosts.size(), FirstOf(hosts, kListed))};
+                        FirstOf(unknown, kListed), topo->stored.version, hosts.size(), FirstOf(hosts, kListed))};
   }
   std::vector<int32_t> ranks(req.ranks().begin(), req.ranks().end());
   {
@@ -684,7 +694,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
                     over.size(), topo->stored.version, FirstOf(over, kListed)));
     metrics_->PlacementOversubscribed();
   }
-  const uint64_t placement_hash = PlacementHash(rank_hosts);
+  const uint64_t placement_hash = PlacementHash(hosts_of_ranks);
   auto decisions = DecisionsOf(topo->stored.version);
 
   resp->set_topology_version(topo->stored.version);
@@ -757,7 +767,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
         const PlanEstimate cost = EstimatePlan(name, r.algorithm, nprocs, static_cast<int64_t>(per_host.size()));
         if (cost.bytes > config_.plan_compile_max_bytes) {
           std::string why = fmt::format(
-              "a {} {} plan of {} ranks on {} hosts would hold about {} MB ({} steps), more than "
+              "the {} {} plan of {} ranks on {} hosts would hold about {} MB ({} steps), more than "
               "plan_compile_max_size ({} MB) in topotuned's configuration allows to compile",
               name, r.algorithm, nprocs, per_host.size(), cost.bytes >> 20, cost.steps,
               config_.plan_compile_max_bytes >> 20);
@@ -770,12 +780,12 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
           continue;
         }
         std::shared_ptr<const CompiledPlan> compiled;
-        grpc::Status st = PlanFor(*topo, rank_hosts, placement_hash, name, r.algorithm, call, &compiled);
+        grpc::Status st = PlanFor(*topo, hosts_of_ranks, placement_hash, name, r.algorithm, call, &compiled);
         if (!st.ok()) return st;
         PlanToProto(*compiled, ranks, limits::kMaxPlanSteps, plan->add_schedules());
       } else if (NeedsRing(name, r.algorithm) && !plan->has_ring()) {
         if (!tree) {
-          auto placement = PlacementFromRankHosts(t, rank_hosts);
+          auto placement = PlacementFromRankHosts(t, hosts_vector());
           if (!placement.ok()) return ToGrpc(placement.status());
           auto built = RankTree::Build(t, *placement);
           if (!built.ok()) return ToGrpc(built.status());
@@ -798,6 +808,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
         recent_plans_.erase(recent_order_.front());
         recent_order_.pop_front();
       }
+      hosts_vector();
       recent_plans_[resp->plan_id()] = {topo->stored.version, std::move(rank_hosts)};
       recent_order_.push_back(resp->plan_id());
     }

@@ -143,11 +143,12 @@ class Core {
   // The plan of (collective, algorithm) for the placement, from memory, the
   // store or compiled now (once for all callers asking for it at the time).
   struct Flight;
-  grpc::Status PlanFor(const TopologyState& topo, const std::vector<std::string>& rank_hosts, uint64_t placement_hash,
+  using RankHosts = google::protobuf::RepeatedPtrField<std::string>;
+  grpc::Status PlanFor(const TopologyState& topo, const RankHosts& rank_hosts, uint64_t placement_hash,
                        const std::string& collective, const std::string& algorithm, const CallContext& call,
                        std::shared_ptr<const CompiledPlan>* out);
   // The leader of a flight: the store, else a compile in a compile slot.
-  grpc::Status LoadOrCompile(const TopologyState& topo, const std::vector<std::string>& rank_hosts, const PlanKey& key,
+  grpc::Status LoadOrCompile(const TopologyState& topo, const RankHosts& rank_hosts, const PlanKey& key,
                              const CallContext& call, Flight* flight, std::shared_ptr<const CompiledPlan>* out);
 
   const Config config_;

@@ -16,12 +16,6 @@
 
 namespace topotune::daemon {
 
-uint64_t PlacementHash(const std::vector<std::string>& rank_hosts) {
-  std::string joined;
-  for (const std::string& host : rank_hosts) (joined += host) += '\n';
-  return db::Fnv1a64(joined);
-}
-
 size_t CompiledPlan::bytes() const {
   size_t b =
       sizeof(*this) + collective.size() + algorithm.size() + (steps.size() + host_of_rank.size()) * sizeof(int32_t);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -32,7 +33,19 @@ namespace topotune::daemon {
 // FNV-1a 64 (db/hash.h) of the rank hosts, each followed by a newline, in
 // rank order: the same
 // placement always hashes the same, on every platform and run.
-uint64_t PlacementHash(const std::vector<std::string>& rank_hosts);
+template <typename Hosts>  // Any range of strings: a vector, a protobuf repeated field.
+uint64_t PlacementHash(const Hosts& rank_hosts) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // db::Fnv1a64, fed one host at a time.
+  auto feed = [&h](unsigned char c) { h = (h ^ c) * 0x100000001b3ULL; };
+  for (const std::string& host : rank_hosts) {
+    for (char c : host) feed(static_cast<unsigned char>(c));
+    feed('\n');
+  }
+  return h;
+}
+inline uint64_t PlacementHash(std::initializer_list<std::string> rank_hosts) {
+  return PlacementHash<std::initializer_list<std::string>>(rank_hosts);
+}
 
 struct PlanKey {
   int64_t topology_version = 0;

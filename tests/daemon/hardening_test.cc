@@ -177,7 +177,7 @@ TEST_F(HardeningTest, ATableChoiceOverTheCompileLimitIsOmittedWithTheReason) {
   EXPECT_EQ(s.num_ranks(), 1024);
   EXPECT_EQ(s.programs_size(), 0);
   EXPECT_THAT(s.omitted_reason(),
-              HasSubstr("a alltoall tree_scheduled plan of 1024 ranks on 8 hosts would hold about"));
+              HasSubstr("the alltoall tree_scheduled plan of 1024 ranks on 8 hosts would hold about"));
   EXPECT_THAT(s.omitted_reason(), HasSubstr("plan_compile_max_size (1 MB)"));
   // Forced, the same plan is refused.
   resp.Clear();
