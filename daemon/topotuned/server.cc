@@ -192,17 +192,12 @@ class ReportSamplesReactor final : public grpc::ServerReadReactor<grpc::ByteBuff
       End(grpc::Status::OK);
       return;
     }
-    ++messages_;
     grpc::Status st = Guarded(core_, "ReportSamples", [&] {
-      v1::ReportSamplesRequest msg;
-      grpc::Status parsed = grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::ReportSamplesRequest>(&buf_, &msg);
-      if (!parsed.ok())
-        return grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("message {} of the stream is not a topotune.v1.ReportSamplesRequest", messages_));
-      Status valid = Validate(msg);
-      if (!valid.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, valid.message());
-      return stream_.Add(msg);
+      std::vector<grpc::Slice> slices;
+      if (!buf_.Dump(&slices).ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "unreadable message buffer");
+      std::string bytes;
+      for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+      return stream_.AddBytes(bytes);
     });
     buf_.Clear();
     if (!st.ok()) {
@@ -235,7 +230,6 @@ class ReportSamplesReactor final : public grpc::ServerReadReactor<grpc::ByteBuff
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   Tuner::Stream stream_;
   grpc::ByteBuffer buf_;
-  int64_t messages_ = 0;
 };
 
 class AgentsService final : public v1::Agents::WithRawCallbackMethod_ReportSamples<v1::Agents::Service> {
@@ -440,8 +434,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
        {"", v1::Agents::service_full_name(), v1::Plans::service_full_name(), v1::Admin::service_full_name()})
     health->SetServingStatus(name, true);
   // The address with the port bound (the one chosen for port 0).
-  const std::string host = c.listen.substr(0, c.listen.rfind(':'));
-  spdlog::info("serving gRPC on {}:{}{}{}", host, server->port_, c.tls_cert.empty() ? "" : " with TLS",
+  spdlog::info("serving gRPC on {}:{}{}{}", ListenHost(c.listen), server->port_, c.tls_cert.empty() ? "" : " with TLS",
                core->token().empty() ? "; writes from loopback only (no token_file)" : "");
   return server;
 }

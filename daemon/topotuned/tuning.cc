@@ -266,6 +266,17 @@ int64_t Tuner::RunOfTask(const std::string& task_id) {
   return 0;
 }
 
+grpc::Status Tuner::Stream::AddBytes(std::string_view bytes) {
+  ++wire_messages_;
+  v1::ReportSamplesRequest msg;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("message {} of the stream is not a topotune.v1.ReportSamplesRequest", wire_messages_)};
+  if (Status valid = Validate(msg); !valid.ok()) return {grpc::StatusCode::INVALID_ARGUMENT, valid.message()};
+  return Add(msg);
+}
+
 grpc::Status Tuner::Stream::Add(const v1::ReportSamplesRequest& msg) {
   if (++messages_ > limits::kMaxSamplesPerStream)
     return {grpc::StatusCode::INVALID_ARGUMENT,

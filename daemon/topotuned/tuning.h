@@ -83,6 +83,10 @@ class Tuner {
    public:
     explicit Stream(Tuner* tuner) : tuner_(tuner) {}
     grpc::Status Add(const v1::ReportSamplesRequest& msg);
+    // The next message as it came off the wire: parsed, validated
+    // (validate.h), then Add. INVALID_ARGUMENT naming the message (its
+    // position in the stream, from 1) when its bytes do not parse.
+    grpc::Status AddBytes(std::string_view bytes);
     const v1::ReportSamplesResponse& result() const { return result_; }
 
    private:
@@ -90,6 +94,7 @@ class Tuner {
     std::string task_id_;
     int64_t run_id_ = 0;
     int64_t messages_ = 0;
+    int64_t wire_messages_ = 0;  // Messages given to AddBytes.
     v1::ReportSamplesResponse result_;
   };
 

@@ -7,7 +7,9 @@
 // proto3 strings that are not UTF-8, are dropped as gRPC would drop them).
 // Then, as server.cc's Serve: Validate(req), and when it passes the handler
 // of Core or Tuner. ReportSamples goes through a Tuner::Stream: the message,
-// the same message again (a resend), then one naming another task.
+// the same message again (a resend), then one naming another task; and
+// through a second stream off the wire (Stream::AddBytes) with bytes that
+// do not parse between two messages.
 //
 // Nothing may crash, leak, read out of bounds or hang, and beyond that every
 // outcome is checked against the .proto contracts; a violation aborts with
@@ -18,7 +20,8 @@
 //    INTERNAL is a bug), and an error always has a message;
 //  - each handler returns only the codes its .proto comment allows, and
 //    FetchBenchTask always NOT_FOUND (no tuner thread, so no tasks exist);
-//  - GetPlan: nprocs, one plan per requested collective in request order,
+//  - GetPlan: RESOURCE_EXHAUSTED only for a forced plan over
+//    plan_compile_max_size; nprocs, one plan per requested collective in request order,
 //    tables contiguous from 0 to "no end", DEFAULT tables are "native",
 //    one compiled schedule per scheduled algorithm with the programs of the
 //    ranks asked for (or an omitted_reason), ring orders that are
@@ -86,6 +89,7 @@
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/crossover.h"
+#include "tuner/scheduled_kernels.h"
 #include "tuner/topology_io.h"
 
 namespace {
@@ -116,6 +120,13 @@ constexpr int kRegisteredAgents = 6;
 
 std::string Text(const Message& m) {
   std::string s;
+  // A placement of thousands of ranks would hide the rest: its first 16.
+  if (const auto* plan = dynamic_cast<const v1::GetPlanRequest*>(&m); plan && plan->rank_hosts_size() > 16) {
+    v1::GetPlanRequest shown = *plan;
+    shown.mutable_rank_hosts()->DeleteSubrange(16, plan->rank_hosts_size() - 16);
+    google::protobuf::TextFormat::PrintToString(shown, &s);
+    return fmt::format("({} rank_hosts, the first 16 shown)\n{}", plan->rank_hosts_size(), s);
+  }
   google::protobuf::TextFormat::PrintToString(m, &s);
   return s.size() > 4000 ? s.substr(0, 4000) + "\n..." : s;
 }
@@ -289,13 +300,21 @@ void CheckPlan(const v1::GetPlanRequest& req, const v1::GetPlanResponse& resp, i
       case v1::DECISION_SOURCE_NEAREST:
         Expect(plan.tuned_nprocs() > 0 && plan.tuned_ranks_per_node() > 0, req, where + ": NEAREST without a layout");
         break;
+      case v1::DECISION_SOURCE_FORCED: {
+        auto f = std::find_if(req.force().begin(), req.force().end(),
+                              [&](const v1::ForcedAlgorithm& x) { return x.collective() == plan.collective(); });
+        Expect(f != req.force().end() && plan.table().ranges_size() == 1 &&
+                   plan.table().ranges(0).algorithm() == f->algorithm(),
+               req, where + ": FORCED, but not the one range of the algorithm forced");
+        break;
+      }
       default:
         Fail(req, where + ": no source");
     }
-    std::set<std::string> scheduled;  // Algorithms of the table that run from per-rank programs.
+    std::set<std::string> scheduled;  // Algorithms of the table that run compiled programs.
     bool ring = false;
     for (const v1::DecisionRange& r : plan.table().ranges()) {
-      if (plan.collective() == v1::COLLECTIVE_ALLTOALL && r.algorithm() == "tree_scheduled")
+      if (FindScheduledKernel(v1::CollectiveName(plan.collective()), r.algorithm()))
         scheduled.insert(r.algorithm());
       if (plan.collective() == v1::COLLECTIVE_ALLGATHER &&
           (r.algorithm() == "switch_ordered_ring" || r.algorithm() == "link_scheduled"))
@@ -431,6 +450,20 @@ void Run(Kind kind, const uint8_t* data, size_t size) {
         other.set_task_id(req.task_id().size() < v1::limits::kMaxIdBytes ? req.task_id() + "x" : "run-1x");
         grpc::Status second = stream.Add(other);
         Expect(second.error_code() == Code::INVALID_ARGUMENT, req, "a second task in one stream: " + Describe(second));
+        // Off the wire, with garbage in the middle: the message (another
+        // sequence number), bytes that do not parse, the message again. The
+        // stream stops at the garbage, naming it; nothing after it is read.
+        daemon::Tuner::Stream wire(&core.tuner());
+        v1::ReportSamplesRequest next = req;
+        next.set_sequence(req.sequence() + 1000000);
+        const std::string garbage = next.SerializeAsString() + "\xff";
+        grpc::Status first = wire.AddBytes(next.SerializeAsString());
+        Expect(first.ok(), req, "the message off the wire: " + Describe(first));
+        grpc::Status bad = wire.AddBytes(garbage);
+        Expect(bad.error_code() == Code::INVALID_ARGUMENT &&
+                   bad.error_message() == "message 2 of the stream is not a topotune.v1.ReportSamplesRequest",
+               req, "garbage in a stream: " + Describe(bad));
+        Expect(wire.result().accepted() + wire.result().duplicates() == 1, req, "garbage in a stream was counted");
         return st;
       });
       break;
@@ -438,7 +471,11 @@ void Run(Kind kind, const uint8_t* data, size_t size) {
       Serve<v1::GetPlanRequest>(data, size, [&](const v1::GetPlanRequest& req) -> grpc::Status {
         v1::GetPlanResponse resp;
         grpc::Status st = core.GetPlan(req, &resp);
-        ExpectCodes(st, {Code::INVALID_ARGUMENT}, req);
+        ExpectCodes(st, {Code::INVALID_ARGUMENT, Code::RESOURCE_EXHAUSTED}, req);
+        // Only a forced plan over the compile limit is refused for its size.
+        if (st.error_code() == Code::RESOURCE_EXHAUSTED)
+          Expect(req.force_size() > 0 && st.error_message().find("plan_compile_max_size") != std::string::npos, req,
+                 "RESOURCE_EXHAUSTED: " + Describe(st));
         if (!st.ok()) return st;
         CheckPlan(req, resp, fx.version);
         // Again: now from the memory cache or the store; the same bytes.
@@ -501,8 +538,12 @@ void Run(Kind kind, const uint8_t* data, size_t size) {
         grpc::Status st = core.tuner().StartTuning(req, &resp);
         ExpectCodes(st, {Code::FAILED_PRECONDITION}, req);
         if (!st.ok()) return st;
-        Expect(resp.runs_total() == req.collectives_size() * req.node_counts_size() * req.ranks_per_node_size(), req,
-               fmt::format("runs_total {}", resp.runs_total()));
+        // One run per layout and collective; alltoallv one per size-pattern class.
+        int64_t runs = 0;
+        for (int c : req.collectives())
+          runs += c == v1::COLLECTIVE_ALLTOALLV ? static_cast<int64_t>(core.config().tuning.alltoallv_patterns.size()) : 1;
+        runs *= req.node_counts_size() * req.ranks_per_node_size();
+        Expect(resp.runs_total() == runs, req, fmt::format("runs_total {}, expected {}", resp.runs_total(), runs));
         v1::TuningStatusRequest status_req;
         status_req.set_tuning_id(resp.tuning_id());
         Expect(daemon::Validate(status_req).ok(), req, "a tuning id TuningStatus refuses: " + resp.tuning_id());

@@ -133,6 +133,23 @@ std::vector<Seed> Seeds() {
        FromText<GetPlanRequest>(R"(rank_hosts: ["h0", "h1"])",
                                 [](GetPlanRequest& r) { r.mutable_collectives()->Add(7); })},
       {"plan-bad-host", 4, FromText<GetPlanRequest>(R"(rank_hosts: ["h0", "h 1"] collectives: [COLLECTIVE_ALLTOALL])")},
+      // Huge placements with forced algorithms: 65,536 ranks escaped as
+      // UNKNOWN, 4,096 compiled for 41 s; both are refused by the estimate.
+      {"plan-65536-forced-tree", 4,
+       FromText<GetPlanRequest>(R"(collectives: [COLLECTIVE_ALLTOALL] ranks: [0]
+                                   force { collective: COLLECTIVE_ALLTOALL algorithm: "tree_scheduled" })",
+                                [](GetPlanRequest& r) {
+                                  for (int i = 0; i < 65536; ++i) r.add_rank_hosts("h" + std::to_string(i % 8));
+                                })},
+      {"plan-4096-forced-tree", 4,
+       FromText<GetPlanRequest>(R"(collectives: [COLLECTIVE_ALLGATHER, COLLECTIVE_ALLTOALL]
+                                   force { collective: COLLECTIVE_ALLTOALL algorithm: "tree_scheduled" })",
+                                [](GetPlanRequest& r) {
+                                  for (int i = 0; i < 4096; ++i) r.add_rank_hosts("h" + std::to_string(i / 512));
+                                })},
+      {"plan-forced-capacity", 4, FromText<GetPlanRequest>(R"(
+         rank_hosts: ["h0", "h0", "h0", "h1", "h1", "h4", "h4", "h4", "h4", "h5"] collectives: [COLLECTIVE_ALLTOALL]
+         ranks: [3] force { collective: COLLECTIVE_ALLTOALL algorithm: "capacity_scheduled" })")},
       {"topology-current", 5, FromText<v1::GetTopologyRequest>("")},
       {"topology-old", 5, FromText<v1::GetTopologyRequest>("version: 1")},
       {"topology-unknown", 5, FromText<v1::GetTopologyRequest>("version: 99")},
