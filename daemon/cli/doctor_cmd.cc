@@ -374,9 +374,7 @@ SeedAnswer AskSeed(const std::string& seed, const discovery::SnmpCredentials& cr
     a.error = parsed.status().message();
     return a;
   }
-  if (!parsed->port_given)
-    a.seed = parsed->ipv6 ? fmt::format("[{}]:{}", parsed->host, parsed->port)
-                          : fmt::format("{}:{}", parsed->host, parsed->port);
+  if (!parsed->port_given) a.seed = parsed->ToString();
   a.port = parsed->port;
   const auto start = Clock::now();
   auto source = discovery::OpenNetSnmp(seed, creds, transport);

@@ -191,6 +191,10 @@ Status ValidateCredentials(const SnmpCredentials& c) {
   return Status::Ok();
 }
 
+std::string AgentAddress::ToString() const {
+  return ipv6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+}
+
 StatusOr<AgentAddress> ParseAgentAddress(const std::string& address, int default_port) {
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument(
@@ -238,8 +242,7 @@ StatusOr<std::unique_ptr<SnmpSource>> OpenNetSnmp(const std::string& address, co
   if (!agent.ok()) return agent.status();
   InitNetSnmp();
   // The agent as messages name it, and as net-snmp's peer name.
-  const std::string where =
-      agent->ipv6 ? fmt::format("[{}]:{}", agent->host, agent->port) : fmt::format("{}:{}", agent->host, agent->port);
+  const std::string where = agent->ToString();
   std::string peer = (agent->ipv6 ? "udp6:" : "udp:") + where;
   std::string community = creds.community;
   std::string user = creds.v3_user;

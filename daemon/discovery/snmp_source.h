@@ -64,6 +64,8 @@ struct AgentAddress {
   int port = 161;
   bool ipv6 = false;
   bool port_given = false;  // The address named its port.
+  // HOST:PORT, or [HOST]:PORT for IPv6.
+  std::string ToString() const;
 };
 StatusOr<AgentAddress> ParseAgentAddress(const std::string& address, int default_port);
 

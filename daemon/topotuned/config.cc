@@ -247,6 +247,8 @@ StatusOr<Config> LoadConfig(const std::string& path) {
   return ParseConfig(*text, path);
 }
 
+std::string ListenHost(std::string_view listen) { return std::string(listen.substr(0, listen.rfind(':'))); }
+
 Status ValidateConfig(const Config& c) {
   auto bad = [&](const std::string& what) { return Status::InvalidArgument(fmt::format("{}: {}", c.source, what)); };
   if (c.tls_cert.empty() != c.tls_key.empty()) return bad("tls_cert and tls_key go together: give both or neither");

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tuner/status.h"
@@ -110,6 +111,10 @@ std::string DefaultDatabasePath();
 StatusOr<Config> ParseConfig(const std::string& text, const std::string& source);
 // Reads and parses a file; a missing file is an error naming it.
 StatusOr<Config> LoadConfig(const std::string& path);
+// The host part of a listen address HOST:PORT ([V6]:PORT keeps its
+// brackets), for log lines that print it with the port bound.
+std::string ListenHost(std::string_view listen);
+
 // Checks cross-field rules (TLS pair, listen addresses, launcher placeholders).
 Status ValidateConfig(const Config& config);
 

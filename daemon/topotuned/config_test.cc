@@ -152,5 +152,30 @@ TEST(Config, ErrorsNameTheFileLineAndKey) {
   EXPECT_FALSE(LoadConfig("/nonexistent/topotuned.yaml").ok());
 }
 
+TEST(ListenHost, IsTheAddressWithoutItsPort) {
+  EXPECT_EQ(ListenHost("127.0.0.1:0"), "127.0.0.1");
+  EXPECT_EQ(ListenHost("[::1]:50051"), "[::1]");
+  EXPECT_EQ(ListenHost("head.example:9464"), "head.example");
+}
+
+TEST(ParseConfig, PlanCompileLimitsAndReflection) {
+  auto d = ParseConfig("", "t.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->plan_compile_max_bytes, 256 << 20);
+  EXPECT_EQ(d->plan_compile_cpu_s, 60);
+  EXPECT_EQ(d->plan_compiles, 1);
+  EXPECT_TRUE(d->reflection);
+  auto c = ParseConfig("plan_compile_max_size: 1GiB\nplan_compile_cpu: 90s\nplan_compiles: 2\nreflection: false\n",
+                       "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->plan_compile_max_bytes, int64_t{1} << 30);
+  EXPECT_EQ(c->plan_compile_cpu_s, 90);
+  EXPECT_EQ(c->plan_compiles, 2);
+  EXPECT_FALSE(c->reflection);
+  auto bad = ParseConfig("plan_compiles: 0\n", "t.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("plan_compiles"), std::string::npos) << bad.status().message();
+}
+
 }  // namespace
 }  // namespace topotune::daemon

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   exposer->RegisterCollectable(std::weak_ptr<prometheus::Collectable>(metrics.registry()));
   int metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts()[0];
   spdlog::info("serving Prometheus metrics on http://{}:{}/metrics",
-               config.metrics_listen.substr(0, config.metrics_listen.rfind(':')), metrics_port);
+               topotune::daemon::ListenHost(config.metrics_listen), metrics_port);
 
   topotune::daemon::CoreOptions options;
   options.token = token;
