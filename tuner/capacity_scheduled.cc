@@ -25,6 +25,12 @@ constexpr int kMaxHosts = 8192;
 constexpr int kMaxPairOrderHosts = 128;
 constexpr double kClassRatio = 4;  // Pair times within one size class.
 constexpr int kMaxClasses = 4;
+
+// The k-th of `parts` shares of `total` blocks, as equal as can be (the
+// first total % parts shares one block larger).
+constexpr int64_t ShareOf(int64_t total, int64_t parts, int64_t k) {
+  return total / parts + (k < total % parts ? 1 : 0);
+}
 constexpr double kPairOrderBudget = 4e6;  // Host pairs x phases.
 
 uint64_t PairKey(int32_t from, int32_t to) { return static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to); }
@@ -274,17 +280,20 @@ class PhaseChooser {
   // Per directed edge, the summed demands of the chosen pairs.
   const std::vector<double>& load() const { return load_; }
 
- private:
-  // Whether (h, g) fits beside the chosen pairs (optionally not counting g's
-  // host link).
-  bool Fits(int h, int g, bool skip_down = false) const {
+  // Whether one more flow of (h, g) at its demand fits on every link of its
+  // path loaded with `load` (optionally not counting g's host link).
+  bool FitsOn(const std::vector<double>& load, int h, int g, bool skip_down = false) const {
     const double d = v_.Demand(h, g);
     bool ok = true;
     v_.ForPath(h, g, [&](int de) {
-      if (!(skip_down && de == v_.down[g])) ok = ok && load_[de] + d <= v_.speed[de] * (1 + kTol);
+      if (!(skip_down && de == v_.down[g])) ok = ok && load[de] + d <= v_.speed[de] * (1 + kTol);
     });
     return ok;
   }
+
+ private:
+  // Whether (h, g) fits beside the chosen pairs.
+  bool Fits(int h, int g, bool skip_down = false) const { return FitsOn(load_, h, g, skip_down); }
   // Adds (sign 1) or removes (-1) (h, g).
   void Take(int h, int g, int sign) {
     const double d = sign * v_.Demand(h, g);
@@ -405,7 +414,7 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
     const size_t idx = static_cast<size_t>(h) * H + g;
     const int32_t n = total[idx], k = n - rem[idx];
     const int64_t w = pair_blocks(h, g);
-    const int32_t blocks = static_cast<int32_t>(w / n + (k < w % n ? 1 : 0));
+    const int32_t blocks = static_cast<int32_t>(ShareOf(w, n, k));
     const double d = v.Demand(h, g), b = static_cast<double>(blocks) * msize;
     longest_message = std::max(longest_message, b / d);
     s.Add(Message{v.ranks[h][0], v.ranks[g][0], blocks});  // Ranks: AssignRanks.
@@ -591,10 +600,7 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
     for (size_t i = 0; i < chosen.size(); ++i) {
       const auto [h, g] = chosen[i];
       const double d = v.Demand(h, g);
-      while (copies[i] < rem[static_cast<size_t>(h) * H + g]) {
-        bool fits = true;
-        v.ForPath(h, g, [&](int de) { fits = fits && room_load[de] + d <= v.speed[de] * (1 + kTol); });
-        if (!fits) break;
+      while (copies[i] < rem[static_cast<size_t>(h) * H + g] && chooser.FitsOn(room_load, h, g)) {
         v.ForPath(h, g, [&](int de) { room_load[de] += d; });
         ++copies[i];
       }
@@ -664,7 +670,7 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
       const size_t idx = static_cast<size_t>(h) * H + g;
       const int64_t k = std::min<int64_t>(copies[i], blocks);  // Messages, their blocks differing by one at most.
       for (int64_t m = 0; m < k; ++m)
-        s.Add(Message{v.ranks[h][0], v.ranks[g][0], static_cast<int32_t>(blocks / k + (m < blocks % k ? 1 : 0))});
+        s.Add(Message{v.ranks[h][0], v.ranks[g][0], static_cast<int32_t>(ShareOf(blocks, k, m))});
       v.ForPath(h, g, [&](int de) { need[de] -= static_cast<double>(blocks) * msize; });
       if ((rem[idx] -= blocks) == 0) {
         bits[static_cast<size_t>(h) * words + g / 64] &= ~(uint64_t{1} << (g % 64));

@@ -225,10 +225,9 @@ Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* prog
   return Status::Ok();
 }
 
-std::string SimulateHostPrograms(const std::vector<HostProgram>& programs) {
+std::string SimulateHostPrograms(const HostProgram& p0, const std::vector<HostProgram>& programs) {
   const int N = static_cast<int>(programs.size());
   if (N == 0) return {};
-  const HostProgram& p0 = programs[0];
   const int H = p0.num_hosts();
   const bool allgather = p0.allgather;
   // A block is (origin, destination); allgather blocks have destination -1.
@@ -342,10 +341,9 @@ std::string SimulateHostPrograms(const std::vector<HostProgram>& programs) {
   return {};
 }
 
-std::string CheckAlltoallHostPrograms(const std::vector<HostProgram>& programs) {
+std::string CheckAlltoallHostPrograms(const HostProgram& p0, const std::vector<HostProgram>& programs) {
   const int N = static_cast<int>(programs.size());
   if (N == 0) return {};
-  const HostProgram& p0 = programs[0];  // The layout, as in SimulateHostPrograms.
   if (p0.allgather) return "not alltoall host programs";
   if (static_cast<int>(p0.host_of_rank.size()) != N || static_cast<int>(p0.local_index.size()) != N)
     return fmt::format("a layout of {} ranks for {} programs", p0.host_of_rank.size(), N);

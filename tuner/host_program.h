@@ -89,17 +89,20 @@ StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
 // Runs the programs of every rank in memory, as the kernel would move data
 // (copy in, transfers by phase, copy out), and returns what is wrong (the
 // first misplaced block), or an empty string when every rank ends with
-// every block it must hold. For tests: O(N^2 + messages x blocks).
-std::string SimulateHostPrograms(const std::vector<HostProgram>& programs);
+// every block it must hold. `layout` gives the kind (allgather) and the host
+// layout (host_of_rank, local_index, first_rank_of_host), which the programs
+// may leave empty (CompileHostPrograms does); a program compiled alone
+// (CompileHostProgram) carries both. For tests: O(N^2 + messages x blocks).
+std::string SimulateHostPrograms(const HostProgram& layout, const std::vector<HostProgram>& programs);
 
 // The same verdict for alltoall programs, from their structure, without
 // moving blocks (for jobs too large to simulate): every message inside its
 // host pair's section of the segments, each send matched with the receiver's
 // receive from that sender in list order (first in, first out per rank pair,
 // as MPI matches them) with the same phase, block count and place in the
-// section, and every host pair's section sent whole, each block once. The
-// layout is read from programs[0], as SimulateHostPrograms does. O(N + H^2 +
-// messages log messages) time, O(messages) memory.
-std::string CheckAlltoallHostPrograms(const std::vector<HostProgram>& programs);
+// section, and every host pair's section sent whole, each block once.
+// `layout` as for SimulateHostPrograms. O(N + H^2 + messages log messages)
+// time, O(messages) memory.
+std::string CheckAlltoallHostPrograms(const HostProgram& layout, const std::vector<HostProgram>& programs);
 
 }  // namespace topotune

@@ -326,11 +326,9 @@ Status CheckPlan(const v1::GetPlanResponse& plan, int nprocs, std::span<const v1
             return Status::InvalidArgument(fmt::format("{}: program {} is rank {}'s", where, r, program->rank));
           hosts.push_back(std::move(program).value());
         }
-        // Both checks read the layout from the first program.
-        hosts[0].host_of_rank = std::move(layout.host_of_rank);
-        hosts[0].local_index = std::move(layout.local_index);
-        hosts[0].first_rank_of_host = std::move(layout.first_rank_of_host);
-        if (std::string wrong = allgather ? SimulateHostPrograms(hosts) : CheckAlltoallHostPrograms(hosts);
+        layout.allgather = allgather;
+        if (std::string wrong =
+                allgather ? SimulateHostPrograms(layout, hosts) : CheckAlltoallHostPrograms(layout, hosts);
             !wrong.empty())
           return Status::InvalidArgument(fmt::format("{}: {}", where, wrong));
         continue;
