@@ -25,6 +25,9 @@
 #         plan on the wire) and `own` (one program: the server's work alone).
 #         Then, with no target, 64 clients asking for their own programs of
 #         the 1024-rank plan for 5 s.
+#   scale Every rank of a 2,048- or 4,096-rank job asks for its own program:
+#         4,096 ranks on 8 hosts, 64 clients, >= 2,000 requests/s after a
+#         cold compile under 10 s (see "scale" below for what is run).
 #   where the time goes: `plan_load breakdown` times GetPlan's stages
 #         in-process for both placements (CompilePlan, the plan codec, the
 #         store, Core::GetPlan per ranks mode, and the request parsing,
@@ -109,11 +112,12 @@ hosts_file "$tmp/cold.hosts" 1024 1
 
 # --- The daemon ---------------------------------------------------------------
 
-# start_daemon DATABASE TOPOLOGY: topotuned on loopback, ports from --port-file.
+# start_daemon DATABASE TOPOLOGY [ARGS...]: topotuned on loopback, ports from
+# --port-file; ARGS are more of its options.
 start_daemon() {
   rm -f "$tmp/ports"
   "$topotuned" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --database "$1" --topology-file "$2" \
-    --port-file "$tmp/ports" --log-level debug >>"$tmp/topotuned.log" 2>&1 &
+    --port-file "$tmp/ports" --log-level debug "${@:3}" >>"$tmp/topotuned.log" 2>&1 &
   daemon_pid=$!
   local i
   for ((i = 0; i < 400; i++)); do
@@ -238,7 +242,7 @@ cold_call own "repeat (memory cache?)"
 sleep 2.5  # topotuned's housekeeping updates the cache gauges every 2 s.
 entries=$(metric topotune_plan_cache_entries)
 echo "  plan cache in memory: $entries plans, $(metric topotune_plan_cache_bytes) bytes" \
-  "(bound: plan_cache_bytes, default 67108864)$( ((entries == 0)) && echo ': the repeats were not memory hits')"
+  "(bound: plan_cache_size, default 268435456)$( ((entries == 0)) && echo ': the repeats were not memory hits')"
 echo "  plan cache lookups: $(metric 'topotune_plan_cache_lookups_total{result="hit"}') hits," \
   "$(metric 'topotune_plan_cache_lookups_total{result="miss"}') misses"
 echo "  in SQLite: $(sqlite3 "$tmp/cold.db" 'SELECT count(*), sum(size) FROM plan_cache' 2>/dev/null ||
@@ -262,6 +266,56 @@ cold_call own "cold: compile + persist"
 compile_own=$(compile_times | tail -1)
 stop_daemon
 echo
+
+# --- scale: every rank asks for its own program, 2,048 and 4,096 ranks ------------
+
+# Topology: 8 hosts of 512 slots under two edge switches; 256 or 512 ranks
+# per host. For each (algorithm, ranks): the decision table's choice seeded,
+# a fresh daemon, one cold call for one rank's program (compile + persist),
+# topotuned's resident memory after it, then $clients clients asking for
+# random ranks' own programs, closed loop. The target (4,096 ranks, >= 2,000
+# requests/s after a cold compile under 10 s) is judged on the algorithm a
+# 4,096-rank job on 8 hosts is served by default for real cluster shapes
+# (capacity_scheduled, host programs); tree_scheduled's rank programs are
+# measured beside it: at 4,096 ranks they are over the default
+# plan_compile_max_size (sent without programs), and with the limit raised
+# to 1 GiB the compile itself is measured.
+topology "$tmp/scale.yaml" 2 4 512
+hosts_file "$tmp/scale2048.hosts" 8 256
+hosts_file "$tmp/scale4096.hosts" 8 512
+declare -a scale_rows
+# scale_run LABEL ALGORITHM NPROCS [TOPOTUNED ARGS...]
+scale_run() {
+  local label=$1 alg=$2 nprocs=$3 db="$tmp/scale-$1.db" hosts="$tmp/scale$3.hosts" cold cpu0 cpu1 rss line
+  echo "==> scale: $label, $nprocs ranks on 8 hosts, alltoall $alg ($(machine_load))"
+  "$plan_load" seed-decision --database "$db" --topology-file "$tmp/scale.yaml" --algorithm "$alg" \
+    --nprocs "$nprocs" --ranks-per-node $((nprocs / 8)) >/dev/null
+  start_daemon "$db" "$tmp/scale.yaml" "${@:4}"
+  cpu0=$(daemon_cpu)
+  # (plan_load fails a call without programs; here that is a result: the plan was over the limit.)
+  { "$plan_load" --server "127.0.0.1:$grpc_port" --hosts-file "$hosts" --collective alltoall --cold own \
+    --timeout 600s || true; } | tee "$tmp/scale.out" | sed 's/^/  /'
+  cpu1=$(daemon_cpu)
+  cold=$(grep '^result ' "$tmp/scale.out")
+  sleep 2.5  # The resident-memory gauge is set every 2 s.
+  rss=$(metric topotune_resident_memory_bytes)
+  echo "  topotuned CPU for the cold call: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }') s;" \
+    "resident memory after it: $(awk -v r="$rss" 'BEGIN { printf "%.0f", r / 1048576 }') MiB;" \
+    "plan cache $(metric topotune_plan_cache_bytes) bytes in $(metric topotune_plan_cache_entries) plans"
+  "$plan_load" --server "127.0.0.1:$grpc_port" --hosts-file "$hosts" --collective alltoall --clients "$clients" \
+    --warmup "$warmup" --duration "$duration" --timeout 60s --ranks-mode own | tee "$tmp/load.out" | sed 's/^/  /'
+  line=$(grep '^result ' "$tmp/load.out")
+  stop_daemon
+  scale_rows+=("$label|$alg|$nprocs|$(field total_s "$cold")|$(field programs "$cold")|$(
+    awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }')|$(
+    awk -v r="$rss" 'BEGIN { printf "%.0f", r / 1048576 }')|$line")
+  echo
+}
+scale_run capacity4096 capacity_scheduled 4096
+scale_run tree2048 tree_scheduled 2048
+scale_run tree4096-default tree_scheduled 4096
+printf 'plan_compile_max_size: 1GiB\nplan_compile_cpu: 300s\n' >"$tmp/big.yaml"
+scale_run tree4096-1GiB tree_scheduled 4096 --config "$tmp/big.yaml"
 
 # --- Where the time goes, without gRPC -------------------------------------------
 
@@ -313,5 +367,21 @@ echo "cold, one program (mode own):    $cold_own s  $(verdict "$cold_own" '<=' 2
 echo
 echo "No target: 1024 ranks, ranks mode own, $clients clients: $(field rps "$own1024") requests/s," \
   "p50 $(field p50_ms "$own1024") ms, p99 $(field p99_ms "$own1024") ms"
+echo
+echo "Every rank asks for its own program, $clients clients, closed loop (target: 4096 ranks of the default"
+echo "algorithm, >= 2000 requests/s after a cold compile under 10 s; the others without a target)"
+printf '%-17s %-18s %6s %8s %9s %8s %8s %10s %9s %9s %10s  %s\n' run algorithm ranks cold_s programs cpu_s \
+  rss_MiB requests/s p50_ms p99_ms bytes/call target
+for row in "${scale_rows[@]}"; do
+  IFS='|' read -r label alg nprocs cold programs cpu rss line <<<"$row"
+  target=''
+  if [[ $label == capacity4096 ]]; then
+    target="cold $(verdict "$cold" '<=' 10), rate $(verdict "$(field rps "$line")" '>=' 2000)"
+  fi
+  printf '%-17s %-18s %6s %8s %9s %8s %8s %10s %9s %9s %10s  %s\n' "$label" "$alg" "$nprocs" "$cold" \
+    "$programs" "$cpu" "$rss" "$(field rps "$line")" "$(field p50_ms "$line")" "$(field p99_ms "$line")" \
+    "$(field bytes "$line")" "$target"
+done
+echo "(programs 0: the plan was over plan_compile_max_size and sent without programs; see the scale runs above)"
 echo
 echo "results: $out"
