@@ -17,8 +17,8 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   # Compression (bench/plan_load measures gzip of plans)
   zlib1g-dev
-  # MPI
-  openmpi-bin libopenmpi-dev
+  # MPI; gfortran for the Fortran bindings' tests (tests/shim/fcoll_check.F90)
+  openmpi-bin libopenmpi-dev gfortran
   # Metrics
   prometheus-cpp-dev
   # SNMP client and test peers (python3-gdbm: snmpsimd indexes its recordings

@@ -28,6 +28,13 @@ constexpr int kForceBytes = 80;
 
 size_t Index(Collective c) { return static_cast<size_t>(c); }
 
+// What the library never sees, said once at info when a job starts (the
+// README's table of what is served has the whole picture).
+constexpr std::string_view kNeverIntercepted =
+    "served: MPI_Alltoall, MPI_Alltoallv and MPI_Allgather (tuned), MPI_Ialltoall, MPI_Ialltoallv and "
+    "MPI_Iallgather (counted, the MPI library's own); every other collective (MPI_Alltoallw, MPI_Allgatherv, "
+    "neighborhood and persistent collectives among them) is the MPI library's own and not counted";
+
 const kernels::KernelInfo* Native(Collective c) {
   static const std::array<const kernels::KernelInfo*, 3> natives = {
       kernels::FindKernel(Collective::kAlltoall, "native"), kernels::FindKernel(Collective::kAlltoallv, "native"),
@@ -173,6 +180,7 @@ void Runtime::Start() {
         fmt::format("{} ranks on {} hosts, plan {} (topology version {}){}; ready in {:.1f} ms", world_size_,
                     per_host.size(), world_plan_->plan_id.empty() ? "none" : world_plan_->plan_id,
                     world_plan_->topology_version, tables, init_seconds_ * 1e3));
+    Log(LogLevel::kInfo, std::string(kNeverIntercepted));
   }
 }
 
@@ -380,11 +388,16 @@ std::unique_ptr<Runtime::CommState> Runtime::Resolve(MPI_Comm comm) {
 Runtime::CommState* Runtime::StateOf(MPI_Comm comm) {
   if (comm == MPI_COMM_WORLD) return world_;
   if (comm == MPI_COMM_NULL) return nullptr;
+  std::shared_ptr<const PlanData> later;
   {
     std::lock_guard lock(mu_);
     if (auto it = states_.find(comm); it != states_.end()) return it->second.get();
+    if (auto it = pending_.find(comm); it != pending_.end()) {
+      later = std::move(it->second);
+      pending_.erase(it);
+    }
   }
-  auto state = Resolve(comm);
+  auto state = later ? MakeState(comm, std::move(later)) : Resolve(comm);
   CommState* p = state.get();
   std::lock_guard lock(mu_);
   states_[comm] = std::move(state);
@@ -397,9 +410,9 @@ void Runtime::Derived(MPI_Comm parent, MPI_Comm child) {
   {
     std::lock_guard lock(mu_);
     states_.erase(child);  // A handle freed behind our back and reused.
+    pending_.erase(child);
     if (auto it = states_.find(parent); it != states_.end()) from = it->second.get();
   }
-  if (from == nullptr) return;  // The child resolves at its first collective.
   int inter = 0;
   PMPI_Comm_test_inter(child, &inter);
   if (inter) return;
@@ -410,16 +423,29 @@ void Runtime::Derived(MPI_Comm parent, MPI_Comm child) {
   PMPI_Group_compare(a, b, &same);
   PMPI_Group_free(&a);
   PMPI_Group_free(&b);
-  if (same != MPI_IDENT) return;
+  if (same != MPI_IDENT) return;  // The child resolves at its first collective.
+  // Every rank of the parent is in this constructor: the parent's plan is
+  // resolved now when it has none yet (it may be freed before the child's
+  // first collective), once for all the communicators made like this one.
+  if (from == nullptr) from = StateOf(parent);
   auto state = MakeState(child, from->plan);
   std::lock_guard lock(mu_);
   states_[child] = std::move(state);
+}
+
+void Runtime::DerivedLater(MPI_Comm parent, MPI_Comm child) {
+  if (child == MPI_COMM_NULL) return;
+  CommState* from = StateOf(parent);  // Collective over the parent, as Derived.
+  std::lock_guard lock(mu_);
+  states_.erase(child);
+  if (from != nullptr) pending_[child] = from->plan;
 }
 
 void Runtime::Forget(MPI_Comm comm) {
   std::unique_ptr<CommState> gone;
   {
     std::lock_guard lock(mu_);
+    pending_.erase(comm);
     if (auto it = states_.find(comm); it != states_.end() && comm != MPI_COMM_WORLD) {
       gone = std::move(it->second);
       states_.erase(it);
@@ -447,6 +473,29 @@ void Runtime::Note(const std::string& reason, bool log_here) {
     first = reasons_[reason]++ == 0;
   }
   if (first && log_here) Log(LogLevel::kWarn, reason);
+}
+
+void Runtime::Unserved(const std::string& reason, bool log_here) {
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    first = unserved_[reason]++ == 0;
+  }
+  if (first && log_here) Log(LogLevel::kInfo, reason);
+}
+
+void Runtime::Nonblocking(Collective c, MPI_Comm comm, int64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    ++nonblocking_[Index(c)].calls;
+    nonblocking_[Index(c)].bytes += bytes;
+  }
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  Unserved(fmt::format("MPI_I{}: the MPI library's own; a tuned schedule would need progress that topotune "
+                       "cannot make without a helper thread",
+                       kernels::CollectiveName(c)),
+           rank == 0);
 }
 
 void Runtime::Log(LogLevel level, const std::string& line) const {
@@ -599,6 +648,7 @@ void Runtime::Stop() {
   {
     std::lock_guard lock(mu_);
     states.swap(states_);
+    pending_.clear();
     world_ = nullptr;
   }
   // Private communicators are freed here, while MPI is still initialised.
@@ -653,6 +703,12 @@ void Runtime::Finish() {
         v_classes_[static_cast<size_t>(p)];
   j["fallbacks"] = nlohmann::json::object();
   for (const auto& [reason, count] : reasons_) j["fallbacks"][reason] = count;
+  j["unserved"] = nlohmann::json::object();
+  for (const auto& [reason, count] : unserved_) j["unserved"][reason] = count;
+  j["nonblocking"] = nlohmann::json::object();
+  for (Collective c : kCollectives)
+    j["nonblocking"][std::string(kernels::CollectiveName(c))] = {{"calls", nonblocking_[Index(c)].calls},
+                                                                 {"bytes", nonblocking_[Index(c)].bytes}};
   std::ofstream out(path);
   out << j.dump(2) << "\n";
   if (!out) Log(LogLevel::kError, fmt::format("cannot write TOPOTUNE_STATS_FILE '{}'", path));

@@ -8,8 +8,12 @@
 //     (PMPI_Allgather), rank 0 asks the daemon (GetPlan with the placement),
 //     checks the answer (plan_check.h), broadcasts the tables and scatters
 //     to each rank its own compiled programs. Only rank 0 talks to the daemon.
-//   * MPI_Comm_dup, and a split or create with the same ranks in the same
-//     order: the parent's plan, with a private communicator of its own.
+//   * A communicator made by a constructor (MPI_Comm_dup, _dup_with_info,
+//     _idup, _split, _split_type, _create, _create_group, MPI_Cart_create,
+//     MPI_Cart_sub, MPI_Dist_graph_create_adjacent) with the parent's ranks
+//     in the parent's order: the parent's plan (resolved then, if the parent
+//     had none yet), with a private communicator of its own; so a job asks
+//     for one plan per distinct ordered set of ranks it runs collectives on.
 //   * Any other intracommunicator: lazily, at its first intercepted
 //     collective, the same exchange within it (its rank 0 asks for the
 //     placement of its ranks). A plan for another topology version than the
@@ -106,8 +110,18 @@ class Runtime {
   // After a constructor succeeded: `child` was made from `parent`; it shares
   // the parent's plan when it has the parent's ranks in the same order.
   void Derived(MPI_Comm parent, MPI_Comm child);
-  // Before the communicator is freed (collective).
+  // After MPI_Comm_idup started (collective over the parent): `child` has
+  // the parent's ranks in its order but may not be used before the request
+  // completes, so no MPI call is made on it here; it takes the parent's plan
+  // at its first collective.
+  void DerivedLater(MPI_Comm parent, MPI_Comm child);
+  // Before the communicator is freed or disconnected (collective).
   void Forget(MPI_Comm comm);
+
+  // A nonblocking collective the MPI library started on `comm`, receiving
+  // `bytes` on this rank from the other ranks: counted apart (the stats
+  // file's "nonblocking"), with the reason it is not tuned logged once.
+  void Nonblocking(kernels::Collective c, MPI_Comm comm, int64_t bytes);
 
   // At MPI_Finalize: before PMPI_Finalize, Stop records the time and drops
   // the per-communicator state; after it, Finish reports and writes the
@@ -170,6 +184,9 @@ class Runtime {
              bool fallback);
   // Counts a fallback reason and logs it the first time (when `log_here`).
   void Note(const std::string& reason, bool log_here);
+  // Counts a reason why calls are not served (the stats file's "unserved")
+  // and logs it at info the first time (when `log_here`).
+  void Unserved(const std::string& reason, bool log_here);
   void Log(LogLevel level, const std::string& line) const;
   // The world ranks of comm's ranks.
   std::vector<int> WorldRanks(MPI_Comm comm) const;
@@ -192,6 +209,8 @@ class Runtime {
 
   mutable std::mutex mu_;
   std::unordered_map<MPI_Comm, std::unique_ptr<CommState>> states_;
+  // MPI_Comm_idup's communicators and the plan they will share (DerivedLater).
+  std::unordered_map<MPI_Comm, std::shared_ptr<const PlanData>> pending_;
   CallStats stats_;
   // Alltoallv calls per pattern class, agreed before they ran; calls that
   // need no agreement (the plan runs one kernel whatever the class, or one
@@ -200,7 +219,11 @@ class Runtime {
   // apart.
   std::array<int64_t, kernels::kPatternClassCount> v_classes_{};
   int64_t v_unclassified_ = 0, v_deferred_ = 0, v_skipped_ = 0;
-  std::unordered_map<std::string, int64_t> reasons_;
+  std::unordered_map<std::string, int64_t> reasons_, unserved_;
+  struct Passed {
+    int64_t calls = 0, bytes = 0;
+  };
+  std::array<Passed, 3> nonblocking_{};  // Indexed by kernels::Collective.
 };
 
 }  // namespace topotune::shim

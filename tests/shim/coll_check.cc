@@ -7,13 +7,25 @@
 // native run (`cmp`).
 //
 //   mpirun -np N coll_check [--out DIR] [--rounds N] [--pause-file PATH]
+//                           [--comms derived] [--nonblocking]
 //
 // One round is, in this order, for each communicator, each datatype and
 // each count, the calls listed below. Communicators (made anew each round,
 // freed at its end): MPI_COMM_WORLD; an MPI_Comm_dup of it; MPI_Comm_split
 // by rank % 2 (key: rank); the same split with the key order reversed; an
 // MPI_Comm_create of the group of the first ceil(N/2) ranks (the others sit
-// those calls out); MPI_Comm_split by rank (one rank each). Datatypes:
+// those calls out); MPI_Comm_split by rank (one rank each). With --comms
+// derived, the communicators are instead MPI_COMM_WORLD, the split by
+// rank % 2 ("parity") and what the other constructors make of them: of
+// parity, an MPI_Comm_dup_with_info, an MPI_Comm_idup, a one-dimensional
+// MPI_Cart_create without reordering, an MPI_Comm_split_type
+// (MPI_COMM_TYPE_SHARED: all of parity when the job runs on one machine), an
+// MPI_Comm_create_group of its whole group and an
+// MPI_Dist_graph_create_adjacent (a ring, unweighted, without reordering),
+// all with parity's ranks in parity's order; and MPI_Cart_sub keeping the
+// second dimension of a two-dimensional MPI_Cart_create of MPI_COMM_WORLD
+// (MPI_Dims_create). The dup_with_info is released by MPI_Comm_disconnect,
+// the others by MPI_Comm_free. Datatypes:
 // MPI_BYTE, MPI_INT, MPI_DOUBLE, "contig" (MPI_Type_contiguous of 3 ints)
 // and "vec" (MPI_Type_vector of 3 ints with stride 2: a gap after the first
 // two ints of every element, which nobody may write). Counts: 0, 1, 3, 300
@@ -49,6 +61,12 @@
 //   {"nprocs": 4, "rounds": 1,
 //    "calls": {"alltoall": {"total": 312, "world": 52, "single": 52, "bytes": 20341440}, ...}}
 //
+// --nonblocking: every call is the nonblocking one (MPI_Ialltoall,
+// MPI_Ialltoallv, MPI_Iallgather), completed in turn by MPI_Wait after some
+// computation on other memory (overlap) or by polling MPI_Test; the data and
+// outputs are those of the blocking calls. summary.json then says
+// "nonblocking": true.
+//
 // --pause-file PATH: after the first round, world rank 0 creates PATH.ready
 // and waits (polling every 10 ms, at most 60 s) until PATH exists; then all
 // ranks meet in a barrier and go on. The daemon-dies test kills the daemon
@@ -77,7 +95,8 @@ constexpr int64_t kGuard = 64;
 constexpr int64_t kLargeBytes = 65536;
 
 const char kUsage[] =
-    "Usage: coll_check [--out DIR] [--rounds N] [--pause-file PATH] [--world-sizes B,...] [--help]\n"
+    "Usage: coll_check [--out DIR] [--rounds N] [--pause-file PATH] [--comms standard|derived] [--nonblocking]\n"
+    "                  [--world-sizes B,...] [--help]\n"
     "\n"
     "Runs a fixed sequence of MPI_Alltoall, MPI_Alltoallv and MPI_Allgather calls on several\n"
     "communicators, datatypes and counts (MPI_IN_PLACE too), checks every received element and,\n"
@@ -88,6 +107,11 @@ const char kUsage[] =
     "  --rounds N         run the whole sequence N times (default 1)\n"
     "  --pause-file PATH  after round 1, rank 0 creates PATH.ready and waits until PATH exists\n"
     "                     (at most 60 s), then every rank meets in a barrier\n"
+    "  --comms derived    run on MPI_COMM_WORLD, a split and the communicators that MPI_Comm_dup_with_info,\n"
+    "                     MPI_Comm_idup, MPI_Cart_create, MPI_Comm_split_type, MPI_Comm_create_group,\n"
+    "                     MPI_Dist_graph_create_adjacent and MPI_Cart_sub make (default: standard)\n"
+    "  --nonblocking      use MPI_Ialltoall, MPI_Ialltoallv and MPI_Iallgather, completed by MPI_Wait\n"
+    "                     after some computation or by polling MPI_Test\n"
     "  --world-sizes B,...  after the rounds, one MPI_Alltoall and one MPI_Allgather of B bytes\n"
     "                     per block (MPI_BYTE) on MPI_COMM_WORLD for each B, checked like the rest\n"
     "                     (sizes where a tuned plan picks its large-message algorithms)\n"
@@ -252,7 +276,8 @@ class Checker {
 
 class Runner {
  public:
-  Runner(int world_rank, Checker* checker) : world_rank_(world_rank), check_(checker) {}
+  Runner(int world_rank, Checker* checker, bool nonblocking)
+      : world_rank_(world_rank), check_(checker), nonblocking_(nonblocking) {}
 
   int64_t calls(Coll c) const { return calls_[c]; }
   int64_t world_calls(Coll c) const { return world_calls_[c]; }
@@ -276,8 +301,11 @@ class Runner {
     }
     Buffers buf = MakeBuffers(st, sblocks, rt, rblocks, rsent, in_place, call);
     Count(kAlltoall, comm, int64_t{n} * (n - 1) * rcount * rt.size());
-    int rc = MPI_Alltoall(in_place ? MPI_IN_PLACE : buf.send.data(), scount, st.type, buf.recv.data(), rcount, rt.type,
-                          comm.comm);
+    const void* send = in_place ? MPI_IN_PLACE : buf.send.data();
+    int rc = Invoke([&] { return MPI_Alltoall(send, scount, st.type, buf.recv.data(), rcount, rt.type, comm.comm); },
+                    [&](MPI_Request* r) {
+                      return MPI_Ialltoall(send, scount, st.type, buf.recv.data(), rcount, rt.type, comm.comm, r);
+                    });
     Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
@@ -293,8 +321,11 @@ class Runner {
     for (int j = 0; j < n; ++j) rblocks.push_back({int64_t{j} * rcount, rcount, j, -1});
     Buffers buf = MakeBuffers(st, sblocks, rt, rblocks, {rblocks[static_cast<size_t>(me)]}, in_place, call);
     Count(kAllgather, comm, int64_t{n} * (n - 1) * rcount * rt.size());
-    int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : buf.send.data(), scount, st.type, buf.recv.data(), rcount, rt.type,
-                           comm.comm);
+    const void* send = in_place ? MPI_IN_PLACE : buf.send.data();
+    int rc = Invoke([&] { return MPI_Allgather(send, scount, st.type, buf.recv.data(), rcount, rt.type, comm.comm); },
+                    [&](MPI_Request* r) {
+                      return MPI_Iallgather(send, scount, st.type, buf.recv.data(), rcount, rt.type, comm.comm, r);
+                    });
     Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
@@ -337,12 +368,39 @@ class Runner {
       for (int j = 0; j < n; ++j)
         if (i != j) moved += count(i, j) * st.size();
     Count(kAlltoallv, comm, moved);
-    int rc = MPI_Alltoallv(in_place ? MPI_IN_PLACE : buf.send.data(), scounts.data(), sdispls.data(), st.type,
-                           buf.recv.data(), rcounts.data(), rdispls.data(), rt.type, comm.comm);
+    const void* send = in_place ? MPI_IN_PLACE : buf.send.data();
+    int rc = Invoke(
+        [&] {
+          return MPI_Alltoallv(send, scounts.data(), sdispls.data(), st.type, buf.recv.data(), rcounts.data(),
+                               rdispls.data(), rt.type, comm.comm);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ialltoallv(send, scounts.data(), sdispls.data(), st.type, buf.recv.data(), rcounts.data(),
+                                rdispls.data(), rt.type, comm.comm, r);
+        });
     Finish(info, rc, buf, rt, rblocks, st, sblocks);
   }
 
  private:
+  // The blocking call, or the nonblocking one completed in turn by MPI_Wait
+  // after computing on other memory, or by polling MPI_Test.
+  template <typename Blocking, typename Start>
+  int Invoke(Blocking blocking, Start start) {
+    if (!nonblocking_) return blocking();
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = start(&request);
+    if (rc != MPI_SUCCESS) return rc;
+    if (++started_ % 2 == 1) {
+      for (size_t i = 0; i < scratch_.size(); ++i) scratch_[i] = scratch_[i] * 31 + static_cast<uint64_t>(i);
+      return MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    for (int done = 0; !done;) {
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    return rc;
+  }
+
   // On world rank 0: one call more, moving `bytes` between distinct ranks
   // (all ranks together, as topotune-bench counts them).
   void Count(Coll c, const Comm& comm, int64_t bytes) {
@@ -392,6 +450,9 @@ class Runner {
 
   int world_rank_;
   Checker* check_;
+  bool nonblocking_;
+  int64_t started_ = 0;
+  std::vector<uint64_t> scratch_ = std::vector<uint64_t>(4096, 1);  // The computation overlapped with a call.
   int64_t call_ = 0;
   int64_t calls_[3] = {0, 0, 0};
   int64_t world_calls_[3] = {0, 0, 0};
@@ -449,9 +510,58 @@ std::vector<Comm> MakeComms(int rank, int n) {
   return comms;
 }
 
-void Round(Runner* run, int rank, int n) {
+// --comms derived (see the file comment).
+std::vector<Comm> MakeDerivedComms(int rank, int n) {
+  std::vector<Comm> comms;
+  comms.push_back({"MPI_COMM_WORLD", MPI_COMM_WORLD, true, false});
+  Comm parity{"split by rank % 2", MPI_COMM_NULL, false, true};
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &parity.comm);
+  comms.push_back(parity);
+  int size = 0;
+  MPI_Comm_size(parity.comm, &size);
+  Comm with_info{"MPI_Comm_dup_with_info of parity (disconnected)", MPI_COMM_NULL, false, true};
+  MPI_Comm_dup_with_info(parity.comm, MPI_INFO_NULL, &with_info.comm);
+  comms.push_back(with_info);
+  Comm idup{"MPI_Comm_idup of parity", MPI_COMM_NULL, false, true};
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Comm_idup(parity.comm, &idup.comm, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  comms.push_back(idup);
+  Comm cart{"MPI_Cart_create of parity (1 dimension)", MPI_COMM_NULL, false, true};
+  const int dims1[1] = {size}, periods1[1] = {0};
+  MPI_Cart_create(parity.comm, 1, dims1, periods1, 0, &cart.comm);
+  comms.push_back(cart);
+  Comm shared{"MPI_Comm_split_type of parity (shared memory)", MPI_COMM_NULL, false, true};
+  MPI_Comm_split_type(parity.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared.comm);
+  comms.push_back(shared);
+  Comm grouped{"MPI_Comm_create_group of parity's group", MPI_COMM_NULL, false, true};
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Comm_group(parity.comm, &group);
+  MPI_Comm_create_group(parity.comm, group, 7, &grouped.comm);
+  MPI_Group_free(&group);
+  comms.push_back(grouped);
+  Comm graph{"MPI_Dist_graph_create_adjacent of parity (a ring)", MPI_COMM_NULL, false, true};
+  int me = 0;
+  MPI_Comm_rank(parity.comm, &me);
+  const int ring[2] = {(me + size - 1) % size, (me + 1) % size};
+  MPI_Dist_graph_create_adjacent(parity.comm, 2, ring, MPI_UNWEIGHTED, 2, ring, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                 &graph.comm);
+  comms.push_back(graph);
+  int dims2[2] = {0, 0};
+  const int periods2[2] = {0, 0}, remain[2] = {0, 1};
+  MPI_Dims_create(n, 2, dims2);
+  MPI_Comm grid = MPI_COMM_NULL;
+  MPI_Cart_create(MPI_COMM_WORLD, 2, dims2, periods2, 0, &grid);
+  Comm row{"MPI_Cart_sub of a 2-dimensional MPI_Cart_create of MPI_COMM_WORLD", MPI_COMM_NULL, false, true};
+  MPI_Cart_sub(grid, remain, &row.comm);
+  MPI_Comm_free(&grid);
+  comms.push_back(row);
+  return comms;
+}
+
+void Round(Runner* run, int rank, int n, bool derived) {
   std::vector<TestType> types = MakeTypes();
-  std::vector<Comm> comms = MakeComms(rank, n);
+  std::vector<Comm> comms = derived ? MakeDerivedComms(rank, n) : MakeComms(rank, n);
   const TestType& int_type = types[1];
   for (const Comm& comm : comms) {
     for (const TestType& t : types) {
@@ -481,8 +591,13 @@ void Round(Runner* run, int rank, int n) {
       }
     }
   }
-  for (Comm& c : comms)
-    if (c.owned && c.comm != MPI_COMM_NULL) MPI_Comm_free(&c.comm);
+  for (Comm& c : comms) {
+    if (!c.owned || c.comm == MPI_COMM_NULL) continue;
+    if (c.name.find("disconnected") != std::string::npos)
+      MPI_Comm_disconnect(&c.comm);
+    else
+      MPI_Comm_free(&c.comm);
+  }
   for (TestType& t : types)
     if (t.owned) MPI_Type_free(&t.type);
 }
@@ -528,6 +643,7 @@ int main(int argc, char** argv) {
   std::string out_dir, pause_file;
   std::vector<int> world_sizes;
   long rounds = 1;
+  bool derived = false, nonblocking = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) -> std::string {
@@ -550,6 +666,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "coll_check: --rounds: '%s' is not a number from 1 to 1000\n", v.c_str());
         return 2;
       }
+    } else if (a == "--comms") {
+      std::string v = value("--comms");
+      if (v != "standard" && v != "derived") {
+        std::fprintf(stderr, "coll_check: --comms: '%s' is neither 'standard' nor 'derived'\n", v.c_str());
+        return 2;
+      }
+      derived = v == "derived";
+    } else if (a == "--nonblocking") {
+      nonblocking = true;
     } else if (a == "--pause-file") {
       pause_file = value("--pause-file");
     } else if (a == "--world-sizes") {
@@ -582,9 +707,9 @@ int main(int argc, char** argv) {
     }
   }
   Checker checker(rank, out);
-  Runner runner(rank, &checker);
+  Runner runner(rank, &checker, nonblocking);
   for (long r = 0; r < rounds; ++r) {
-    Round(&runner, rank, n);
+    Round(&runner, rank, n, derived);
     if (r == 0 && !pause_file.empty()) {
       if (rank == 0 && !WaitForFile(pause_file)) MPI_Abort(MPI_COMM_WORLD, 2);
       MPI_Barrier(MPI_COMM_WORLD);
@@ -608,8 +733,9 @@ int main(int argc, char** argv) {
   long long bad = checker.mismatches(), all_bad = 0;
   MPI_Allreduce(&bad, &all_bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::string json =
-        "{\"nprocs\": " + std::to_string(n) + ", \"rounds\": " + std::to_string(rounds) + ", \"calls\": {";
+    std::string json = "{\"nprocs\": " + std::to_string(n) + ", \"rounds\": " + std::to_string(rounds) +
+                       ", \"comms\": \"" + (derived ? "derived" : "standard") +
+                       "\", \"nonblocking\": " + (nonblocking ? "true" : "false") + ", \"calls\": {";
     for (int c = 0; c < 3; ++c) {
       json += std::string(c ? ", " : "") + "\"" + kCollNames[c] +
               "\": {\"total\": " + std::to_string(runner.calls(static_cast<Coll>(c))) +

@@ -13,6 +13,12 @@ reports in topotuned's database and its /metrics.
       MPI_COMM_WORLD, and with DAEMON=0 it may fall back everywhere.
       Alltoall and allgather: the entries' total_bytes add up to the bytes
       the calls moved between distinct ranks (SUMMARY).
+  shim_check.py nonblocking STATS SUMMARY
+      The stats file's "nonblocking" counts every nonblocking call rank 0
+      started (SUMMARY: coll_check's with "nonblocking": true, where every
+      call was, or fcoll_check's per-collective counts), the stats hold no
+      blocking call of a collective whose calls were all nonblocking, and
+      "unserved" gives each started collective's reason with its count.
   shim_check.py plan STATS STATUS [REGEX]
       plan.status is STATUS; for "none", plan.reason matches REGEX
       (case-insensitive); for "ok", plan_id and topology_version are set.
@@ -150,6 +156,33 @@ def cmd_forced(stats_path, summary_path, collective, algorithm, context, daemon)
     if collective != "alltoallv":
         check_bytes(es, collective, calls)
     print(f"{where}: {ran} of {total} calls ran {algorithm}, {fallbacks} fell back")
+
+
+def cmd_nonblocking(stats_path, summary_path):
+    stats, summary = load(stats_path), load(summary_path)
+    check_shape(stats)
+    nb = summary.get("nonblocking")
+    if nb is True:
+        want = {c: summary["calls"][c]["total"] for c in COLLECTIVES}
+    elif isinstance(nb, dict):
+        want = {c: int(nb.get(c, 0)) for c in COLLECTIVES}
+    else:
+        fail(f"{summary_path} made no nonblocking calls ('nonblocking' is {nb!r})")
+    got = stats.get("nonblocking")
+    if not isinstance(got, dict):
+        fail(f"the stats file has no 'nonblocking' object: {got!r}")
+    unserved = stats.get("unserved", {})
+    for c in COLLECTIVES:
+        calls = got.get(c, {}).get("calls")
+        if calls != want[c]:
+            fail(f"{c}: the stats count {calls} nonblocking calls, rank 0 started {want[c]}")
+        if nb is True and entries(stats, c):
+            fail(f"{c}: every call was nonblocking, but the stats hold blocking ones: {summarize(entries(stats, c))}")
+        name = "MPI_I" + c
+        reasons = {r: n for r, n in unserved.items() if r.startswith(name + ":")}
+        if want[c] and list(reasons.values()) != [want[c]]:
+            fail(f"{c}: 'unserved' should give {name}'s reason once with {want[c]} calls: {unserved}")
+    print(f"nonblocking calls counted: {want}")
 
 
 def cmd_plan(stats_path, status, regex=None):
@@ -423,7 +456,8 @@ def cmd_rpc_count(url, method):
 def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
                 "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
-                "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2)}
+                "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
+                "nonblocking": (cmd_nonblocking, 2)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

@@ -8,12 +8,15 @@
 #   NP_FLAG   the launcher's process-count flag (-np)
 #   MPIRUN... the launcher with its flags (TOPOTUNE_MPIEXEC_FLAGS)
 # Environment (CMakeLists.txt sets it): COLL_CHECK, NATIVE_DIR, TOPOLOGY,
-# PYTHON; with the shim: SHIM (libtopotune-mpi.so), TOPOTUNED,
-# FAULT_SERVER (plans_fault_server); same_results_<collective>: ALGORITHMS
-# (the collective's registered algorithms, comma-separated) and
-# CONTEXT_KERNELS (collective:name of the kernels that need a context).
+# PYTHON; FCOLL_CHECK_MPIF_H, FCOLL_CHECK_MPI and FCOLL_CHECK_MPI_F08
+# (fcoll_check.F90 per Fortran binding, when built); with the shim: SHIM
+# (libtopotune-mpi.so), TOPOTUNED, FAULT_SERVER (plans_fault_server);
+# same_results_<collective>: ALGORITHMS (the collective's registered
+# algorithms, comma-separated) and CONTEXT_KERNELS (collective:name of the
+# kernels that need a context); fortran_<binding>: KERNELS (collective:name
+# of every registered kernel) and CONTEXT_KERNELS.
 #
-# Every job is coll_check on 4 ranks, started as two app contexts of 2
+# Every job is coll_check (or fcoll_check) on 4 ranks, started as two app contexts of 2
 # ranks that the shim takes for hosts h0 and h1 (TOPOTUNE_HOSTNAME; on
 # different switches of TOPOLOGY), with the shim in LD_PRELOAD of the ranks
 # only, a stats file (TOPOTUNE_STATS_FILE) and stderr tagged by rank
@@ -24,7 +27,11 @@
 # Cases:
 #   native                coll_check without the shim, 1 round and 2 rounds
 #                         into NATIVE_DIR (the fixture of the other cases);
-#                         round 1 of both byte-identical; --help, usage error.
+#                         round 1 of both byte-identical; --help, usage error;
+#                         coll_check --comms derived into NATIVE_DIR/derived;
+#                         fcoll_check of each binding into
+#                         NATIVE_DIR/f_<binding>, byte-identical to each
+#                         other.
 #   same_results_<coll>   a real topotuned; each algorithm of ALGORITHMS
 #                         forced with TOPOTUNE_FORCE_<COLL>; the stats show
 #                         it ran (shim_check.py forced): every call for
@@ -71,6 +78,34 @@
 #                         connections but never answers; rank 0 may wait for
 #                         it (TOPOTUNE_TIMEOUT_MS) once, not once per
 #                         communicator it is in.
+#   derived               a real topotuned; coll_check --comms derived (the
+#                         communicators of MPI_Comm_dup_with_info,
+#                         MPI_Comm_idup, MPI_Cart_create, MPI_Comm_split_type,
+#                         MPI_Comm_create_group and
+#                         MPI_Dist_graph_create_adjacent of a split share the
+#                         split's plan) with tree_scheduled and
+#                         switch_ordered_ring forced: the job asks for 5 plans
+#                         (MPI_COMM_WORLD, the two halves of the split, the
+#                         two rows of MPI_Cart_sub), not one per communicator.
+#   nonblocking           a real topotuned; coll_check --nonblocking: every
+#                         call passed to the MPI library and counted in the
+#                         stats file's "nonblocking" (shim_check.py
+#                         nonblocking), the reason logged once at info.
+#   fortran_<binding>     a real topotuned; fcoll_check of the binding (mpif_h,
+#                         mpi, mpi_f08) with every registered kernel forced in
+#                         turn: same data as native, the stats show the kernel
+#                         ran, its nonblocking calls were counted, 5 plans
+#                         asked for per job (as in derived); the job with
+#                         alltoall pairwise leaves its report in the daemon's
+#                         database.
+#   fortran_manglings     the library exports exactly the C and Fortran names
+#                         of what it intercepts (nm -D); fmangle_check (C
+#                         calling mpi_x, mpi_x_, mpi_x__, MPI_X and
+#                         mpi_x_f08_) with pairwise, ring and linear forced:
+#                         same data as without the library, every call
+#                         counted under the forced kernel.
+#   fortran_faults        fcoll_check (mpif.h) with the daemon down (context
+#                         kernels forced fall back) and with a garbage plan.
 #   report_forced         a real topotuned; jobs forcing pairwise and
 #                         tree_scheduled each leave one row in job_reports
 #                         (their plan id and calls; the second's job id from
@@ -196,9 +231,10 @@ job_command() {
   rm -rf "$out" && mkdir -p "$out"
   local vars=(LD_PRELOAD="$SHIM" TOPOTUNE_STATS_FILE="$work/$name.stats.json" TOPOTUNE_JOB_ID="shim-$case_name-$name"
     "$@")
+  local prog=${program:-$COLL_CHECK}
   job_cmd=("${mpirun[@]}" --tag-output
-    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[0]}" "${vars[@]}" "$COLL_CHECK" --out "$out" "${cc_args[@]}" :
-    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[1]}" "${vars[@]}" "${h1_vars[@]}" "$COLL_CHECK" --out "$out"
+    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[0]}" "${vars[@]}" "$prog" --out "$out" "${cc_args[@]}" :
+    "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[1]}" "${vars[@]}" "${h1_vars[@]}" "$prog" --out "$out"
     "${cc_args[@]}")
 }
 job() {
@@ -249,6 +285,22 @@ archive() {
 # sql QUERY: runs QUERY on the daemon's database (read-only but for seeding).
 sql() { sqlite3 -cmd '.timeout 5000' "$db" "$1"; }
 
+# get_plans: the GetPlan calls the daemon of start_daemon has answered.
+get_plans() { "$python" "$here/shim_check.py" rpc_count "http://127.0.0.1:$metrics_port/metrics" GetPlan; }
+
+# plans_asked NAME BEFORE: the job asked for 5 plans since BEFORE (see derived).
+plans_asked() {
+  local asked=$(($(get_plans) - $2))
+  [[ $asked -eq 5 ]] || fail "$1: the job asked for $asked plans, expected 5 (MPI_COMM_WORLD, two halves of a split, two rows of a cart_sub; the other communicators share a plan)"
+}
+
+# The Fortran program of binding $1 (fcoll_check.F90 as built for it).
+fortran_program() {
+  local var=FCOLL_CHECK_${1^^}
+  [[ -n ${!var:-} ]] || fail "no fcoll_check for the Fortran binding '$1' (\$var is not set)"
+  echo "${!var}"
+}
+
 case $case_name in
   native)
     run "$COLL_CHECK" --help
@@ -269,6 +321,118 @@ case $case_name in
     done
     "$python" -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["nprocs"] == 4 and s["calls"]["alltoall"]["world"] > 0, s' \
       "$NATIVE_DIR/r1/summary.json" || fail "summary.json"
+    mkdir -p "$NATIVE_DIR/derived"
+    run "${mpirun[@]}" "$np_flag" 4 "$COLL_CHECK" --out "$NATIVE_DIR/derived" --comms derived
+    [[ $status -eq 0 ]] || fail "native run of --comms derived: exit status $status"
+    first=
+    for binding in mpif_h mpi mpi_f08; do
+      var=FCOLL_CHECK_${binding^^}
+      [[ -n ${!var:-} ]] || continue
+      mkdir -p "$NATIVE_DIR/f_$binding"
+      run "${!var}" --help
+      [[ $status -eq 0 ]] && grep -q -- --out "$work/stdout" || fail "fcoll_check ($binding) --help: status $status"
+      run "${mpirun[@]}" "$np_flag" 4 "${!var}" --out "$NATIVE_DIR/f_$binding"
+      [[ $status -eq 0 ]] || fail "native run of fcoll_check ($binding): exit status $status"
+      if [[ -n $first ]]; then
+        for r in 0 1 2 3; do
+          cmp "$NATIVE_DIR/f_$first/rank$r.bin" "$NATIVE_DIR/f_$binding/rank$r.bin" >"$work/cmp.txt" 2>&1 ||
+            fail "fcoll_check: $binding's rank $r output differs from $first's: $(cat "$work/cmp.txt")"
+        done
+      fi
+      first=$binding
+    done
+    ;;
+
+  derived)
+    start_daemon daemon
+    cc_args=(--comms derived)
+    before=$(get_plans)
+    job derived TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=tree_scheduled \
+      TOPOTUNE_FORCE_ALLGATHER=switch_ordered_ring
+    passed derived "$NATIVE_DIR/derived"
+    check plan "$stats" ok
+    check forced "$stats" "$summary" alltoall tree_scheduled 1 1
+    check forced "$stats" "$summary" allgather switch_ordered_ring 1 1
+    plans_asked derived "$before"
+    ;;
+
+  nonblocking)
+    start_daemon daemon
+    cc_args=(--nonblocking)
+    job nonblocking TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_LOG=info TOPOTUNE_FORCE_ALLTOALL=pairwise
+    passed nonblocking
+    check plan "$stats" ok
+    check nonblocking "$stats" "$summary"
+    for c in Ialltoall Ialltoallv Iallgather; do
+      [[ $(grep -c "^\[1,0\]<stderr>:topotune: MPI_$c: the MPI library's own" "$work/stderr") -eq 1 ]] ||
+        fail "nonblocking: rank 0 did not say once at info why MPI_$c is not tuned"
+    done
+    ;;
+
+  fortran_manglings)
+    names=(init init_thread finalize alltoall alltoallv allgather ialltoall ialltoallv iallgather comm_dup
+      comm_dup_with_info comm_idup comm_split comm_split_type comm_create comm_create_group cart_create cart_sub
+      dist_graph_create_adjacent comm_free comm_disconnect)
+    for name in "${names[@]}"; do
+      printf '%s\n' "MPI_${name^}" "mpi_$name" "mpi_${name}_" "mpi_${name}__" "MPI_${name^^}" "mpi_${name}_f08_"
+    done | sort >"$work/exports.want"
+    nm -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$work/exports.got"
+    diff "$work/exports.want" "$work/exports.got" >"$work/exports.diff" ||
+      fail "the library's exported names differ from what it intercepts: $(head -c 600 "$work/exports.diff")"
+    program=$FMANGLE_CHECK
+    mkdir -p "$work/reference"
+    run "${mpirun[@]}" "$np_flag" 4 "$program" --out "$work/reference"
+    [[ $status -eq 0 ]] || fail "fmangle_check without the library: exit status $status"
+    start_daemon daemon
+    job manglings TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=pairwise TOPOTUNE_FORCE_ALLGATHER=ring \
+      TOPOTUNE_FORCE_ALLTOALLV=linear
+    passed manglings "$work/reference"
+    check plan "$stats" ok
+    check forced "$stats" "$summary" alltoall pairwise 0 1
+    check forced "$stats" "$summary" allgather ring 0 1
+    check forced "$stats" "$summary" alltoallv linear 0 1
+    check nonblocking "$stats" "$summary"
+    ;;
+
+  fortran_faults)
+    program=$(fortran_program mpif_h)
+    port=$(closed_port)
+    job down TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_FORCE_ALLTOALL=tree_scheduled TOPOTUNE_FORCE_ALLTOALLV=linear
+    passed down "$NATIVE_DIR/f_mpif_h"
+    check plan "$stats" none "unreachable|connect|unavailable|127\.0\.0\.1:$port"
+    check forced "$stats" "$summary" alltoall tree_scheduled 1 0
+    check forced "$stats" "$summary" alltoallv linear 0 0
+    check nonblocking "$stats" "$summary"
+    start_fault_server garbage
+    job garbage TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed garbage "$NATIVE_DIR/f_mpif_h"
+    check fault "$stats" "not a topotune\.v1\.GetPlanResponse|pars|decod|malformed|deserial"
+    ;;
+
+  fortran_*)
+    binding=${case_name#fortran_}
+    program=$(fortran_program "$binding")
+    start_daemon daemon
+    IFS=, read -r -a kernels <<<"${KERNELS:?}"
+    for entry in "${kernels[@]}"; do
+      collective=${entry%%:*} alg=${entry#*:}
+      context=0
+      [[ ,${CONTEXT_KERNELS:-}, == *,$entry,* ]] && context=1
+      before=$(get_plans)
+      job "$collective-$alg" TOPOTUNE_SERVER="127.0.0.1:$port" "TOPOTUNE_FORCE_${collective^^}=$alg"
+      passed "$collective-$alg" "$NATIVE_DIR/f_$binding"
+      check plan "$stats" ok
+      check forced "$stats" "$summary" "$collective" "$alg" "$context" 1
+      check nonblocking "$stats" "$summary"
+      plans_asked "$collective-$alg" "$before"
+      if [[ $entry == alltoall:pairwise ]]; then
+        job_id=shim-$case_name-$collective-$alg
+        [[ $(sql "SELECT count(*) FROM job_reports WHERE job_id = '$job_id'") -eq 1 ]] ||
+          fail "$entry: no report of job $job_id in the daemon's database"
+        sql "SELECT payload FROM job_reports WHERE job_id = '$job_id'" >"$work/report.json"
+        check report "$work/report.json" "$stats" "$job_id" "$alg"
+      fi
+    done
     ;;
 
   same_results_*)

@@ -1,0 +1,297 @@
+// libtopotune-mpi.so's Fortran entry points for Open MPI: `include 'mpif.h'`,
+// `use mpi` and `use mpi_f08` programs call these instead of the MPI
+// library's, which would go straight to PMPI_ and bypass the C wrappers.
+//
+// Every function has one implementation here, exported under the five names
+// Open MPI's bindings use: mpi_x, mpi_x_, mpi_x__ and MPI_X (mpif.h and
+// `use mpi`, by compiler mangling) and mpi_x_f08_ (`use mpi_f08`, whose
+// arguments Open MPI passes unchanged: handles are MPI_Fint, buffers plain
+// addresses; only its ierror is optional, so every ierr here may be null).
+//
+//   * Collectives convert their handles (PMPI_Comm_f2c, PMPI_Type_f2c) and
+//     the Fortran sentinels MPI_IN_PLACE and MPI_BOTTOM (addresses of
+//     Open MPI's common blocks, looked up in the process, never defined
+//     here) and take the same Runtime path as C calls.
+//   * Everything else calls the MPI library's own Fortran function (the next
+//     definition of its name after this library, RTLD_NEXT), which converts
+//     every argument itself (LOGICAL arrays, MPI_UNWEIGHTED, info), then
+//     tells the Runtime what happened: MPI_INIT starts it, constructors
+//     share plans, MPI_COMM_FREE forgets.
+// Without a Runtime every function is the MPI library's own.
+//
+// MPICH's Fortran bindings call its C functions (mpif.h) or take descriptors
+// (mpi_f08 buffers); they are not served by this file (BINDINGS.md).
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+
+#include "bench_kernels/shim/entry.h"
+
+#if defined(OPEN_MPI)
+
+namespace {
+
+namespace shim = topotune::shim;
+using topotune::kernels::Collective;
+using F = MPI_Fint;
+static_assert(sizeof(F) == sizeof(int), "Fortran counts are passed to MPI as int arrays");
+
+// The MPI library's own definition of the Fortran function `name`.
+template <typename Fn>
+Fn* Next(const char* name) {
+  void* p = dlsym(RTLD_NEXT, name);
+  if (p == nullptr) {
+    std::fprintf(stderr, "topotune: the MPI library defines no Fortran %s (%s); cannot go on\n", name, dlerror());
+    std::abort();
+  }
+  return reinterpret_cast<Fn*>(p);
+}
+
+// Open MPI's Fortran sentinels: the addresses of its common blocks, in any
+// of the manglings a compiler may have used (the process has one or more).
+struct Sentinel {
+  std::array<void*, 4> at{};
+  explicit Sentinel(const char* name) {
+    const std::string lower(name);
+    std::string upper;
+    for (char c : lower) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    const std::array<std::string, 4> names = {lower, lower + "_", lower + "__", upper};
+    for (size_t i = 0; i < names.size(); ++i) at[i] = dlsym(RTLD_DEFAULT, names[i].c_str());
+  }
+  bool Is(const void* p) const {
+    for (void* a : at)
+      if (a != nullptr && a == p) return true;
+    return false;
+  }
+};
+
+// A Fortran choice buffer as C sees it.
+const void* SendBuffer(const void* buf) {
+  static const Sentinel in_place("mpi_fortran_in_place"), bottom("mpi_fortran_bottom");
+  if (in_place.Is(buf)) return MPI_IN_PLACE;
+  if (bottom.Is(buf)) return MPI_BOTTOM;
+  return buf;
+}
+void* RecvBuffer(void* buf) {
+  static const Sentinel bottom("mpi_fortran_bottom");
+  return bottom.Is(buf) ? MPI_BOTTOM : buf;
+}
+
+MPI_Comm Comm(const F* f) { return PMPI_Comm_f2c(*f); }
+MPI_Datatype Type(const F* f) { return PMPI_Type_f2c(*f); }
+
+// The caller's ierr, which `use mpi_f08` may omit (null).
+void SetError(F* ierr, int rc) {
+  if (ierr != nullptr) *ierr = static_cast<F>(rc);
+}
+
+// Runs the library's own function as call(&local_ierr); returns its code
+// and gives it to the caller.
+template <typename Call>
+int Forward(F* ierr, Call call) {
+  F e = MPI_SUCCESS;
+  call(&e);
+  SetError(ierr, e);
+  return e;
+}
+
+// A constructor: the library's own function (call), then the Runtime hears
+// of `child`, made from `parent` (after the call: it sets *child).
+template <typename Call>
+void Construct(F* ierr, const F* parent, const F* child, Call call,
+               void (*then)(int, MPI_Comm, MPI_Comm) = shim::Derived) {
+  const int rc = Forward(ierr, call);
+  then(rc, Comm(parent), Comm(child));
+}
+
+}  // namespace
+
+// The implementations (hidden; exported only under the aliases below).
+extern "C" {
+
+#define TOPOTUNE_HIDDEN __attribute__((visibility("hidden")))
+
+TOPOTUNE_HIDDEN void topotune_f_init(F* ierr) {
+  static auto* next = Next<void(F*)>("mpi_init_");
+  SetError(ierr, shim::InitWith([&] { return Forward(nullptr, [&](F* e) { next(e); }); }));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_init_thread(F* required, F* provided, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*)>("mpi_init_thread_");
+  SetError(ierr, shim::InitWith([&] { return Forward(nullptr, [&](F* e) { next(required, provided, e); }); }));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_finalize(F* ierr) {
+  static auto* next = Next<void(F*)>("mpi_finalize_");
+  SetError(ierr, shim::FinalizeWith([&] { return Forward(nullptr, [&](F* e) { next(e); }); }));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_alltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
+                                         F* recvtype, F* comm, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>("mpi_alltoall_");
+  shim::Runtime* rt = shim::ActiveRuntime();
+  if (rt == nullptr) {
+    Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
+    return;
+  }
+  SetError(ierr, rt->Alltoall({SendBuffer(sendbuf), *sendcount, Type(sendtype), RecvBuffer(recvbuf), *recvcount,
+                               Type(recvtype), Comm(comm)}));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_allgather(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
+                                          F* recvtype, F* comm, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>("mpi_allgather_");
+  shim::Runtime* rt = shim::ActiveRuntime();
+  if (rt == nullptr) {
+    Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
+    return;
+  }
+  SetError(ierr, rt->Allgather({SendBuffer(sendbuf), *sendcount, Type(sendtype), RecvBuffer(recvbuf), *recvcount,
+                                Type(recvtype), Comm(comm)}));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_alltoallv(void* sendbuf, F* sendcounts, F* sdispls, F* sendtype, void* recvbuf,
+                                          F* recvcounts, F* rdispls, F* recvtype, F* comm, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_alltoallv_");
+  shim::Runtime* rt = shim::ActiveRuntime();
+  if (rt == nullptr) {
+    Forward(ierr, [&](F* e) {
+      next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, e);
+    });
+    return;
+  }
+  SetError(ierr, rt->Alltoallv({SendBuffer(sendbuf), sendcounts, sdispls, Type(sendtype), RecvBuffer(recvbuf),
+                                recvcounts, rdispls, Type(recvtype), Comm(comm)}));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_ialltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
+                                          F* recvtype, F* comm, F* request, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_ialltoall_");
+  shim::StartedFixed(
+      Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, e); }),
+      Collective::kAlltoall, *recvcount, Type(recvtype), Comm(comm));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_iallgather(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
+                                           F* recvtype, F* comm, F* request, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_iallgather_");
+  shim::StartedFixed(
+      Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, e); }),
+      Collective::kAllgather, *recvcount, Type(recvtype), Comm(comm));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_ialltoallv(void* sendbuf, F* sendcounts, F* sdispls, F* sendtype, void* recvbuf,
+                                           F* recvcounts, F* rdispls, F* recvtype, F* comm, F* request, F* ierr) {
+  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*)>("mpi_ialltoallv_");
+  shim::StartedV(Forward(ierr,
+                         [&](F* e) {
+                           next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                                request, e);
+                         }),
+                 recvcounts, Type(recvtype), Comm(comm));
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_dup(F* comm, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*)>("mpi_comm_dup_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_dup_with_info(F* comm, F* info, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_dup_with_info_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, info, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_idup(F* comm, F* newcomm, F* request, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_idup_");
+  Construct(
+      ierr, comm, newcomm, [&](F* e) { next(comm, newcomm, request, e); }, shim::DerivedLater);
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_split(F* comm, F* color, F* key, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*, F*)>("mpi_comm_split_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, color, key, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_split_type(F* comm, F* split_type, F* key, F* info, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*, F*, F*)>("mpi_comm_split_type_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, split_type, key, info, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_create(F* comm, F* group, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_create_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, group, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_create_group(F* comm, F* group, F* tag, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*, F*)>("mpi_comm_create_group_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, group, tag, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_cart_create(F* comm, F* ndims, F* dims, F* periods, F* reorder, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*, F*, F*, F*)>("mpi_cart_create_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, ndims, dims, periods, reorder, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_cart_sub(F* comm, F* remain_dims, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_cart_sub_");
+  Construct(ierr, comm, newcomm, [&](F* e) { next(comm, remain_dims, newcomm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_dist_graph_create_adjacent(F* comm, F* indegree, F* sources, F* sourceweights,
+                                                           F* outdegree, F* destinations, F* destweights, F* info,
+                                                           F* reorder, F* newcomm, F* ierr) {
+  static auto* next = Next<void(F*, F*, F*, F*, F*, F*, F*, F*, F*, F*, F*)>("mpi_dist_graph_create_adjacent_");
+  Construct(ierr, comm, newcomm, [&](F* e) {
+    next(comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm, e);
+  });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_free(F* comm, F* ierr) {
+  static auto* next = Next<void(F*, F*)>("mpi_comm_free_");
+  shim::Forget(Comm(comm));
+  Forward(ierr, [&](F* e) { next(comm, e); });
+}
+
+TOPOTUNE_HIDDEN void topotune_f_comm_disconnect(F* comm, F* ierr) {
+  static auto* next = Next<void(F*, F*)>("mpi_comm_disconnect_");
+  shim::Forget(Comm(comm));
+  Forward(ierr, [&](F* e) { next(comm, e); });
+}
+
+// The five exported names of topotune_f_<name>: mpi_<name>, mpi_<name>_,
+// mpi_<name>__, MPI_<NAME> and mpi_<name>_f08_.
+#define TOPOTUNE_FORTRAN(name, NAME)                                                      \
+  decltype(topotune_f_##name) mpi_##name __attribute__((alias("topotune_f_" #name)));     \
+  decltype(topotune_f_##name) mpi_##name##_ __attribute__((alias("topotune_f_" #name)));  \
+  decltype(topotune_f_##name) mpi_##name##__ __attribute__((alias("topotune_f_" #name))); \
+  decltype(topotune_f_##name) MPI_##NAME __attribute__((alias("topotune_f_" #name)));     \
+  decltype(topotune_f_##name) mpi_##name##_f08_ __attribute__((alias("topotune_f_" #name)));
+
+TOPOTUNE_FORTRAN(init, INIT)
+TOPOTUNE_FORTRAN(init_thread, INIT_THREAD)
+TOPOTUNE_FORTRAN(finalize, FINALIZE)
+TOPOTUNE_FORTRAN(alltoall, ALLTOALL)
+TOPOTUNE_FORTRAN(alltoallv, ALLTOALLV)
+TOPOTUNE_FORTRAN(allgather, ALLGATHER)
+TOPOTUNE_FORTRAN(ialltoall, IALLTOALL)
+TOPOTUNE_FORTRAN(ialltoallv, IALLTOALLV)
+TOPOTUNE_FORTRAN(iallgather, IALLGATHER)
+TOPOTUNE_FORTRAN(comm_dup, COMM_DUP)
+TOPOTUNE_FORTRAN(comm_dup_with_info, COMM_DUP_WITH_INFO)
+TOPOTUNE_FORTRAN(comm_idup, COMM_IDUP)
+TOPOTUNE_FORTRAN(comm_split, COMM_SPLIT)
+TOPOTUNE_FORTRAN(comm_split_type, COMM_SPLIT_TYPE)
+TOPOTUNE_FORTRAN(comm_create, COMM_CREATE)
+TOPOTUNE_FORTRAN(comm_create_group, COMM_CREATE_GROUP)
+TOPOTUNE_FORTRAN(cart_create, CART_CREATE)
+TOPOTUNE_FORTRAN(cart_sub, CART_SUB)
+TOPOTUNE_FORTRAN(dist_graph_create_adjacent, DIST_GRAPH_CREATE_ADJACENT)
+TOPOTUNE_FORTRAN(comm_free, COMM_FREE)
+TOPOTUNE_FORTRAN(comm_disconnect, COMM_DISCONNECT)
+
+}  // extern "C"
+
+#endif  // OPEN_MPI
