@@ -25,6 +25,14 @@
 #             alternating, --rounds jobs each, each job's stats file checked;
 #             the medians and the differences. Each plan comes from a daemon
 #             of its own.
+#   other bindings
+#             The same target for the Fortran binding (fshim_bench, `use
+#             mpi`: MPI_ALLTOALL) and for MPI_Ialltoall + MPI_Wait (the
+#             library passes it on and counts it), 4 ranks: --rounds rounds
+#             of the job without and with the library, their order
+#             alternating; the mean, median and p95 of the per-call times,
+#             the mean paired difference with a 95 % t-interval, and an A/A
+#             control (the same job without the library on both sides).
 #   init      MPI_Init takes at most 50 ms longer with the shim, for 16 ranks
 #             on this machine with a warm plan cache: the longest MPI_Init of
 #             any rank without the shim, with it, and with TOPOTUNE_DISABLE=1,
@@ -39,8 +47,9 @@
 # times then include the scheduler's, and only the differences matter.
 #
 # Builds nothing. Usage: bench/shim.sh [BUILD_DIR] [OPTIONS]
-#   BUILD_DIR          build tree with topotuned, libtopotune-mpi.so and
-#                      shim_bench (-DTOPOTUNE_BUILD_BENCHMARKS=ON; default ./build)
+#   BUILD_DIR          build tree with topotuned, libtopotune-mpi.so,
+#                      shim_bench and fshim_bench (-DTOPOTUNE_BUILD_BENCHMARKS=ON;
+#                      default ./build)
 #   --rounds N         measured jobs per configuration (default 5)
 #   --iterations N     calls per overhead job (default 200000)
 #   --out FILE         also write the output here
@@ -56,8 +65,8 @@ parse_options value:--rounds=rounds value:--iterations=iterations value:--out=ou
 [[ $iterations =~ ^[1-9][0-9]*$ ]] || { echo "shim.sh: --iterations '$iterations' is not a positive whole number" >&2; exit 2; }
 topotuned=$build/daemon/topotuned/topotuned
 shim=$build/bench_kernels/shim/libtopotune-mpi.so
-bench=$build/bench/shim_bench
-for f in "$topotuned" "$shim" "$bench"; do
+bench=$build/bench/shim_bench fbench=$build/bench/fshim_bench
+for f in "$topotuned" "$shim" "$bench" "$fbench"; do
   [[ -x $f || -f $f ]] || { echo "shim.sh: $f is missing; build it: cmake --build $build --target topotuned topotune-mpi shim_bench" >&2; exit 1; }
 done
 [[ -n $out ]] || out=$root/bench/results/shim-$(date +%Y%m%d-%H%M%S).txt
@@ -179,6 +188,46 @@ row "with the shim, native, agreement backing off:" backoff
 delta() { us "$(awk -v a="$(median < "$work/v-$1")" -v b="$(median < "$work/v-$2")" 'BEGIN { print b - a }')"; }
 echo "the agreement costs $(delta linear agree) us/call (linear after agreeing - linear forced); backing off adds" \
   "$(delta native backoff) us/call to native, the shim without agreement $(delta native shim) (medians)"
+echo
+
+echo "## other bindings, native chosen (target: <= 1 us added per call); 4 ranks, 8 bytes, $iterations calls," \
+  "$rounds rounds, sides alternating"
+# paired LABEL: --rounds rounds of the jobs side_a and side_b (arrays of
+# mpirun arguments), their order alternating; the statistics of both sides
+# and of the paired differences (b - a).
+paired() {
+  local i a b
+  : > "$work/paired"
+  for i in $(seq "$rounds"); do
+    if ((i % 2)); then
+      a=$(job per_call_us "${side_a[@]}") b=$(job per_call_us "${side_b[@]}")
+    else
+      b=$(job per_call_us "${side_b[@]}") a=$(job per_call_us "${side_a[@]}")
+    fi
+    echo "$a $b" >> "$work/paired"
+  done
+  python3 - "$1" "$work/paired" <<'PY'
+import statistics, sys
+label, rows = sys.argv[1], [tuple(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
+T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10,
+       2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05, 2.05, 2.04]
+def side(v):
+    v = sorted(v)
+    return (f"mean {statistics.mean(v):.3f} median {statistics.median(v):.3f} "
+            f"p95 {v[min(len(v) - 1, int(0.95 * len(v)))]:.3f} us/call")
+d = [b - a for a, b in rows]
+half = (T95[min(len(d), 31) - 2] if len(d) <= 31 else 1.96) * statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else float("nan")
+mean = statistics.mean(d)
+print(f"{label}: a {side([a for a, _ in rows])}; b {side([b for _, b in rows])}; "
+      f"b - a {mean:+.3f} us/call, 95 % interval [{mean - half:+.3f}, {mean + half:+.3f}] over {len(d)} rounds")
+PY
+}
+side_a=(-np 4 "$bench" calls --iterations "$iterations") side_b=("${side_a[@]}")
+paired "A/A: C MPI_Alltoall, a and b both without the library"
+side_a=(-np 4 "$fbench" "$iterations") side_b=(-np 4 "${with_shim[@]}" "$fbench" "$iterations")
+paired "Fortran MPI_ALLTOALL (use mpi): a without, b with the library"
+side_a=(-np 4 "$bench" icalls --iterations "$iterations") side_b=(-np 4 "${with_shim[@]}" "$bench" icalls --iterations "$iterations")
+paired "MPI_Ialltoall + MPI_Wait: a without, b with the library"
 echo
 
 echo "## MPI_Init, 16 ranks, warm plan cache (target: <= 50 ms added); $rounds jobs each"

@@ -12,6 +12,8 @@
  *   shim_bench vcalls [--bytes B] [--iterations N] [--warmup W]
  *       The same with MPI_Alltoallv, B bytes to every rank (the uniform
  *       pattern class).
+ *   shim_bench icalls [--bytes B] [--iterations N] [--warmup W]
+ *       The same with MPI_Ialltoall, each completed at once by MPI_Wait.
  *
  * A plain MPI program in C: it knows nothing of topotune, like the jobs the
  * shim is loaded into. */
@@ -30,8 +32,9 @@ static double Now(void) {
 static void Usage(FILE* out) {
   fprintf(out,
           "usage: shim_bench init\n"
-          "       shim_bench calls|vcalls [--bytes B] [--iterations N] [--warmup W]\n"
-          "Times MPI_Init (init) or blocking MPI_Alltoall (calls) or MPI_Alltoallv (vcalls) calls\n"
+          "       shim_bench calls|vcalls|icalls [--bytes B] [--iterations N] [--warmup W]\n"
+          "Times MPI_Init (init) or MPI_Alltoall (calls), MPI_Alltoallv (vcalls) or MPI_Ialltoall and\n"
+          "MPI_Wait (icalls) calls\n"
           "for bench/shim.sh.\n");
 }
 
@@ -40,8 +43,9 @@ int main(int argc, char** argv) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  const int init_mode = strcmp(argv[1], "init") == 0, v_mode = strcmp(argv[1], "vcalls") == 0;
-  if (!init_mode && !v_mode && strcmp(argv[1], "calls") != 0) {
+  const int init_mode = strcmp(argv[1], "init") == 0, v_mode = strcmp(argv[1], "vcalls") == 0,
+            i_mode = strcmp(argv[1], "icalls") == 0;
+  if (!init_mode && !v_mode && !i_mode && strcmp(argv[1], "calls") != 0) {
     fprintf(stderr, "shim_bench: unknown mode '%s'\n", argv[1]);
     Usage(stderr);
     return 2;
@@ -93,10 +97,15 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       start = MPI_Wtime();
     }
-    if (v_mode)
+    if (v_mode) {
       MPI_Alltoallv(send, counts, displs, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
-    else
+    } else if (i_mode) {
+      MPI_Request request;
+      MPI_Ialltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else {
       MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+    }
   }
   double per_call = iterations > 0 ? (MPI_Wtime() - start) / (double)iterations : 0, max_per_call = 0;
   MPI_Reduce(&per_call, &max_per_call, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

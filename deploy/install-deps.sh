@@ -17,8 +17,10 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   # Compression (bench/plan_load measures gzip of plans)
   zlib1g-dev
-  # MPI; gfortran for the Fortran bindings' tests (tests/shim/fcoll_check.F90)
-  openmpi-bin libopenmpi-dev gfortran
+  # MPI; gfortran for the Fortran bindings' tests (tests/shim/fcoll_check.F90);
+  # MPICH for libtopotune-mpich.so (its alternatives priority, 40, is below
+  # Open MPI's 50: mpicc, mpirun and mpi.h stay Open MPI's)
+  openmpi-bin libopenmpi-dev gfortran libmpich-dev mpich
   # Metrics
   prometheus-cpp-dev
   # SNMP client and test peers (python3-gdbm: snmpsimd indexes its recordings

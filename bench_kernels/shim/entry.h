@@ -22,9 +22,25 @@ namespace topotune::shim {
 // The process's Runtime, or null.
 Runtime* ActiveRuntime();
 
+// The MPI library's own function (a PMPI_ one) that the bindings call when
+// there is no Runtime: `linked`, the one this library was linked with,
+// unless the program runs an MPI of another ABI, whose function of that
+// `name` it then is (the library passes every call on to it untouched; see
+// InitWith).
+void* ProgramMpiSymbol(const char* name);
+template <typename Fn>
+Fn* ProgramMpi(Fn* linked, const char* name) {
+  void* other = ProgramMpiSymbol(name);
+  return other != nullptr ? reinterpret_cast<Fn*>(other) : linked;
+}
+
 // MPI_Init and MPI_Init_thread in any binding: reads the settings and makes
 // the Runtime, runs `init` (the MPI library's initialisation, returning its
 // error code), then starts the Runtime when it succeeded. Returns init's code.
+// When the program runs an MPI of the other ABI (an MPICH-ABI library for
+// this Open MPI build, Open MPI for an MPICH build), rank 0 says so and what
+// to load instead; there is no Runtime, and in an MPICH build the process
+// exits(1) (it cannot pass Open MPI's pointer handles on).
 int InitWith(const std::function<int()>& init);
 // MPI_Finalize in any binding: the Runtime stops, `finalize` runs, then the
 // statistics are reported and written. Returns finalize's code.

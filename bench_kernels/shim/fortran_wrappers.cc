@@ -1,26 +1,31 @@
-// libtopotune-mpi.so's Fortran entry points for Open MPI: `include 'mpif.h'`,
-// `use mpi` and `use mpi_f08` programs call these instead of the MPI
-// library's, which would go straight to PMPI_ and bypass the C wrappers.
+// libtopotune-mpi.so's (and libtopotune-mpich.so's) Fortran entry points:
+// the ones whose MPI library goes straight to PMPI_ and so would bypass the
+// C wrappers.
 //
-// Every function has one implementation here, exported under the five names
-// Open MPI's bindings use: mpi_x, mpi_x_, mpi_x__ and MPI_X (mpif.h and
-// `use mpi`, by compiler mangling) and mpi_x_f08_ (`use mpi_f08`, whose
-// arguments Open MPI passes unchanged: handles are MPI_Fint, buffers plain
-// addresses; only its ierror is optional, so every ierr here may be null).
+// Open MPI (4.1): every Fortran binding calls PMPI_. Every function has one
+// implementation here, exported under the five names Open MPI's bindings
+// use: mpi_x, mpi_x_, mpi_x__ and MPI_X (mpif.h and `use mpi`, by compiler
+// mangling) and mpi_x_f08_ (`use mpi_f08`, whose arguments Open MPI passes
+// unchanged: handles are MPI_Fint, buffers plain addresses; only its ierror
+// is optional, so every ierr here may be null).
 //
-//   * Collectives convert their handles (PMPI_Comm_f2c, PMPI_Type_f2c) and
-//     the Fortran sentinels MPI_IN_PLACE and MPI_BOTTOM (addresses of
-//     Open MPI's common blocks, looked up in the process, never defined
-//     here) and take the same Runtime path as C calls.
-//   * Everything else calls the MPI library's own Fortran function (the next
-//     definition of its name after this library, RTLD_NEXT), which converts
-//     every argument itself (LOGICAL arrays, MPI_UNWEIGHTED, info), then
-//     tells the Runtime what happened: MPI_INIT starts it, constructors
-//     share plans, MPI_COMM_FREE forgets.
+// MPICH (4.0): mpif.h, `use mpi` and the buffer routines of `use mpi_f08`
+// (mpi_x_f08ts_, descriptors converted by MPICH) call the C MPI_ functions,
+// which mpi_wrappers.cc serves; only `use mpi_f08`'s other routines call
+// PMPI_, so only their mpi_x_f08_ names are defined here: MPI_Init,
+// MPI_Init_thread, MPI_Finalize, the constructors and MPI_Comm_free and
+// _disconnect. (Defining the mpif.h names too would serve each call twice.)
+//
+//   * Collectives (Open MPI) convert their handles (PMPI_Comm_f2c,
+//     PMPI_Type_f2c) and the Fortran sentinels MPI_IN_PLACE and MPI_BOTTOM
+//     (addresses of Open MPI's common blocks, looked up in the process, never
+//     defined here) and take the same Runtime path as C calls.
+//   * Everything else calls the MPI library's own Fortran function of the
+//     same binding (the next definition of its name after this library,
+//     RTLD_NEXT), which converts every argument itself (LOGICAL arrays,
+//     MPI_UNWEIGHTED, info), then tells the Runtime what happened: MPI_INIT
+//     starts it, constructors share plans, MPI_COMM_FREE forgets.
 // Without a Runtime every function is the MPI library's own.
-//
-// MPICH's Fortran bindings call its C functions (mpif.h) or take descriptors
-// (mpi_f08 buffers); they are not served by this file (BINDINGS.md).
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -31,6 +36,14 @@
 #include "bench_kernels/shim/entry.h"
 
 #if defined(OPEN_MPI)
+// The library's own function of a name: its mpif.h one (all five of Open
+// MPI's names run the same code).
+#define TOPOTUNE_NEXT(name) "mpi_" name "_"
+#elif defined(MPICH_VERSION)
+#define TOPOTUNE_NEXT(name) "mpi_" name "_f08_"
+#endif
+
+#if defined(TOPOTUNE_NEXT)
 
 namespace {
 
@@ -50,6 +63,7 @@ Fn* Next(const char* name) {
   return reinterpret_cast<Fn*>(p);
 }
 
+#if defined(OPEN_MPI)
 // Open MPI's Fortran sentinels: the addresses of its common blocks, in any
 // of the manglings a compiler may have used (the process has one or more).
 struct Sentinel {
@@ -80,8 +94,12 @@ void* RecvBuffer(void* buf) {
   return bottom.Is(buf) ? MPI_BOTTOM : buf;
 }
 
+#endif  // OPEN_MPI
+
 MPI_Comm Comm(const F* f) { return PMPI_Comm_f2c(*f); }
+#if defined(OPEN_MPI)
 MPI_Datatype Type(const F* f) { return PMPI_Type_f2c(*f); }
+#endif
 
 // The caller's ierr, which `use mpi_f08` may omit (null).
 void SetError(F* ierr, int rc) {
@@ -115,23 +133,24 @@ extern "C" {
 #define TOPOTUNE_HIDDEN __attribute__((visibility("hidden")))
 
 TOPOTUNE_HIDDEN void topotune_f_init(F* ierr) {
-  static auto* next = Next<void(F*)>("mpi_init_");
+  static auto* next = Next<void(F*)>(TOPOTUNE_NEXT("init"));
   SetError(ierr, shim::InitWith([&] { return Forward(nullptr, [&](F* e) { next(e); }); }));
 }
 
 TOPOTUNE_HIDDEN void topotune_f_init_thread(F* required, F* provided, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*)>("mpi_init_thread_");
+  static auto* next = Next<void(F*, F*, F*)>(TOPOTUNE_NEXT("init_thread"));
   SetError(ierr, shim::InitWith([&] { return Forward(nullptr, [&](F* e) { next(required, provided, e); }); }));
 }
 
 TOPOTUNE_HIDDEN void topotune_f_finalize(F* ierr) {
-  static auto* next = Next<void(F*)>("mpi_finalize_");
+  static auto* next = Next<void(F*)>(TOPOTUNE_NEXT("finalize"));
   SetError(ierr, shim::FinalizeWith([&] { return Forward(nullptr, [&](F* e) { next(e); }); }));
 }
 
+#if defined(OPEN_MPI)
 TOPOTUNE_HIDDEN void topotune_f_alltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                          F* recvtype, F* comm, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>("mpi_alltoall_");
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("alltoall"));
   shim::Runtime* rt = shim::ActiveRuntime();
   if (rt == nullptr) {
     Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
@@ -143,7 +162,7 @@ TOPOTUNE_HIDDEN void topotune_f_alltoall(void* sendbuf, F* sendcount, F* sendtyp
 
 TOPOTUNE_HIDDEN void topotune_f_allgather(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                           F* recvtype, F* comm, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>("mpi_allgather_");
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("allgather"));
   shim::Runtime* rt = shim::ActiveRuntime();
   if (rt == nullptr) {
     Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
@@ -155,7 +174,7 @@ TOPOTUNE_HIDDEN void topotune_f_allgather(void* sendbuf, F* sendcount, F* sendty
 
 TOPOTUNE_HIDDEN void topotune_f_alltoallv(void* sendbuf, F* sendcounts, F* sdispls, F* sendtype, void* recvbuf,
                                           F* recvcounts, F* rdispls, F* recvtype, F* comm, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_alltoallv_");
+  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("alltoallv"));
   shim::Runtime* rt = shim::ActiveRuntime();
   if (rt == nullptr) {
     Forward(ierr, [&](F* e) {
@@ -169,7 +188,7 @@ TOPOTUNE_HIDDEN void topotune_f_alltoallv(void* sendbuf, F* sendcounts, F* sdisp
 
 TOPOTUNE_HIDDEN void topotune_f_ialltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                           F* recvtype, F* comm, F* request, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_ialltoall_");
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("ialltoall"));
   shim::StartedFixed(
       Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, e); }),
       Collective::kAlltoall, *recvcount, Type(recvtype), Comm(comm));
@@ -177,7 +196,7 @@ TOPOTUNE_HIDDEN void topotune_f_ialltoall(void* sendbuf, F* sendcount, F* sendty
 
 TOPOTUNE_HIDDEN void topotune_f_iallgather(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                            F* recvtype, F* comm, F* request, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>("mpi_iallgather_");
+  static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("iallgather"));
   shim::StartedFixed(
       Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, e); }),
       Collective::kAllgather, *recvcount, Type(recvtype), Comm(comm));
@@ -185,7 +204,7 @@ TOPOTUNE_HIDDEN void topotune_f_iallgather(void* sendbuf, F* sendcount, F* sendt
 
 TOPOTUNE_HIDDEN void topotune_f_ialltoallv(void* sendbuf, F* sendcounts, F* sdispls, F* sendtype, void* recvbuf,
                                            F* recvcounts, F* rdispls, F* recvtype, F* comm, F* request, F* ierr) {
-  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*)>("mpi_ialltoallv_");
+  static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("ialltoallv"));
   shim::StartedV(Forward(ierr,
                          [&](F* e) {
                            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
@@ -194,91 +213,101 @@ TOPOTUNE_HIDDEN void topotune_f_ialltoallv(void* sendbuf, F* sendcounts, F* sdis
                  recvcounts, Type(recvtype), Comm(comm));
 }
 
+#endif  // OPEN_MPI
+
 TOPOTUNE_HIDDEN void topotune_f_comm_dup(F* comm, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*)>("mpi_comm_dup_");
+  static auto* next = Next<void(F*, F*, F*)>(TOPOTUNE_NEXT("comm_dup"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_dup_with_info(F* comm, F* info, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_dup_with_info_");
+  static auto* next = Next<void(F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_dup_with_info"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, info, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_idup(F* comm, F* newcomm, F* request, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_idup_");
+  static auto* next = Next<void(F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_idup"));
   Construct(
       ierr, comm, newcomm, [&](F* e) { next(comm, newcomm, request, e); }, shim::DerivedLater);
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_split(F* comm, F* color, F* key, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*, F*)>("mpi_comm_split_");
+  static auto* next = Next<void(F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_split"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, color, key, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_split_type(F* comm, F* split_type, F* key, F* info, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*, F*, F*)>("mpi_comm_split_type_");
+  static auto* next = Next<void(F*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_split_type"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, split_type, key, info, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_create(F* comm, F* group, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_comm_create_");
+  static auto* next = Next<void(F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_create"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, group, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_create_group(F* comm, F* group, F* tag, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*, F*)>("mpi_comm_create_group_");
+  static auto* next = Next<void(F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("comm_create_group"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, group, tag, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_cart_create(F* comm, F* ndims, F* dims, F* periods, F* reorder, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*, F*, F*, F*)>("mpi_cart_create_");
+  static auto* next = Next<void(F*, F*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("cart_create"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, ndims, dims, periods, reorder, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_cart_sub(F* comm, F* remain_dims, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*)>("mpi_cart_sub_");
+  static auto* next = Next<void(F*, F*, F*, F*)>(TOPOTUNE_NEXT("cart_sub"));
   Construct(ierr, comm, newcomm, [&](F* e) { next(comm, remain_dims, newcomm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_dist_graph_create_adjacent(F* comm, F* indegree, F* sources, F* sourceweights,
                                                            F* outdegree, F* destinations, F* destweights, F* info,
                                                            F* reorder, F* newcomm, F* ierr) {
-  static auto* next = Next<void(F*, F*, F*, F*, F*, F*, F*, F*, F*, F*, F*)>("mpi_dist_graph_create_adjacent_");
+  static auto* next =
+      Next<void(F*, F*, F*, F*, F*, F*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("dist_graph_create_adjacent"));
   Construct(ierr, comm, newcomm, [&](F* e) {
     next(comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm, e);
   });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_free(F* comm, F* ierr) {
-  static auto* next = Next<void(F*, F*)>("mpi_comm_free_");
+  static auto* next = Next<void(F*, F*)>(TOPOTUNE_NEXT("comm_free"));
   shim::Forget(Comm(comm));
   Forward(ierr, [&](F* e) { next(comm, e); });
 }
 
 TOPOTUNE_HIDDEN void topotune_f_comm_disconnect(F* comm, F* ierr) {
-  static auto* next = Next<void(F*, F*)>("mpi_comm_disconnect_");
+  static auto* next = Next<void(F*, F*)>(TOPOTUNE_NEXT("comm_disconnect"));
   shim::Forget(Comm(comm));
   Forward(ierr, [&](F* e) { next(comm, e); });
 }
 
-// The five exported names of topotune_f_<name>: mpi_<name>, mpi_<name>_,
-// mpi_<name>__, MPI_<NAME> and mpi_<name>_f08_.
-#define TOPOTUNE_FORTRAN(name, NAME)                                                      \
-  decltype(topotune_f_##name) mpi_##name __attribute__((alias("topotune_f_" #name)));     \
-  decltype(topotune_f_##name) mpi_##name##_ __attribute__((alias("topotune_f_" #name)));  \
-  decltype(topotune_f_##name) mpi_##name##__ __attribute__((alias("topotune_f_" #name))); \
-  decltype(topotune_f_##name) MPI_##NAME __attribute__((alias("topotune_f_" #name)));     \
-  decltype(topotune_f_##name) mpi_##name##_f08_ __attribute__((alias("topotune_f_" #name)));
+// The names of topotune_f_<name>: mpi_<name>_f08_, and with Open MPI also
+// mpi_<name>, mpi_<name>_, mpi_<name>__ and MPI_<NAME>.
+#define TOPOTUNE_ALIAS(impl, exported) decltype(impl) exported __attribute__((alias(#impl)));
+#if defined(OPEN_MPI)
+#define TOPOTUNE_FORTRAN(name, NAME)                \
+  TOPOTUNE_ALIAS(topotune_f_##name, mpi_##name)     \
+  TOPOTUNE_ALIAS(topotune_f_##name, mpi_##name##_)  \
+  TOPOTUNE_ALIAS(topotune_f_##name, mpi_##name##__) \
+  TOPOTUNE_ALIAS(topotune_f_##name, MPI_##NAME)     \
+  TOPOTUNE_ALIAS(topotune_f_##name, mpi_##name##_f08_)
+#else
+#define TOPOTUNE_FORTRAN(name, NAME) TOPOTUNE_ALIAS(topotune_f_##name, mpi_##name##_f08_)
+#endif
 
 TOPOTUNE_FORTRAN(init, INIT)
 TOPOTUNE_FORTRAN(init_thread, INIT_THREAD)
 TOPOTUNE_FORTRAN(finalize, FINALIZE)
+#if defined(OPEN_MPI)
 TOPOTUNE_FORTRAN(alltoall, ALLTOALL)
 TOPOTUNE_FORTRAN(alltoallv, ALLTOALLV)
 TOPOTUNE_FORTRAN(allgather, ALLGATHER)
 TOPOTUNE_FORTRAN(ialltoall, IALLTOALL)
 TOPOTUNE_FORTRAN(ialltoallv, IALLTOALLV)
 TOPOTUNE_FORTRAN(iallgather, IALLGATHER)
+#endif
 TOPOTUNE_FORTRAN(comm_dup, COMM_DUP)
 TOPOTUNE_FORTRAN(comm_dup_with_info, COMM_DUP_WITH_INFO)
 TOPOTUNE_FORTRAN(comm_idup, COMM_IDUP)
@@ -294,4 +323,4 @@ TOPOTUNE_FORTRAN(comm_disconnect, COMM_DISCONNECT)
 
 }  // extern "C"
 
-#endif  // OPEN_MPI
+#endif  // TOPOTUNE_NEXT

@@ -99,12 +99,7 @@ const std::vector<TableRow>& PlanData::AlltoallvTable(kernels::PatternClass p) c
 }
 
 Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* rank = std::getenv(name);
-    if (rank == nullptr) continue;
-    if (std::string_view(rank) == "0") prepare_ = std::thread([this] { link_.Prepare(); });
-    break;
-  }
+  if (LaunchedAsRankZero(&std::getenv)) prepare_ = std::thread([this] { link_.Prepare(); });
 }
 
 Runtime::~Runtime() {

@@ -81,4 +81,10 @@ ShimConfig ConfigFromEnv(const GetEnv& getenv) {
   return c;
 }
 
+bool LaunchedAsRankZero(const GetEnv& getenv) {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* rank = getenv(name); rank != nullptr) return std::string_view(rank) == "0";
+  return false;
+}
+
 }  // namespace topotune::shim

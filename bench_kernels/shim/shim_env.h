@@ -59,4 +59,9 @@ using GetEnv = std::function<const char*(const char*)>;
 
 ShimConfig ConfigFromEnv(const GetEnv& getenv);
 
+// Before MPI starts: the launcher's environment says this process is rank 0
+// of the job (the first of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK and
+// SLURM_PROCID that is set is "0").
+bool LaunchedAsRankZero(const GetEnv& getenv);
+
 }  // namespace topotune::shim

@@ -16,15 +16,21 @@
 #
 # Every task gets the library, MPI or not: in a program that never calls
 # MPI_Init it only costs the dynamic loading of the library and Open MPI
-# (about 3 ms per process). Programs built against another MPI library
-# (MPICH, or an Open MPI other than the one the library was built with) must
-# opt out.
+# (about 3 ms per process). The library is built for one MPI ABI:
+# libtopotune-mpi.so for Open MPI (the default), libtopotune-mpich.so for
+# MPICH and the MPIs of its ABI; a job of the latter sets TOPOTUNE_MPI=mpich
+# (or the site file does, for a site that runs MPICH). Loaded into a program
+# of the other MPI, the library says so at MPI_Init and what to load instead.
 #
 # Site file: $TOPOTUNE_JOB_ENV, default /etc/topotune/job.env. Lines
 # NAME=value (a value may be quoted with "..." or '...'; # starts a comment):
 #   TOPOTUNE_LIBRARY=/usr/local/lib/libtopotune-mpi.so   (default: lib/ of
 #       this script's installation prefix, e.g. /usr/lib/libtopotune-mpi.so
 #       for /usr/share/topotune/slurm/topotune-task-prolog.sh)
+#   TOPOTUNE_MPI=mpich                  the jobs' MPI when they do not say:
+#       openmpi (default) or mpich
+#   TOPOTUNE_LIBRARY_MPICH=...          the library for TOPOTUNE_MPI=mpich
+#       (default: libtopotune-mpich.so beside libtopotune-mpi.so)
 #   TOPOTUNE_SERVER=head:50051          any TOPOTUNE_ variable of the library
 #   TOPOTUNE_DISABLE=1                  site-wide off switch
 #
@@ -88,6 +94,17 @@ fi
 
 [[ ${site[TOPOTUNE_DISABLE]:-0} == 1 ]] && exit 0
 [[ -n ${site[TOPOTUNE_LIBRARY]:-} ]] && library=${site[TOPOTUNE_LIBRARY]}
+# The job's MPI (its own TOPOTUNE_MPI first, then the site's).
+mpi=${TOPOTUNE_MPI:-${site[TOPOTUNE_MPI]:-openmpi}}
+case $mpi in
+  openmpi) ;;
+  mpich)
+    library=${site[TOPOTUNE_LIBRARY_MPICH]:-${prefix:+${prefix%/}/lib/libtopotune-mpich.so}}
+    [[ -n ${site[TOPOTUNE_LIBRARY_MPICH]:-} || -z ${site[TOPOTUNE_LIBRARY]:-} ]] ||
+      library=$(dirname "${site[TOPOTUNE_LIBRARY]}")/libtopotune-mpich.so
+    ;;
+  *) warn "TOPOTUNE_MPI=$mpi is neither openmpi nor mpich; loading the Open MPI library" ;;
+esac
 
 if [[ -z $library || ! -r $library || ! -f $library ]]; then
   warn "the library ${library:-libtopotune-mpi.so} is missing on $(hostname 2>/dev/null || echo this node);" \
@@ -110,7 +127,7 @@ fi
 # The site's settings, unless the job chose its own value (a user may point
 # one job at another daemon with TOPOTUNE_SERVER).
 for name in "${site_names[@]}"; do
-  [[ $name == TOPOTUNE_LIBRARY || $name == TOPOTUNE_DISABLE ]] && continue
+  [[ $name == TOPOTUNE_LIBRARY || $name == TOPOTUNE_LIBRARY_MPICH || $name == TOPOTUNE_DISABLE ]] && continue
   [[ -v $name ]] && continue
   echo "export $name=${site[$name]}"
 done

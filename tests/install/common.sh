@@ -40,6 +40,7 @@ expected_files="644 etc/topotune/agent.yaml
 755 usr/bin/topotune-mpirun
 644 usr/lib/libtopotune-mpi-client.so
 644 usr/lib/libtopotune-mpi.so
+644 usr/lib/libtopotune-mpich.so
 644 usr/lib/systemd/system/topotune-agent.service
 644 usr/lib/systemd/system/topotune-export-rules.service
 644 usr/lib/systemd/system/topotune-export-rules.timer

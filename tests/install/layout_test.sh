@@ -47,7 +47,7 @@ echo "ok: every installed program answers --help"
 
 case_name="shared libraries"
 for p in usr/bin/topotune usr/bin/topotune-agent usr/bin/topotune-bench usr/sbin/topotuned \
-  usr/lib/libtopotune-mpi.so usr/lib/libtopotune-mpi-client.so; do
+  usr/lib/libtopotune-mpi.so usr/lib/libtopotune-mpich.so usr/lib/libtopotune-mpi-client.so; do
   run ldd "$root/$p"
   ((status == 0)) || fail "ldd $p exited $status"
   ! grep -q 'not found' "$work/stdout" || fail "$p: a library is not found: $(grep 'not found' "$work/stdout")"

@@ -7,10 +7,12 @@
 #             stay there
 #   NP_FLAG   the launcher's process-count flag (-np)
 #   MPIRUN... the launcher with its flags (TOPOTUNE_MPIEXEC_FLAGS)
-# Environment (CMakeLists.txt sets it): COLL_CHECK, NATIVE_DIR, TOPOLOGY,
-# PYTHON; FCOLL_CHECK_MPIF_H, FCOLL_CHECK_MPI and FCOLL_CHECK_MPI_F08
-# (fcoll_check.F90 per Fortran binding, when built); with the shim: SHIM
-# (libtopotune-mpi.so), TOPOTUNED, FAULT_SERVER (plans_fault_server);
+# Environment (CMakeLists.txt sets it): MPI_FLAVOR (ompi: Open MPI's mpirun;
+# mpich: MPICH's hydra mpiexec, whose rank tags are rewritten into
+# --tag-output's), COLL_CHECK, NATIVE_DIR, TOPOLOGY, PYTHON;
+# FCOLL_CHECK_MPIF_H, FCOLL_CHECK_MPI and FCOLL_CHECK_MPI_F08 (fcoll_check.F90
+# per Fortran binding, when built); with the shim: SHIM (libtopotune-mpi.so
+# or libtopotune-mpich.so), TOPOTUNED, FAULT_SERVER (plans_fault_server);
 # same_results_<collective>: ALGORITHMS (the collective's registered
 # algorithms, comma-separated) and CONTEXT_KERNELS (collective:name of the
 # kernels that need a context); fortran_<binding>: KERNELS (collective:name
@@ -104,6 +106,16 @@
 #                         mpi_x_f08_) with pairwise, ring and linear forced:
 #                         same data as without the library, every call
 #                         counted under the forced kernel.
+#   other_library         OTHER_SHIM, the library built for the other MPI
+#                         (libtopotune-mpich.so under Open MPI and the
+#                         reverse): rank 0 says once that the program is not
+#                         served, and what to load instead. An MPICH C program
+#                         with libtopotune-mpi.so then runs untouched (same
+#                         data, exit 0); where the calls cannot reach the
+#                         program's MPI untouched (an MPICH Fortran program,
+#                         whose C calls the process would bind to Open MPI;
+#                         an Open MPI program with libtopotune-mpich.so) the
+#                         job stops with exit status 1 before MPI starts.
 #   fortran_faults        fcoll_check (mpif.h) with the daemon down (context
 #                         kernels forced fall back) and with a garbage plan.
 #   report_forced         a real topotuned; jobs forcing pairwise and
@@ -216,6 +228,19 @@ closed_port() {
   "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+# Rank tags on the jobs' output: Open MPI's --tag-output ("[1,R]<stderr>:");
+# hydra's -prepend-rank ("[R] ") is rewritten into that form (retag).
+tag_flag=--tag-output
+[[ ${MPI_FLAVOR:-ompi} == mpich ]] && tag_flag=-prepend-rank
+retag() {
+  [[ $tag_flag == -prepend-rank ]] || return 0
+  local f
+  for f in stdout stderr; do
+    [[ -e $work/$f ]] && sed -i -E "s/^\[([0-9]+)\] /[1,\1]<$f>:/" "$work/$f"
+  done
+  return 0
+}
+
 hosts=(h0 h1)
 cc_args=()
 h1_vars=()  # Variables for the ranks of the second host only (after the others).
@@ -232,7 +257,7 @@ job_command() {
   local vars=(LD_PRELOAD="$SHIM" TOPOTUNE_STATS_FILE="$work/$name.stats.json" TOPOTUNE_JOB_ID="shim-$case_name-$name"
     "$@")
   local prog=${program:-$COLL_CHECK}
-  job_cmd=("${mpirun[@]}" --tag-output
+  job_cmd=("${mpirun[@]}" "$tag_flag"
     "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[0]}" "${vars[@]}" "$prog" --out "$out" "${cc_args[@]}" :
     "$np_flag" 2 env TOPOTUNE_HOSTNAME="${hosts[1]}" "${vars[@]}" "${h1_vars[@]}" "$prog" --out "$out"
     "${cc_args[@]}")
@@ -243,6 +268,7 @@ job() {
   local t0=$SECONDS
   echo "job $1: ${*:2}" >>"$work/checks.log"
   run "${job_cmd[@]}"
+  retag
   echo "job $1: exit status $status after $((SECONDS - t0)) s" >>"$work/checks.log"
 }
 
@@ -392,6 +418,27 @@ case $case_name in
     check forced "$stats" "$summary" allgather ring 0 1
     check forced "$stats" "$summary" alltoallv linear 0 1
     check nonblocking "$stats" "$summary"
+    ;;
+
+  other_library)
+    said() {
+      grep -q "^\[1,0\]<stderr>:topotune: not served: this program runs .*Load libtopotune-$1\.so instead" "$work/stderr" ||
+        fail "$2: rank 0 did not say that the program is not served and to load libtopotune-$1.so"
+      [[ $(grep -c "topotune: not served" "$work/stderr") -eq 1 ]] || fail "$2: 'not served' said more than once"
+    }
+    if [[ $MPI_FLAVOR == mpich ]]; then
+      job c_program LD_PRELOAD="$OTHER_SHIM"
+      no_stats=1 passed c_program
+      said mpich c_program
+      program=$(fortran_program mpi)
+      job fortran_program LD_PRELOAD="$OTHER_SHIM"
+      [[ $status -ne 0 ]] || fail "fortran_program: exit status 0; expected the job to stop"
+      said mpich fortran_program
+    else
+      job c_program LD_PRELOAD="$OTHER_SHIM"
+      [[ $status -ne 0 ]] || fail "c_program: exit status 0; expected the job to stop"
+      said mpi c_program
+    fi
     ;;
 
   fortran_faults)
@@ -607,6 +654,7 @@ EOF
     wait "$job_pid"
     status=$?
     set -e
+    retag
     echo "job $name: exit status $status after $((SECONDS - t0)) s" >>"$work/checks.log"
     passed "$name" "$NATIVE_DIR/r2"
     check plan "$stats" ok
