@@ -94,12 +94,16 @@
 #                         stats file's "nonblocking" (shim_check.py
 #                         nonblocking), the reason logged once at info.
 #   fortran_<binding>     a real topotuned; fcoll_check of the binding (mpif_h,
-#                         mpi, mpi_f08) with every registered kernel forced in
-#                         turn: same data as native, the stats show the kernel
-#                         ran, its nonblocking calls were counted, 5 plans
+#                         mpi, mpi_f08) with every registered kernel forced,
+#                         one of each collective per job (forced_together):
+#                         same data as native, the stats show each kernel
+#                         ran, the nonblocking calls were counted, 5 plans
 #                         asked for per job (as in derived); the job with
 #                         alltoall pairwise leaves its report in the daemon's
 #                         database.
+#   same_results_all      (the MPICH suite's form of same_results_<coll>)
+#                         coll_check with every registered kernel forced, one
+#                         of each collective per job.
 #   fortran_manglings     the library exports exactly the C and Fortran names
 #                         of what it intercepts (nm -D); fmangle_check (C
 #                         calling mpi_x, mpi_x_, mpi_x__, MPI_X and
@@ -320,6 +324,50 @@ plans_asked() {
   [[ $asked -eq 5 ]] || fail "$1: the job asked for $asked plans, expected 5 (MPI_COMM_WORLD, two halves of a split, two rows of a cart_sub; the other communicators share a plan)"
 }
 
+# forced_together REFERENCE FORTRAN: jobs that force the k-th registered
+# algorithm (KERNELS, collective:name) of every collective at once, for k =
+# 1, 2, ... until every algorithm ran: same data as REFERENCE, each kernel
+# ran (shim_check.py forced); with FORTRAN=1 also the nonblocking calls
+# counted, 5 plans asked for per job (as in derived), and the job with
+# alltoall pairwise leaves its report in the daemon's database.
+forced_together() {
+  local reference=$1 fortran=$2 k c name entry
+  local -A algs=()
+  local -a per
+  IFS=, read -r -a per <<<"${KERNELS:?}"
+  for entry in "${per[@]}"; do algs[${entry%%:*}]+="${entry#*:} "; done
+  for ((k = 1; ; k++)); do
+    local vars=() forced=() before
+    for c in alltoall alltoallv allgather; do
+      read -r -a per <<<"${algs[$c]:-}"
+      ((k <= ${#per[@]})) || continue
+      vars+=("TOPOTUNE_FORCE_${c^^}=${per[k - 1]}")
+      forced+=("$c:${per[k - 1]}")
+    done
+    ((${#forced[@]})) || break
+    name=forced-$k
+    before=$(get_plans)
+    job "$name" TOPOTUNE_SERVER="127.0.0.1:$port" "${vars[@]}"
+    passed "$name" "$reference"
+    check plan "$stats" ok
+    for entry in "${forced[@]}"; do
+      local context=0
+      [[ ,${CONTEXT_KERNELS:-}, == *,$entry,* ]] && context=1
+      check forced "$stats" "$summary" "${entry%%:*}" "${entry#*:}" "$context" 1
+    done
+    ((fortran)) || continue
+    check nonblocking "$stats" "$summary"
+    plans_asked "$name" "$before"
+    if [[ " ${forced[*]} " == *" alltoall:pairwise "* ]]; then
+      local job_id=shim-$case_name-$name
+      [[ $(sql "SELECT count(*) FROM job_reports WHERE job_id = '$job_id'") -eq 1 ]] ||
+        fail "$name: no report of job $job_id in the daemon's database"
+      sql "SELECT payload FROM job_reports WHERE job_id = '$job_id'" >"$work/report.json"
+      check report "$work/report.json" "$stats" "$job_id" pairwise
+    fi
+  done
+}
+
 # The Fortran program of binding $1 (fcoll_check.F90 as built for it).
 fortran_program() {
   local var=FCOLL_CHECK_${1^^}
@@ -460,26 +508,12 @@ case $case_name in
     binding=${case_name#fortran_}
     program=$(fortran_program "$binding")
     start_daemon daemon
-    IFS=, read -r -a kernels <<<"${KERNELS:?}"
-    for entry in "${kernels[@]}"; do
-      collective=${entry%%:*} alg=${entry#*:}
-      context=0
-      [[ ,${CONTEXT_KERNELS:-}, == *,$entry,* ]] && context=1
-      before=$(get_plans)
-      job "$collective-$alg" TOPOTUNE_SERVER="127.0.0.1:$port" "TOPOTUNE_FORCE_${collective^^}=$alg"
-      passed "$collective-$alg" "$NATIVE_DIR/f_$binding"
-      check plan "$stats" ok
-      check forced "$stats" "$summary" "$collective" "$alg" "$context" 1
-      check nonblocking "$stats" "$summary"
-      plans_asked "$collective-$alg" "$before"
-      if [[ $entry == alltoall:pairwise ]]; then
-        job_id=shim-$case_name-$collective-$alg
-        [[ $(sql "SELECT count(*) FROM job_reports WHERE job_id = '$job_id'") -eq 1 ]] ||
-          fail "$entry: no report of job $job_id in the daemon's database"
-        sql "SELECT payload FROM job_reports WHERE job_id = '$job_id'" >"$work/report.json"
-        check report "$work/report.json" "$stats" "$job_id" "$alg"
-      fi
-    done
+    forced_together "$NATIVE_DIR/f_$binding" 1
+    ;;
+
+  same_results_all)
+    start_daemon daemon
+    forced_together "$NATIVE_DIR/r1" 0
     ;;
 
   same_results_*)
