@@ -275,6 +275,19 @@ case $case_name in
       [[ $status -eq 0 && $(head -1 "$work/stdout") == "export LD_PRELOAD=$prefix/lib/libtopotune-mpi.so" ]] ||
         fail "$script without TOPOTUNE_LIBRARY: status $status, printed: $(cat "$work/stdout")"
     done
+    # TOPOTUNE_MPI=mpich (the job's, or the site file's): the MPICH library
+    # beside the Open MPI one, or TOPOTUNE_LIBRARY_MPICH; never exported.
+    script=$prefix/share/topotune/slurm/topotune-task-prolog.sh
+    touch "$prefix/lib/libtopotune-mpich.so"
+    mkdir -p "$work/x" && touch "$work/x/libtopotune-mpich.so"
+    run env -u LD_PRELOAD TOPOTUNE_MPI=mpich TOPOTUNE_JOB_ENV="$work/default.env" "$script"
+    [[ $status -eq 0 && $(head -1 "$work/stdout") == "export LD_PRELOAD=$prefix/lib/libtopotune-mpich.so" ]] ||
+      fail "TOPOTUNE_MPI=mpich: status $status, printed: $(cat "$work/stdout")"
+    printf 'TOPOTUNE_MPI=mpich\nTOPOTUNE_LIBRARY_MPICH=%s\n' "$work/x/libtopotune-mpich.so" >"$work/mpich.env"
+    run env -u LD_PRELOAD -u TOPOTUNE_MPI TOPOTUNE_JOB_ENV="$work/mpich.env" "$script"
+    [[ $status -eq 0 && $(cat "$work/stdout") == *"export LD_PRELOAD=$work/x/libtopotune-mpich.so"* ]] ||
+      fail "TOPOTUNE_LIBRARY_MPICH from the site file: the prolog printed: $(cat "$work/stdout")"
+    ! grep -q "TOPOTUNE_LIBRARY_MPICH" "$work/stdout" || fail "TOPOTUNE_LIBRARY_MPICH was exported to the job"
     ;;
 
   slurm)
