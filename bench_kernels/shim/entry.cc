@@ -23,11 +23,15 @@ constexpr const char* kBuiltFor = "Open MPI";
 constexpr const char* kOther = "an MPICH-ABI MPI (MPICH, Intel MPI, MVAPICH, Cray MPICH)";
 constexpr const char* kRightLibrary = "libtopotune-mpich.so";
 constexpr const char* kRightMpi = "mpich";
+// MPICH-ABI handles (ints) fit this build's parameters (pointers).
+constexpr bool kCanPassOn = true;
 #else
 constexpr const char* kBuiltFor = "MPICH's ABI";
 constexpr const char* kOther = "Open MPI";
 constexpr const char* kRightLibrary = "libtopotune-mpi.so";
 constexpr const char* kRightMpi = "openmpi";
+// Open MPI's handles (pointers) do not fit this build's parameters (ints).
+constexpr bool kCanPassOn = false;
 #endif
 
 // A loaded object that defines PMPI_Init itself, and whether it is Open MPI
@@ -83,8 +87,8 @@ Runtime* Prepare() {
     // wrong: stop here instead.
     Dl_info where{};
     void* rank = dlsym(RTLD_DEFAULT, "MPI_Comm_rank");
-    const bool go_on = std::string_view(kOther) != "Open MPI" && rank != nullptr && dladdr(rank, &where) != 0 &&
-                       where.dli_fname != nullptr && other->file == where.dli_fname;
+    const bool go_on = kCanPassOn && rank != nullptr && dladdr(rank, &where) != 0 && where.dli_fname != nullptr &&
+                       other->file == where.dli_fname;
     static std::atomic<bool> said{false};
     if (config.log != LogLevel::kOff && LaunchedAsRankZero(&std::getenv) && !said.exchange(true))
       std::fprintf(stderr,
