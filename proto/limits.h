@@ -78,6 +78,12 @@ inline constexpr int kMaxListedAgents = 4096;
 // A topology YAML file (BenchTask.topology_yaml, GetTopologyResponse.yaml).
 inline constexpr int64_t kMaxTopologyYamlBytes = int64_t{1} << 20;
 
+// --- Rules export ---------------------------------------------------------
+
+// MPICH's selection JSON sent to start an export from
+// (ExportRulesRequest.mpich_base). MPICH 4.0.2's MPIR tree is 14.5 KB.
+inline constexpr int64_t kMaxMpichBaseBytes = int64_t{1} << 20;
+
 // --- Plans (responses) ----------------------------------------------------
 
 // Steps over all compiled programs of one plan. A step costs 9 to 12 bytes

@@ -464,6 +464,7 @@ TEST(ProtoLimits, ProtoCommentsQuoteLimitsH) {
       {"kMaxPageSize", limits::kMaxPageSize},
       {"kDefaultPageSize", limits::kDefaultPageSize},
       {"kMaxTopologyYamlBytes", limits::kMaxTopologyYamlBytes},
+      {"kMaxMpichBaseBytes", limits::kMaxMpichBaseBytes},
       {"kMaxPlanSteps", limits::kMaxPlanSteps},
       {"kMaxPlanResponseBytes", limits::kMaxPlanResponseBytes},
       {"kMaxListedAgents", limits::kMaxListedAgents},

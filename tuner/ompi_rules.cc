@@ -113,20 +113,9 @@ struct SetRules {
 };
 
 Status CheckRanges(const OmpiRuleSet& set, const std::string& where) {
-  if (set.table.empty()) return Status::InvalidArgument(where + ": the decision table has no ranges");
+  TOPOTUNE_RETURN_IF_ERROR(CheckRuleSetRanges(set, where));
   for (size_t i = 0; i < set.table.size(); ++i) {
     const DecisionRange& r = set.table[i];
-    if (!std::isfinite(r.min_msize) || r.min_msize < 0)
-      return Status::InvalidArgument(
-          fmt::format("{}: range {} ({}) starts at {} bytes; a range starts at a finite size >= 0", where, i + 1,
-                      r.algorithm, r.min_msize));
-    if (!(r.max_msize > r.min_msize))
-      return Status::InvalidArgument(
-          fmt::format("{}: range {} ({}) [{}, {}) is empty", where, i + 1, r.algorithm, r.min_msize, r.max_msize));
-    if (i > 0 && r.min_msize < set.table[i - 1].max_msize)
-      return Status::InvalidArgument(fmt::format(
-          "{}: range {} ({}) starts at {} bytes, before range {} ends at {}; ranges must ascend without overlapping",
-          where, i + 1, r.algorithm, r.min_msize, i, set.table[i - 1].max_msize));
     if (std::ceil(r.min_msize) * set.comm_size > kMaxOmpiMsize)
       return Status::InvalidArgument(
           fmt::format("{}: range {} starts at {} bytes per block; times {} ranks that is "
@@ -195,17 +184,8 @@ StatusOr<std::vector<Segment>> BuildSegments(const OmpiRuleSet& set, const OmpiC
   }
   if (!std::isinf(cursor)) add_gap(cursor, std::numeric_limits<double>::infinity());
 
-  std::vector<Segment> merged;
-  for (Segment& s : segments) {
-    if (!merged.empty() && merged.back().alg == s.alg) {
-      merged.back().hi = s.hi;
-      for (std::string& o : s.origins)
-        if (std::find(merged.back().origins.begin(), merged.back().origins.end(), o) == merged.back().origins.end())
-          merged.back().origins.push_back(std::move(o));
-    } else {
-      merged.push_back(std::move(s));
-    }
-  }
+  std::vector<Segment> merged = rules_detail::MergeAdjacent(
+      std::move(segments), [](const Segment& a, const Segment& b) { return a.alg == b.alg; });
 
   if (!coll.has_msize && merged.size() > 1) {
     std::string table;
@@ -401,6 +381,25 @@ std::string JsonText(const Collected& c) {
 }
 
 }  // namespace
+
+Status CheckRuleSetRanges(const OmpiRuleSet& set, const std::string& where) {
+  if (set.table.empty()) return Status::InvalidArgument(where + ": the decision table has no ranges");
+  for (size_t i = 0; i < set.table.size(); ++i) {
+    const DecisionRange& r = set.table[i];
+    if (!std::isfinite(r.min_msize) || r.min_msize < 0)
+      return Status::InvalidArgument(
+          fmt::format("{}: range {} ({}) starts at {} bytes; a range starts at a finite size >= 0", where, i + 1,
+                      r.algorithm, r.min_msize));
+    if (!(r.max_msize > r.min_msize))
+      return Status::InvalidArgument(
+          fmt::format("{}: range {} ({}) [{}, {}) is empty", where, i + 1, r.algorithm, r.min_msize, r.max_msize));
+    if (i > 0 && r.min_msize < set.table[i - 1].max_msize)
+      return Status::InvalidArgument(fmt::format(
+          "{}: range {} ({}) starts at {} bytes, before range {} ends at {}; ranges must ascend without overlapping",
+          where, i + 1, r.algorithm, r.min_msize, i, set.table[i - 1].max_msize));
+  }
+  return Status::Ok();
+}
 
 StatusOr<OmpiRulesFormat> ParseOmpiRulesFormat(std::string_view name) {
   if (name == "1" || name == "classic") return OmpiRulesFormat::kClassicV1;

@@ -43,6 +43,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,37 @@ struct OmpiExport {
 // other than 2 ranks, max_requests outside alltoall or negative, and sizes
 // too large for Open MPI (more than 2^62 bytes).
 StatusOr<OmpiExport> ExportOmpiRules(const std::vector<OmpiRuleSet>& sets, OmpiRulesFormat format);
+
+// The checks of a set's table that every rules exporter makes (this one and
+// tuner/mpich_csel.h): the table is not empty, and each range starts at a
+// finite size >= 0, is not empty and starts at or after the end of the one
+// before. InvalidArgument starting with `where` ("alltoall comm size 8").
+Status CheckRuleSetRanges(const OmpiRuleSet& set, const std::string& where);
+
+namespace rules_detail {
+
+// Both exporters' segments (a stretch [lo, hi) of block sizes, the origins
+// of a choice left to the MPI library): adjacent ones that `same` holds
+// equal become one spanning both, with the origins of both in order, each
+// once.
+template <typename Segment, typename Same>
+std::vector<Segment> MergeAdjacent(std::vector<Segment> segments, Same same) {
+  std::vector<Segment> merged;
+  for (Segment& s : segments) {
+    if (merged.empty() || !same(merged.back(), s)) {
+      merged.push_back(std::move(s));
+      continue;
+    }
+    Segment& last = merged.back();
+    last.hi = s.hi;
+    for (std::string& o : s.origins)
+      if (std::find(last.origins.begin(), last.origins.end(), o) == last.origins.end())
+        last.origins.push_back(std::move(o));
+  }
+  return merged;
+}
+
+}  // namespace rules_detail
 
 // Open MPI's collective id (coll_base_functions.h COLLTYPE_T): allgather 0,
 // alltoall 3, alltoallv 4; nullopt for any other name.

@@ -18,7 +18,8 @@
 //   tune start|status    tuning sweeps and their progress
 //   decisions show       the stored decision tables
 //   plan show            the plan a job with a given placement gets
-//   export               the decision tables as an Open MPI rules file
+//   export               the decision tables as an Open MPI rules file or an
+//                        MPICH selection file
 //
 // Exit status: kExitOk; kExitFailure when the work fails (an unreadable or
 // invalid topology file, a generator error) or the server answered with an

@@ -29,6 +29,7 @@
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
 #include "tuner/crossover.h"
+#include "tuner/mpich_csel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/topology.h"
 #include "tuner/topology_io.h"
@@ -397,12 +398,44 @@ int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+// MPICH's selection JSON to start an MPICH export from: the --mpich-base
+// file, or the MPIR tree built into the --mpich-library shared object.
+StatusOr<std::string> ReadMpichBase(const ExportRulesArgs& args) {
+  constexpr std::string_view kHint =
+      "name the jobs' libmpich.so with --mpich-library PATH, or MPICH's selection JSON (its "
+      "maint/tuning/coll/mpir/generic.json) with --mpich-base FILE";
+  if (!args.mpich_base.empty()) {
+    auto text = ReadSmallFile("--mpich-base", args.mpich_base, limits::kMaxMpichBaseBytes);
+    if (!text.ok()) return text.status();
+    if (Status st = CheckMpichBase(*text); !st.ok())
+      return Status::InvalidArgument(fmt::format("--mpich-base: '{}': {}", args.mpich_base, st.message()));
+    return text;
+  }
+  const std::string library = args.mpich_library.empty() ? kDefaultMpichLibrary : args.mpich_library;
+  // libmpich.so.12 of MPICH 4.0.2 is 41 MB.
+  auto bytes = ReadSmallFile("--mpich-library", library, int64_t{1} << 30);
+  if (!bytes.ok()) return Status::InvalidArgument(fmt::format("{}; {}", bytes.status().message(), kHint));
+  auto base = ExtractMpichBase(*bytes, library);
+  if (!base.ok())
+    return Status::InvalidArgument(fmt::format("--mpich-library: {}; {}", base.status().message(), kHint));
+  return base;
+}
+
 int RunExportRules(const ExportRulesArgs& args, std::ostream& out, std::ostream& err) {
   constexpr std::string_view kCmd = "export";
   auto format = ParseRulesFormat(args.format);
   if (!format.ok()) return Usage(err, kCmd, format.status().message());
   v1::ExportRulesRequest request;
   request.set_format(*format);
+  if (*format == v1::RULES_FORMAT_MPICH_CSEL) {
+    auto base = ReadMpichBase(args);
+    if (!base.ok()) return Usage(err, kCmd, base.status().message());
+    request.set_mpich_base(std::move(*base));
+  } else if (!args.mpich_library.empty() || !args.mpich_base.empty()) {
+    return Usage(err, kCmd,
+                 fmt::format("{} applies only with --format mpich-csel",
+                             args.mpich_base.empty() ? "--mpich-library" : "--mpich-base"));
+  }
   if (!args.collectives.empty()) {
     auto collectives = ParseCollectives(args.collectives, "--collective");
     if (!collectives.ok()) return Usage(err, kCmd, collectives.status().message());
@@ -538,9 +571,10 @@ StatusOr<v1::RulesFormat> ParseRulesFormat(std::string_view text) {
   if (text == "1" || text == "classic") return v1::RULES_FORMAT_CLASSIC_V1;
   if (text == "2") return v1::RULES_FORMAT_CLASSIC_V2;
   if (text == "3" || text == "json") return v1::RULES_FORMAT_JSON_V3;
+  if (text == "mpich-csel") return v1::RULES_FORMAT_MPICH_CSEL;
   return Status::InvalidArgument(fmt::format(
-      "--format: unknown rules format '{}'; use 1 or classic (Open MPI 4.1, 5.0), 2 (rule-file-version-2) or 3 or "
-      "json (Open MPI 6)",
+      "--format: unknown rules format '{}'; use 1 or classic (Open MPI 4.1, 5.0), 2 (rule-file-version-2), 3 or "
+      "json (Open MPI 6), or mpich-csel (MPICH 4)",
       text));
 }
 
@@ -859,7 +893,8 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
 
   // export
   ExportRulesArgs& exp_args = cmds->export_args;
-  CLI::App* exp = app.add_subcommand("export", "Export the decision tables as an Open MPI rules file");
+  CLI::App* exp =
+      app.add_subcommand("export", "Export the decision tables as an Open MPI rules file or an MPICH selection file");
   cmds->export_rules = exp;
   cmds->descriptions.emplace_back(
       exp,
@@ -867,14 +902,28 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
       "(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE) and writes it to\n"
       "FILE or stdout. Message sizes become what Open MPI compares (dtsize x comm_size x count). What the\n"
       "file cannot say (topotune's own algorithms, mapped to Open MPI's closest, layouts left out) is printed\n"
-      "on stderr as 'note: ...' lines.\n");
+      "on stderr as 'note: ...' lines.\n"
+      "\n"
+      "--format mpich-csel writes an MPICH 4 collective selection file instead\n"
+      "(MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE). It is MPICH's own built-in selection tree, read from\n"
+      "the library the jobs use (--mpich-library) or from --mpich-base, with the alltoall, alltoallv and\n"
+      "allgather branches replaced by the tables; every other collective keeps MPICH's choice.\n");
   exp->add_option("--format", exp_args.format,
-                  "1 or classic: Open MPI 4.1 and 5.0; 2: rule-file-version-2; 3 or json: Open MPI 6")
+                  "1 or classic: Open MPI 4.1 and 5.0; 2: rule-file-version-2; 3 or json: Open MPI 6; "
+                  "mpich-csel: MPICH 4")
       ->required()
-      ->type_name("1|2|3|classic|json");
+      ->type_name("1|2|3|classic|json|mpich-csel");
   exp->add_option("-o,--out", exp_args.out, "Write the rules file here (default: stdout)")->type_name("FILE");
+  exp->add_option("--mpich-library", exp_args.mpich_library,
+                  fmt::format("mpich-csel: the libmpich.so whose built-in selection tree to start from (default: {})",
+                              kDefaultMpichLibrary))
+      ->type_name("PATH");
+  exp->add_option("--mpich-base", exp_args.mpich_base,
+                  "mpich-csel: start from this MPICH selection JSON instead (MPICH's whole MPIR tree, e.g. its "
+                  "maint/tuning/coll/mpir/generic.json)")
+      ->type_name("FILE");
   exp->add_option("--collective", exp_args.collectives,
-                  fmt::format("Only these collectives (default: all that Open MPI can be told about): {}", collectives))
+                  fmt::format("Only these collectives (default: all that the file can be told about): {}", collectives))
       ->delimiter(',')
       ->option_text("NAME,...");
   exp->add_option("--ranks-per-node", exp_args.ranks_per_node,
@@ -888,7 +937,9 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
   exp->footer(server_help +
               "\nEXAMPLES\n"
               "  topotune export --format classic -o /etc/openmpi/topotune.rules\n"
-              "  topotune export --format json --collective alltoall --ranks-per-node 2 > rules.json\n");
+              "  topotune export --format json --collective alltoall --ranks-per-node 2 > rules.json\n"
+              "  topotune export --format mpich-csel -o /etc/mpich/topotune.json\n"
+              "  MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=/etc/mpich/topotune.json mpiexec.mpich -n 64 ./app\n");
 }
 
 std::optional<int> RunServerCommand(const ServerCommands& cmds, std::ostream& out, std::ostream& err) {

@@ -124,7 +124,8 @@ StatusOr<std::vector<v1::Collective>> ParseCollectives(const std::vector<std::st
 // Message sizes ("1KiB", "4096", tuner/topology.h ParseBytes): whole bytes,
 // 1 to kMaxMsizeBytes, at most kMaxMsizes, no size twice.
 StatusOr<std::vector<int64_t>> ParseMsizes(const std::vector<std::string>& sizes, std::string_view flag);
-// "1"/"classic" -> CLASSIC_V1, "2" -> CLASSIC_V2, "3"/"json" -> JSON_V3.
+// "1"/"classic" -> CLASSIC_V1, "2" -> CLASSIC_V2, "3"/"json" -> JSON_V3,
+// "mpich-csel" -> MPICH_CSEL.
 StatusOr<v1::RulesFormat> ParseRulesFormat(std::string_view text);
 // A --server value: HOST:PORT with a port of 1 to 65535 ([::1]:50051 for
 // IPv6), or a gRPC target URI (scheme "unix:", "dns:", "ipv4:", "ipv6:" or
@@ -207,6 +208,11 @@ struct PlanArgs {
   bool json = false;
 };
 
+// Where `export --format mpich-csel` looks for MPICH's built-in selection
+// tree without --mpich-library or --mpich-base (Debian's and Ubuntu's
+// libmpich12).
+inline constexpr char kDefaultMpichLibrary[] = "/usr/lib/x86_64-linux-gnu/libmpich.so.12";
+
 struct ExportRulesArgs {
   ServerOptions server;
   std::string format;
@@ -214,6 +220,8 @@ struct ExportRulesArgs {
   std::vector<std::string> collectives;
   int ranks_per_node = 0;
   int64_t topology_version = 0;
+  std::string mpich_library;  // Empty: kDefaultMpichLibrary.
+  std::string mpich_base;     // A JSON file; instead of the library's tree.
 };
 
 // The subcommands AddServerCommands registers, with their parsed flags.

@@ -26,6 +26,7 @@
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
 #include "tuner/bounds.h"
+#include "tuner/mpich_csel.h"
 #include "tuner/ompi_rules.h"
 #include "tuner/rank_tree.h"
 #include "tuner/topology_io.h"
@@ -1024,6 +1025,8 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
 }
 
 grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRulesResponse* resp) {
+  const bool mpich = req.format() == v1::RULES_FORMAT_MPICH_CSEL;
+  const std::string_view library = mpich ? "MPICH" : "Open MPI";
   OmpiRulesFormat format = req.format() == v1::RULES_FORMAT_CLASSIC_V1   ? OmpiRulesFormat::kClassicV1
                            : req.format() == v1::RULES_FORMAT_CLASSIC_V2 ? OmpiRulesFormat::kClassicV2
                                                                          : OmpiRulesFormat::kJsonV3;
@@ -1056,12 +1059,14 @@ grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRule
     }
     if (other_classes)
       notes.push_back(
-          fmt::format("{}: the uniform pattern's tables; Open MPI's rules cannot tell skewed or sparse calls apart, "
+          fmt::format("{}: the uniform pattern's tables; {}'s rules cannot tell skewed or sparse calls apart, "
                       "libtopotune-mpi can",
-                      coll));
+                      coll, library));
     for (const auto& [nprocs, d] : by_size) {
       if (nprocs < 2) {
-        notes.push_back(fmt::format("{} on 1 rank left out: Open MPI runs no algorithm there", coll));
+        notes.push_back(
+            fmt::format("{} on 1 rank left out: {}", coll,
+                        mpich ? "the smallest table tuned also covers 1 rank" : "Open MPI runs no algorithm there"));
         continue;
       }
       sets.push_back({coll, nprocs, d->table, 0});
@@ -1072,7 +1077,7 @@ grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRule
             fmt::format("no decision tables for {} on topology version {}{}; run `topotune tune start` first",
                         fmt::join(collectives, ", "), version,
                         req.ranks_per_node() ? fmt::format(" with {} ranks per node", req.ranks_per_node()) : "")};
-  auto exported = ExportOmpiRules(sets, format);
+  auto exported = mpich ? ExportMpichCsel(sets, req.mpich_base()) : ExportOmpiRules(sets, format);
   if (!exported.ok()) return ToGrpc(exported.status());
   resp->set_text(exported->text);
   for (const std::string& n : notes) resp->add_notes(n);

@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "proto/limits.h"
+#include "tuner/mpich_csel.h"
 
 namespace topotune::daemon {
 namespace {
@@ -677,12 +678,33 @@ Status Validate(const v1::ListDecisionsRequest& req) {
   });
 }
 
+namespace {
+
+// MPICH's selection file starts from the base the client sends (MPICH's
+// MPIR tree: tuner/mpich_csel.h CheckMpichBase); the Open MPI formats take
+// none.
+Status CheckMpichBaseField(const v1::ExportRulesRequest& req) {
+  if (req.format() != v1::RULES_FORMAT_MPICH_CSEL)
+    return req.mpich_base().empty() ? Status::Ok()
+                                    : Invalid("mpich_base", "is set, but only RULES_FORMAT_MPICH_CSEL reads it");
+  if (req.mpich_base().empty())
+    return Invalid("mpich_base",
+                   "empty; RULES_FORMAT_MPICH_CSEL starts from MPICH's own selection JSON (its MPIR tree, which "
+                   "`topotune export` reads from libmpich.so)");
+  TOPOTUNE_RETURN_IF_ERROR(CheckString("mpich_base", req.mpich_base(), 1, TOPOTUNE_LIMIT(kMaxMpichBaseBytes)));
+  if (Status s = CheckMpichBase(req.mpich_base()); !s.ok()) return Invalid("mpich_base", s.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const v1::ExportRulesRequest& req) {
   return First({
       CheckEnum("format", req.format(), kRulesFormat, Unspecified::kRejected),
       CheckCollectives("collectives", req.collectives(), 0, /*unique=*/false),
       CheckRange("topology_version", req.topology_version(), 0, kUnbounded),
       CheckRange("ranks_per_node", req.ranks_per_node(), 0, TOPOTUNE_LIMIT(kMaxRanks)),
+      CheckMpichBaseField(req),
   });
 }
 

@@ -1059,12 +1059,41 @@ TEST(ValidateExportRules, Limits) {
   R r = v;
   r.set_format(v1::RULES_FORMAT_UNSPECIFIED);
   EXPECT_TRUE(Fails(Validate(r), {"format: RULES_FORMAT_UNSPECIFIED is not allowed", "RULES_FORMAT_CLASSIC_V1 (1)"}));
-  r.set_format(static_cast<v1::RulesFormat>(4));
-  EXPECT_TRUE(Fails(Validate(r), {"format: 4 is not a value of RulesFormat"}));
+  r.set_format(static_cast<v1::RulesFormat>(5));
+  EXPECT_TRUE(Fails(Validate(r), {"format: 5 is not a value of RulesFormat", "RULES_FORMAT_MPICH_CSEL (4)"}));
   r = v;
   r.add_collectives(v1::COLLECTIVE_ALLGATHER);
   r.add_collectives(v1::COLLECTIVE_UNSPECIFIED);
   EXPECT_TRUE(Fails(Validate(r), {"collectives[1]: COLLECTIVE_UNSPECIFIED is not allowed"}));
+  // The Open MPI formats take no MPICH base.
+  r = v;
+  r.set_mpich_base("{}");
+  EXPECT_TRUE(Fails(Validate(r), {"mpich_base: is set, but only RULES_FORMAT_MPICH_CSEL reads it"}));
+}
+
+TEST(ValidateExportRules, MpichCselNeedsABase) {
+  v1::ExportRulesRequest v;
+  v.set_format(v1::RULES_FORMAT_MPICH_CSEL);
+  const std::string base = R"({"collective=bcast":{"algorithm=MPIR_Bcast_intra_binomial":{}}})";
+  v.set_mpich_base(base);
+  EXPECT_TRUE(Passes(Validate(v)));
+  // Up to kMaxMpichBaseBytes (here padded with blanks).
+  v1::ExportRulesRequest r = v;
+  r.set_mpich_base(base + std::string(limits::kMaxMpichBaseBytes - base.size(), ' '));
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.set_mpich_base(base + std::string(limits::kMaxMpichBaseBytes - base.size() + 1, ' '));
+  EXPECT_TRUE(Fails(Validate(r), {"mpich_base: 1048577 bytes, more than " + Lim("kMaxMpichBaseBytes", 1048576)}));
+  r.clear_mpich_base();
+  EXPECT_TRUE(
+      Fails(Validate(r), {"mpich_base: empty; RULES_FORMAT_MPICH_CSEL starts from MPICH's own selection JSON"}));
+  // What tuner/mpich_csel.h CheckMpichBase rejects, in one printable line.
+  r.set_mpich_base(R"({"collective=bcast":{"algorithm=\u0001x":1}})");
+  EXPECT_TRUE(Fails(Validate(r), {"mpich_base: the MPICH base: the value of \"algorithm=\\x01x\" in "
+                                  "\"collective=bcast\" is not an object"}));
+  r.set_mpich_base("{\"collective=bcast\":\n\xff\xfe");
+  EXPECT_TRUE(Fails(Validate(r), {"mpich_base: the MPICH base is not JSON: "}));
+  r.set_mpich_base(R"({"collective=bcast":{"composition=MPIDI_Bcast_intra_composition_alpha":{}}})");
+  EXPECT_TRUE(Fails(Validate(r), {"mpich_base: the MPICH base names no MPIR_ algorithm"}));
 }
 
 TEST(ValidateReportJob, ValidPasses) {

@@ -340,6 +340,7 @@ TEST(ServerOptionsTest, RulesFormats) {
   EXPECT_EQ(*ParseRulesFormat("2"), v1::RULES_FORMAT_CLASSIC_V2);
   EXPECT_EQ(*ParseRulesFormat("3"), v1::RULES_FORMAT_JSON_V3);
   EXPECT_EQ(*ParseRulesFormat("json"), v1::RULES_FORMAT_JSON_V3);
+  EXPECT_EQ(*ParseRulesFormat("mpich-csel"), v1::RULES_FORMAT_MPICH_CSEL);
   EXPECT_FALSE(ParseRulesFormat("4").ok());
   EXPECT_FALSE(ParseRulesFormat("").ok());
 }
@@ -560,6 +561,11 @@ TEST(ServerUsageTest, BadFlagsExit2BeforeAnyCall) {
       {"export"},
       {"export", "--format", "yaml"},
       {"export", "--format", "1", "--collective", "scan"},
+      {"export", "--format", "1", "--mpich-base", "/dev/null"},
+      {"export", "--format", "json", "--mpich-library", "/dev/null"},
+      {"export", "--format", "mpich-csel", "--mpich-library", "/nonexistent/libmpich.so"},
+      {"export", "--format", "mpich-csel", "--mpich-library", "/dev/null"},
+      {"export", "--format", "mpich-csel", "--mpich-base", "/dev/null"},
       {"topology", "show", "--version", "0"},
       {"topology", "show", "--yaml", "--json"},
       {"topology", "show", Example("two-switch-4x4.yaml"), "--version", "3"},
@@ -580,6 +586,25 @@ TEST(ServerUsageTest, BadFlagsExit2BeforeAnyCall) {
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err.find("cannot reach"), std::string::npos) << r.err;
   }
+}
+
+// Where MPICH's selection tree cannot be had, the message says which file
+// and how to give another, before anything is sent.
+TEST(ServerUsageTest, MpichBaseErrorsNameTheFile) {
+  Result r =
+      RunCli({"export", "--format", "mpich-csel", "--mpich-library", "/nonexistent/libmpich.so", "--server", kNobody});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--mpich-library: cannot read '/nonexistent/libmpich.so'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("with --mpich-base FILE"), std::string::npos) << r.err;
+  r = RunCli({"export", "--format", "mpich-csel", "--mpich-library", "/dev/null", "--server", kNobody});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--mpich-library: /dev/null: no MPICH MPIR selection tree in it"), std::string::npos) << r.err;
+  r = RunCli({"export", "--format", "mpich-csel", "--mpich-base", "/dev/null", "--server", kNobody});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--mpich-base: '/dev/null': the MPICH base is not JSON"), std::string::npos) << r.err;
+  r = RunCli({"export", "--format", "classic", "--mpich-base", "/dev/null", "--server", kNobody});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--mpich-base applies only with --format mpich-csel"), std::string::npos) << r.err;
 }
 
 TEST(ServerUsageTest, RemoteOnlyDiscoverFlagsNeedRemote) {

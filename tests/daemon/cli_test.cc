@@ -863,5 +863,41 @@ TEST_F(CliTest, ExportWritesTheFileAndTheNotes) {
   EXPECT_THAT(r.err, HasSubstr("on topology version 1"));
 }
 
+// --format mpich-csel sends the base the CLI read (here --mpich-base) and
+// writes what the server returns; the server rejects a base that lacks a
+// collective exported.
+TEST_F(CliTest, ExportWritesAnMpichSelectionFile) {
+  const int64_t version = SeedTopologies({kExamples + "faraj-yuan-fig1.yaml"});
+  SeedDecision({version, "alltoall", 4, 1}, Table({{0, 4096, "native"}, {4096, kInf, "pairwise"}}));
+  SeedDecision({version, "alltoallv", 4, 1, "uniform"}, Table({{0, kInf, "native"}}));
+  StartDaemon();
+  const std::string base = R"({"collective=bcast":{"algorithm=MPIR_Bcast_intra_binomial":{}},)"
+                           R"("collective=alltoall":{"comm_type=intra":{"algorithm=MPIR_Alltoall_intra_scattered":{}},)"
+                           R"("comm_type=inter":{"algorithm=MPIR_Alltoall_inter_pairwise_exchange":{}}}})";
+  const std::string base_file = dir_.File("base.json");
+  std::ofstream(base_file) << base;
+
+  const std::string out = dir_.File("csel.json");
+  Result r =
+      Cli({"export", "--format", "mpich-csel", "--mpich-base", base_file, "-o", out, "--collective", "alltoall"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  v1::ExportRulesRequest req;
+  req.set_format(v1::RULES_FORMAT_MPICH_CSEL);
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.set_mpich_base(base);
+  v1::ExportRulesResponse direct = Export(req);
+  EXPECT_EQ(ReadWhole(out), direct.text());
+  EXPECT_THAT(direct.text(), HasSubstr("\"avg_msg_size<4096\""));
+  EXPECT_THAT(direct.text(), HasSubstr("\"algorithm=MPIR_Alltoall_intra_pairwise\""));
+  EXPECT_THAT(r.err, HasSubstr("note: alltoall comm size 4 [4KiB, inf): pairwise is a topotune algorithm; MPICH's "
+                               "MPIR_Alltoall_intra_pairwise"));
+  EXPECT_THAT(r.err, HasSubstr("wrote " + out + "\n"));
+
+  // The base names no alltoallv, which has a table: the server says so, exit 1.
+  r = Cli({"export", "--format", "mpich-csel", "--mpich-base", base_file});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: the MPICH base has no \"collective=alltoallv\""));
+}
+
 }  // namespace
 }  // namespace topotune

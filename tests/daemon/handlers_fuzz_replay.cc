@@ -174,6 +174,11 @@ std::vector<Seed> Seeds() {
       {"rules-none", 10,
        FromText<ExportRulesRequest>(
            "format: RULES_FORMAT_JSON_V3 collectives: [COLLECTIVE_ALLTOALLV] ranks_per_node: 5")},
+      {"rules-mpich", 10,
+       FromText<ExportRulesRequest>(R"(format: RULES_FORMAT_MPICH_CSEL mpich_base: '{"collective=alltoall":)"
+                                    R"({"comm_type=intra":{"algorithm=MPIR_Alltoall_intra_pairwise":{}}},)"
+                                    R"("collective=alltoallv":{"algorithm=MPIR_Alltoallv_intra_scattered":{}},)"
+                                    R"("collective=allgather":{"algorithm=MPIR_Allgather_intra_ring":{}}}')")},
       {"report-job", 11, FromText<v1::ReportJobRequest>(R"(
          job_id: "job-1" plan_id: "0123456789abcdef" nprocs: 8 ranks_per_node: 1
          started_at { seconds: 1767225600 } finished_at { seconds: 1767225660 nanos: 5 }

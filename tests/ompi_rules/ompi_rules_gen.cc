@@ -11,7 +11,7 @@
 //       bytes per block, not from the exported file, so a wrong size
 //       conversion shows up as a wrong algorithm.
 //   ompi_rules_gen seed DATABASE TOPOLOGY_FILE EXPECT_FILE
-//       Stores TOPOLOGY_FILE in topotuned's DATABASE (db/store.h; the same
+//       Stores TOPOLOGY_FILE in topotuned's DATABASE (tests/rules_seed.h; the same
 //       version topotuned then finds when started with --topology-file
 //       TOPOLOGY_FILE) and the test tables below as that version's decisions
 //       (ranks per node = communicator size: one node, as the probe runs),
@@ -39,9 +39,8 @@
 #include <string>
 #include <vector>
 
-#include "db/store.h"
+#include "tests/rules_seed.h"
 #include "tuner/ompi_rules.h"
-#include "tuner/topology_io.h"
 
 namespace {
 
@@ -136,21 +135,11 @@ int Write(const std::string& format_name, const std::string& rules_path, const s
 }
 
 int Seed(const std::string& database, const std::string& topology_path, const std::string& expect_path) {
-  auto fail = [](const topotune::Status& status) {
-    std::cerr << "ompi_rules_gen: " << status.ToString() << "\n";
-    return 2;
-  };
-  auto topology = topotune::LoadTopologyFile(topology_path);
-  if (!topology.ok()) return fail(topology.status());
-  auto store = topotune::db::Store::Open(database);
-  if (!store.ok()) return fail(store.status());
-  auto version = store->PutTopology(*topology, topology_path);
-  if (!version.ok()) return fail(version.status());
   const std::vector<OmpiRuleSet> sets = TestSets();
-  for (const OmpiRuleSet& s : sets) {
-    auto put = store->PutDecision(
-        {*version, s.collective, s.comm_size, s.comm_size, s.collective == "alltoallv" ? "uniform" : ""}, s.table, {});
-    if (!put.ok()) return fail(put.status());
+  auto version = topotune::rules_test::SeedRuleSets(database, topology_path, sets);
+  if (!version.ok()) {
+    std::cerr << "ompi_rules_gen: " << version.status().ToString() << "\n";
+    return 2;
   }
   if (!WriteExpectations(sets, expect_path)) return 2;
   std::cout << "ompi_rules_gen: " << sets.size() << " decision tables of topology version " << *version << " in "

@@ -49,50 +49,9 @@ case $case_name in
     ;;
 esac
 
-# Starts topotuned on a free loopback port with the database in $work/db
-# (not in $work itself, whose files fail() prints); sets $topotuned_pid and
-# $server.
-start_topotuned() {
-  mkdir -p "$work/db"
-  : >"$work/topotuned.yaml" # Defaults, not /etc/topotune/topotuned.yaml.
-  "$TOPOTUNED" --config "$work/topotuned.yaml" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --database "$work/db/topotune.db" --topology-file "$TOPOLOGY" --port-file "$work/db/ports" \
-    >"$work/topotuned.log" 2>&1 &
-  topotuned_pid=$!
-  local i
-  for ((i = 0; i < 200; i++)); do
-    [[ -s $work/db/ports ]] && break
-    kill -0 "$topotuned_pid" 2>/dev/null || fail "topotuned exited before serving"
-    sleep 0.1
-  done
-  server=127.0.0.1:$(sed -n 's/^grpc=//p' "$work/db/ports")
-  [[ $server != 127.0.0.1: ]] || fail "topotuned did not write its port in 20 s"
-}
-stop_topotuned() {
-  [[ -n ${topotuned_pid:-} ]] || return 0
-  kill "$topotuned_pid" 2>/dev/null || true
-  wait "$topotuned_pid" 2>/dev/null || true
-  topotuned_pid=
-}
-
 if [[ $case_name == export1 ]]; then
-  trap stop_topotuned EXIT
-  mkdir -p "$work/db"
-  run "$gen" seed "$work/db/topotune.db" "$TOPOLOGY" "$work/expect.txt"
-  [[ $status -eq 0 ]] || fail "ompi_rules_gen seed exited $status"
-  cat "$work/stdout"
-  start_topotuned
-  run "$TOPOTUNE" export --format 1 -o "$rules" --server "$server"
-  cp "$work/stderr" "$work/export.stderr"
-  cat "$work/export.stderr"
-  [[ $status -eq 0 ]] || fail "topotune export exited $status"
-  [[ -s $rules ]] || fail "topotune export wrote no $rules"
-  [[ ! -s $work/stdout ]] || fail "topotune export -o printed the rules on stdout too"
-  [[ $(tail -n 1 "$work/export.stderr") == "wrote $rules" ]] || fail "topotune export did not say 'wrote $rules' last"
-  grep -q '^note: .*tree_scheduled' "$work/export.stderr" ||
-    fail "topotune export gave no note on tree_scheduled, which Open MPI cannot run"
-  stop_topotuned
-  grep -q 'shutting down' "$work/topotuned.log" || fail "topotuned did not stop gracefully"
+  # A note for tree_scheduled, which Open MPI cannot run.
+  export_rules_via_topotuned '.*tree_scheduled' --format 1
 else
   run "$gen" write "$format" "$rules" "$work/expect.txt"
   [[ $status -eq 0 ]] || fail "ompi_rules_gen write exited $status"
