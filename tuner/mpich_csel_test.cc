@@ -393,10 +393,11 @@ TEST(MpichCsel, ExtractsTheMpirTreeFromALibrary) {
   const std::string ch4 =
       R"({"collective=bcast":{"comm_type=intra":{"composition=MPIDI_Bcast_intra_composition_alpha":{}}}})";
   const std::string broken = R"({"collective=alltoall":{"algorithm=MPIR_Alltoall_intra_brucks":{})";
-  std::string blob(
+  // An ELF-like start with NULs in it, and a truncated object.
+  static constexpr char kHeader[] =
       "\x7f"
-      "ELF\x02\x01\0\0junk {\"collective",
-      27);
+      "ELF\x02\x01\0\0junk {\"collective";
+  std::string blob(kHeader, sizeof(kHeader) - 1);
   blob += std::string(1, '\0') + ch4 + std::string(1, '\0') + "more" + std::string(1, '\0') + broken +
           std::string(1, '\0') + std::string(kBase) + std::string(1, '\0') + "tail";
   auto base = ExtractMpichBase(blob, "libfake.so");
