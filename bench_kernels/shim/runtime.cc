@@ -485,12 +485,19 @@ void Runtime::Nonblocking(Collective c, MPI_Comm comm, int64_t bytes) {
     ++nonblocking_[Index(c)].calls;
     nonblocking_[Index(c)].bytes += bytes;
   }
+  // Made once, not on every call.
+  static const std::array<std::string, 3> kReasons = [] {
+    std::array<std::string, 3> r;
+    for (Collective k : kCollectives)
+      r[Index(k)] = fmt::format(
+          "MPI_I{}: the MPI library's own; a tuned schedule would need progress that "
+          "topotune cannot make without a helper thread",
+          kernels::CollectiveName(k));
+    return r;
+  }();
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
-  Unserved(fmt::format("MPI_I{}: the MPI library's own; a tuned schedule would need progress that topotune "
-                       "cannot make without a helper thread",
-                       kernels::CollectiveName(c)),
-           rank == 0);
+  Unserved(kReasons[Index(c)], rank == 0);
 }
 
 void Runtime::Log(LogLevel level, const std::string& line) const {
