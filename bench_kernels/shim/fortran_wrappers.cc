@@ -25,7 +25,9 @@
 //     RTLD_NEXT), which converts every argument itself (LOGICAL arrays,
 //     MPI_UNWEIGHTED, info), then tells the Runtime what happened: MPI_INIT
 //     starts it, constructors share plans, MPI_COMM_FREE forgets.
-// Without a Runtime every function is the MPI library's own.
+// Without a Runtime every function is the MPI library's own. Nothing the
+// library throws gets out of these: entry.h's functions do not throw, and
+// converting arguments allocates nothing.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -66,14 +68,21 @@ Fn* Next(const char* name) {
 #if defined(OPEN_MPI)
 // Open MPI's Fortran sentinels: the addresses of its common blocks, in any
 // of the manglings a compiler may have used (the process has one or more).
+// Looked up without allocating, so that converting arguments cannot throw.
 struct Sentinel {
   std::array<void*, 4> at{};
-  explicit Sentinel(const char* name) {
-    const std::string lower(name);
-    std::string upper;
-    for (char c : lower) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-    const std::array<std::string, 4> names = {lower, lower + "_", lower + "__", upper};
-    for (size_t i = 0; i < names.size(); ++i) at[i] = dlsym(RTLD_DEFAULT, names[i].c_str());
+  explicit Sentinel(const char* name) noexcept {
+    char spelled[64];
+    const std::array<const char*, 3> suffixes = {"", "_", "__"};
+    for (size_t i = 0; i < suffixes.size(); ++i) {
+      std::snprintf(spelled, sizeof spelled, "%s%s", name, suffixes[i]);
+      at[i] = dlsym(RTLD_DEFAULT, spelled);
+    }
+    size_t n = 0;
+    for (; name[n] != '\0' && n + 1 < sizeof spelled; ++n)
+      spelled[n] = static_cast<char>(name[n] >= 'a' && name[n] <= 'z' ? name[n] - 'a' + 'A' : name[n]);
+    spelled[n] = '\0';
+    at[3] = dlsym(RTLD_DEFAULT, spelled);
   }
   bool Is(const void* p) const {
     for (void* a : at)
@@ -120,7 +129,7 @@ int Forward(F* ierr, Call call) {
 // of `child`, made from `parent` (after the call: it sets *child).
 template <typename Call>
 void Construct(F* ierr, const F* parent, const F* child, Call call,
-               void (*then)(int, MPI_Comm, MPI_Comm) = shim::Derived) {
+               void (*then)(int, MPI_Comm, MPI_Comm) noexcept = shim::Derived) {
   const int rc = Forward(ierr, call);
   then(rc, Comm(parent), Comm(child));
 }
@@ -151,39 +160,44 @@ TOPOTUNE_HIDDEN void topotune_f_finalize(F* ierr) {
 TOPOTUNE_HIDDEN void topotune_f_alltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                          F* recvtype, F* comm, F* ierr) {
   static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("alltoall"));
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr) {
-    Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
-    return;
-  }
-  SetError(ierr, rt->Alltoall({SendBuffer(sendbuf), *sendcount, Type(sendtype), RecvBuffer(recvbuf), *recvcount,
-                               Type(recvtype), Comm(comm)}));
+  SetError(ierr,
+           shim::Blocking("MPI_ALLTOALL",
+                          topotune::kernels::AlltoallArgs{SendBuffer(sendbuf), *sendcount, Type(sendtype),
+                                                          RecvBuffer(recvbuf), *recvcount, Type(recvtype), Comm(comm)},
+                          [&] {
+                            return Forward(nullptr, [&](F* e) {
+                              next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e);
+                            });
+                          }));
 }
 
 TOPOTUNE_HIDDEN void topotune_f_allgather(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,
                                           F* recvtype, F* comm, F* ierr) {
   static auto* next = Next<void(void*, F*, F*, void*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("allgather"));
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr) {
-    Forward(ierr, [&](F* e) { next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e); });
-    return;
-  }
-  SetError(ierr, rt->Allgather({SendBuffer(sendbuf), *sendcount, Type(sendtype), RecvBuffer(recvbuf), *recvcount,
-                                Type(recvtype), Comm(comm)}));
+  SetError(ierr,
+           shim::Blocking("MPI_ALLGATHER",
+                          topotune::kernels::AllgatherArgs{SendBuffer(sendbuf), *sendcount, Type(sendtype),
+                                                           RecvBuffer(recvbuf), *recvcount, Type(recvtype), Comm(comm)},
+                          [&] {
+                            return Forward(nullptr, [&](F* e) {
+                              next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, e);
+                            });
+                          }));
 }
 
 TOPOTUNE_HIDDEN void topotune_f_alltoallv(void* sendbuf, F* sendcounts, F* sdispls, F* sendtype, void* recvbuf,
                                           F* recvcounts, F* rdispls, F* recvtype, F* comm, F* ierr) {
   static auto* next = Next<void(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*)>(TOPOTUNE_NEXT("alltoallv"));
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr) {
-    Forward(ierr, [&](F* e) {
-      next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, e);
-    });
-    return;
-  }
-  SetError(ierr, rt->Alltoallv({SendBuffer(sendbuf), sendcounts, sdispls, Type(sendtype), RecvBuffer(recvbuf),
-                                recvcounts, rdispls, Type(recvtype), Comm(comm)}));
+  SetError(ierr,
+           shim::Blocking(
+               "MPI_ALLTOALLV",
+               topotune::kernels::AlltoallvArgs{SendBuffer(sendbuf), sendcounts, sdispls, Type(sendtype),
+                                                RecvBuffer(recvbuf), recvcounts, rdispls, Type(recvtype), Comm(comm)},
+               [&] {
+                 return Forward(nullptr, [&](F* e) {
+                   next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, e);
+                 });
+               }));
 }
 
 TOPOTUNE_HIDDEN void topotune_f_ialltoall(void* sendbuf, F* sendcount, F* sendtype, void* recvbuf, F* recvcount,

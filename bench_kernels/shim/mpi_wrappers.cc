@@ -2,7 +2,9 @@
 // (MPI's profiling interface), each forwarding to the Runtime through
 // entry.h or, when there is none, straight to the PMPI_ function. The
 // exports map keeps every other symbol of the library local, so that it
-// cannot clash with the program's own.
+// cannot clash with the program's own. Nothing the library throws gets out
+// of these: entry.h's functions do not throw (their barrier falls back to
+// the PMPI_ function, or skips bookkeeping after it).
 #include <mpi.h>
 
 #include "bench_kernels/shim/entry.h"
@@ -33,27 +35,28 @@ int MPI_Finalize(void) {
 
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr)
-    return TOPOTUNE_PMPI(PMPI_Alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return rt->Alltoall({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm});
+  return shim::Blocking(
+      "MPI_Alltoall", topotune::kernels::AlltoallArgs{sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm},
+      [&] { return TOPOTUNE_PMPI(PMPI_Alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
 int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr)
-    return TOPOTUNE_PMPI(PMPI_Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                                         comm);
-  return rt->Alltoallv({sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm});
+  return shim::Blocking("MPI_Alltoallv",
+                        topotune::kernels::AlltoallvArgs{sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                                         rdispls, recvtype, comm},
+                        [&] {
+                          return TOPOTUNE_PMPI(PMPI_Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                                               recvcounts, rdispls, recvtype, comm);
+                        });
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-  shim::Runtime* rt = shim::ActiveRuntime();
-  if (rt == nullptr)
-    return TOPOTUNE_PMPI(PMPI_Allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return rt->Allgather({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm});
+  return shim::Blocking(
+      "MPI_Allgather",
+      topotune::kernels::AllgatherArgs{sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm},
+      [&] { return TOPOTUNE_PMPI(PMPI_Allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
 int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "proto/limits.h"
@@ -43,6 +44,38 @@ const kernels::KernelInfo* Native(Collective c) {
 }
 
 bool IsL3(const kernels::KernelInfo* k) { return k->name.ends_with("_l3"); }
+
+// The MPI function of a blocking collective, for the exception barrier.
+const char* CallName(Collective c) {
+  static constexpr std::array<const char*, 3> kNames = {"MPI_Alltoall", "MPI_Alltoallv", "MPI_Allgather"};
+  return kNames[Index(c)];
+}
+
+// The ranks a collective on `comm` exchanges blocks with (the remote group
+// on an intercommunicator), and this rank's index among them (-1 there).
+void Group(MPI_Comm comm, int* n, int* me) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    PMPI_Comm_remote_size(comm, n);
+    *me = -1;
+  } else {
+    PMPI_Comm_size(comm, n);
+    PMPI_Comm_rank(comm, me);
+  }
+}
+
+// Alltoall's and allgather's block size (the same on every rank: MPI's
+// type-signature rule) and the bytes a call moves between distinct ranks,
+// on n ranks.
+template <typename Args>
+std::pair<int64_t, int64_t> FixedSizes(const Args& a, int64_t n) {
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+  int type_size = 0;
+  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
+  const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
+  return {msize, msize * n * (n - 1)};
+}
 
 // Fallbacks of the kernels, per thread; the runtime reads total() and last()
 // around each call and keeps the counts itself.
@@ -500,6 +533,98 @@ void Runtime::Nonblocking(Collective c, MPI_Comm comm, int64_t bytes) {
   Unserved(kReasons[Index(c)], rank == 0);
 }
 
+void Runtime::InjectFault(CommState& state) const {
+  if (config_.test_throw_every > 0 && ++state.calls % config_.test_throw_every == 0) throw std::bad_alloc();
+}
+
+void Runtime::InternalError(Runtime* rt, const char* where) noexcept {
+  // What escaped: the handler that called this still holds it.
+  const char* what = "an exception that is not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  LogLevel level = LogLevel::kWarn;
+  if (rt != nullptr) {
+    rt->internal_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (!rt->first_error_claimed_.exchange(true)) {
+      std::snprintf(rt->first_error_.data(), rt->first_error_.size(), "%s in %s", what, where);
+      rt->first_error_ready_.store(true, std::memory_order_release);
+    }
+    level = rt->config_.log;
+  } else if (const char* v = std::getenv("TOPOTUNE_LOG"); v != nullptr) {
+    // No settings were read (or they are gone with the Runtime): only
+    // whether to be quiet, without allocating.
+    if (std::string_view(v) == "off") level = LogLevel::kOff;
+    if (std::string_view(v) == "error") level = LogLevel::kError;
+  }
+  static std::atomic<bool> said{false};  // Once per process.
+  if (level < LogLevel::kWarn || said.exchange(true)) return;
+  if (rt == nullptr) {
+    std::fprintf(stderr, "topotune: disabled: %s in %s; the job runs with the MPI library's collectives\n", what,
+                 where);
+    return;
+  }
+  std::fprintf(stderr,
+               "topotune: %.*s, or the call completed without topotune's bookkeeping (%s in %s); said once per "
+               "process, each one counted in the stats file's internal_errors\n",
+               static_cast<int>(kInternalErrorReason.size()), kInternalErrorReason.data(), what, where);
+}
+
+int Runtime::KernelThrew(Collective c, const kernels::KernelInfo& k, MPI_Comm comm) const noexcept {
+  static std::atomic<bool> said{false};
+  if (config_.log != LogLevel::kOff && !said.exchange(true)) {
+    const std::string_view name = kernels::CollectiveName(c);
+    std::fprintf(stderr,
+                 "topotune: the %.*s kernel %.*s threw after it may have begun moving data: the call can be neither "
+                 "completed nor run again, so MPI_ERR_INTERN is raised on its communicator\n",
+                 static_cast<int>(name.size()), name.data(), static_cast<int>(k.name.size()), k.name.data());
+  }
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_INTERN);
+  return MPI_ERR_INTERN;
+}
+
+void Runtime::CountRanNative(Collective c, int64_t msize, int64_t bytes, double seconds) noexcept {
+  // Best effort, and not through Guarded: this follows an exception already
+  // counted and said, and memory may still be short.
+  try {
+    std::lock_guard lock(mu_);
+    ++reasons_[std::string(kInternalErrorReason)];
+    stats_.Add(c, "native", msize, bytes, seconds, true);
+  } catch (...) {
+  }
+}
+
+void Runtime::RanNative(const kernels::AlltoallArgs& a, double seconds) noexcept {
+  int n = 1, me = 0;
+  Group(a.comm, &n, &me);
+  const auto [msize, bytes] = FixedSizes(a, n);
+  CountRanNative(Collective::kAlltoall, msize, bytes, seconds);
+}
+
+void Runtime::RanNative(const kernels::AllgatherArgs& a, double seconds) noexcept {
+  int n = 1, me = 0;
+  Group(a.comm, &n, &me);
+  const auto [msize, bytes] = FixedSizes(a, n);
+  CountRanNative(Collective::kAllgather, msize, bytes, seconds);
+}
+
+void Runtime::RanNative(const kernels::AlltoallvArgs& a, double seconds) noexcept {
+  // This rank's row only, as calls that skip the agreement are counted.
+  int n = 1, me = 0, type_size = 0;
+  Group(a.comm, &n, &me);
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
+  const int* counts = in_place ? a.recvcounts : a.sendcounts;
+  int64_t row = 0;
+  for (int j = 0; j < n; ++j)
+    if (j != me) row += static_cast<int64_t>(counts[j]) * type_size;
+  const int64_t others = me < 0 ? n : n - 1;
+  CountRanNative(Collective::kAlltoallv, others > 0 ? row / others : 0, row * n, seconds);
+}
+
 void Runtime::Log(LogLevel level, const std::string& line) const {
   if (level > config_.log || config_.log == LogLevel::kOff) return;
   std::fprintf(stderr, "topotune: %s\n", line.c_str());
@@ -507,24 +632,53 @@ void Runtime::Log(LogLevel level, const std::string& line) const {
 
 // A call of a kernel: native straight to PMPI, others through the registry
 // with fallbacks counted.
+//
+// What an exception means depends on when it comes:
+//   * Before this runs (StateOf, the choice of kernel, alltoallv's
+//     agreement), nothing of the call has moved: the entry point's barrier
+//     (entry.h Blocking) runs the MPI library's collective instead, which
+//     is correct when every rank of the call does the same. It does when the
+//     fault is the same on every rank, as every decision here is
+//     (TOPOTUNE_TEST_THROW too); a fault on some ranks only (memory
+//     exhausted on one host) leaves them in another collective than the
+//     others, which would have stopped the job before there was a barrier.
+//     On a communicator whose plan is resolved, the path to the kernel
+//     allocates nothing (alltoall, allgather; alltoallv's *_l3 byte counts
+//     aside).
+//   * From the kernel, which may have sent or received part of the call
+//     already (kernels complete or decline before touching a buffer, but an
+//     exception is neither): running the collective again would leave the
+//     other ranks waiting in the kernel, or their messages landing in the
+//     buffers later; returning success would hand back buffers half
+//     written. So the call fails as MPI calls fail: MPI_ERR_INTERN through
+//     the communicator's error handler (KernelThrew).
+//   * After the collective completed (counting it, its fallback's reason):
+//     the call is done and must not run twice; its result is returned and
+//     only the statistics miss it.
 template <typename Args, typename NativeFn, typename RunFn>
 int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
                  int64_t bytes, NativeFn native, RunFn run) {
   const double t0 = PMPI_Wtime();
   int rc;
   bool fell = false;
+  kernels::FallbackLog& log = ThreadLog();
+  const int64_t before = log.total();
   if (k == Native(c)) {
     rc = native();
   } else {
-    kernels::FallbackLog& log = ThreadLog();
-    const int64_t before = log.total();
-    rc = run(*k, a, state.holder.context(), &log);
+    rc = Guarded(
+        this, CallName(c), [&] { return KernelThrew(c, *k, a.comm); },
+        [&] { return run(*k, a, state.holder.context(), &log); });
     fell = log.total() != before;
-    if (fell) Note("a kernel declined a call, the MPI library's collective ran: " + log.last(), state.rank == 0);
   }
   const double seconds = PMPI_Wtime() - t0;
-  Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell);
-  return rc;
+  return Guarded(
+      this, CallName(c), [rc] { return rc; },
+      [&] {
+        if (fell) Note("a kernel declined a call, the MPI library's collective ran: " + log.last(), state.rank == 0);
+        Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell);
+        return rc;
+      });
 }
 
 // Alltoall and allgather: one block size for every peer, the same on every
@@ -537,12 +691,9 @@ int Runtime::FixedBlock(const Args& a, Collective c,
     return native(a.sendbuf, a.sendcount, a.sendtype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
   };
   if (state == nullptr) return call_native();
-  const bool in_place = a.sendbuf == MPI_IN_PLACE;
-  int type_size = 0;
-  PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
-  const int64_t msize = static_cast<int64_t>(in_place ? a.recvcount : a.sendcount) * type_size;
-  const int64_t n = state->size;
-  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, msize * n * (n - 1), call_native, run);
+  InjectFault(*state);
+  const auto [msize, bytes] = FixedSizes(a, state->size);
+  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, bytes, call_native, run);
 }
 
 int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
@@ -571,6 +722,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
                           a.recvtype, a.comm);
   };
   if (state == nullptr) return native();
+  InjectFault(*state);
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
   int send_size = 0, recv_size = 0;
   PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &send_size);
@@ -707,6 +859,9 @@ void Runtime::Finish() {
   for (const auto& [reason, count] : reasons_) j["fallbacks"][reason] = count;
   j["unserved"] = nlohmann::json::object();
   for (const auto& [reason, count] : unserved_) j["unserved"][reason] = count;
+  j["internal_errors"] = {
+      {"count", internal_errors_.load()},
+      {"first", first_error_ready_.load(std::memory_order_acquire) ? std::string(first_error_.data()) : ""}};
   j["nonblocking"] = nlohmann::json::object();
   for (Collective c : kCollectives)
     j["nonblocking"][std::string(kernels::CollectiveName(c))] = {{"calls", nonblocking_[Index(c)].calls},

@@ -39,6 +39,14 @@
 // logged once per reason: reasons about the plan by world rank 0, reasons
 // about a call by rank 0 of the call's communicator.
 //
+// Exceptions (memory exhausted, a bug) never leave the library: every entry
+// point runs its work under Guarded (below), and so does Run around the
+// kernel and around the bookkeeping after it. What escapes is counted (the
+// stats file's "internal_errors"), said once per process at warn, and the
+// call is answered as it safely can be: before the collective began, by the
+// MPI library's own collective; after it, by the collective's result (it
+// must not run twice). Run says why.
+//
 // Thread-safety: thread-safe under MPI_THREAD_MULTIPLE: the maps and counts
 // are guarded by one lock that is never held across an MPI call.
 #pragma once
@@ -48,6 +56,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,6 +138,29 @@ class Runtime {
   void Stop();
   void Finish();
 
+  // The exception barrier's report (Guarded): an exception escaped the
+  // handling of `where` (an MPI function's name, static). With a Runtime it
+  // is counted (the stats file's "internal_errors", with the first one's
+  // where and what) and said once per process at warn; with none (the
+  // library failed to start in MPI_Init), said once that the job runs
+  // without topotune. Call it inside a catch handler only; it never throws
+  // and never allocates (memory may be what ran out).
+  static void InternalError(Runtime* rt, const char* where) noexcept;
+
+  // A blocking collective that the MPI library's own function ran because
+  // an exception escaped the handling of the call before the call began
+  // (entry.h's Blocking), taking `seconds`: counted as a native call that
+  // fell back, with kInternalErrorReason, in the stats file and the job's
+  // report. Best effort: never throws.
+  void RanNative(const kernels::AlltoallArgs& a, double seconds) noexcept;
+  void RanNative(const kernels::AlltoallvArgs& a, double seconds) noexcept;
+  void RanNative(const kernels::AllgatherArgs& a, double seconds) noexcept;
+
+  // The fallback reason of the calls RanNative counts (a part of the line
+  // InternalError says, so that the log names every reason of the stats).
+  static constexpr std::string_view kInternalErrorReason =
+      "internal error: the MPI library's own function ran the call";
+
  private:
   struct CommState {
     std::shared_ptr<const PlanData> plan;
@@ -144,6 +176,7 @@ class Runtime {
     MPI_Request v_pending = MPI_REQUEST_NULL;
     std::array<int64_t, kernels::PatternFeatures::kWords + 1> v_words{};
     int64_t v_msize = 0, v_bytes = 0;
+    int64_t calls = 0;  // Blocking collective calls, counted for TOPOTUNE_TEST_THROW only.
 
     CommState() = default;
     CommState(const CommState&) = delete;
@@ -180,6 +213,15 @@ class Runtime {
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
           int64_t bytes, NativeFn native, RunFn run);
   static const kernels::KernelInfo* Choose(const std::vector<TableRow>& rows, int64_t msize);
+  // TOPOTUNE_TEST_THROW: throws std::bad_alloc on every Nth blocking
+  // collective call on the state's communicator.
+  void InjectFault(CommState& state) const;
+  // A kernel of `c` threw: it may have sent or received part of the call.
+  // Raises MPI_ERR_INTERN on `comm` (its error handler decides: by default
+  // the job stops) and returns it. Never throws.
+  int KernelThrew(kernels::Collective c, const kernels::KernelInfo& k, MPI_Comm comm) const noexcept;
+  // RanNative's count: under the lock, best effort.
+  void CountRanNative(kernels::Collective c, int64_t msize, int64_t bytes, double seconds) noexcept;
   void Count(kernels::Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
              bool fallback);
   // Counts a fallback reason and logs it the first time (when `log_here`).
@@ -224,6 +266,28 @@ class Runtime {
     int64_t calls = 0, bytes = 0;
   };
   std::array<Passed, 3> nonblocking_{};  // Indexed by kernels::Collective.
+  // InternalError's count, and the first error ("where: what"), written
+  // once by the thread that claims it.
+  std::atomic<int64_t> internal_errors_{0};
+  std::atomic<bool> first_error_claimed_{false}, first_error_ready_{false};
+  std::array<char, 256> first_error_{};
 };
+
+// The library's exception barrier; exceptions never cross the C ABI or an
+// MPI call (STYLE.md). Returns body(); when anything escapes it, reports it
+// (Runtime::InternalError of `rt`, which may be null; `where` is static
+// text naming the MPI function) and returns fallback() instead. `fallback`
+// answers the call without what failed and must not throw (an MPI library
+// call, a result already known): if it did, noexcept would end the process,
+// as an exception reaching the C caller would have.
+template <typename Fallback, typename Body>
+auto Guarded(Runtime* rt, const char* where, Fallback&& fallback, Body&& body) noexcept -> decltype(body()) {
+  try {
+    return body();
+  } catch (...) {
+    Runtime::InternalError(rt, where);
+  }
+  return fallback();
+}
 
 }  // namespace topotune::shim

@@ -73,6 +73,15 @@ ShimConfig ConfigFromEnv(const GetEnv& getenv) {
     else
       c.force[static_cast<size_t>(k)] = v;
   }
+  if (std::string v = Value(getenv, "TOPOTUNE_TEST_THROW"); !v.empty()) {
+    int every = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), every);
+    if (ec != std::errc() || end != v.data() + v.size() || every < 0)
+      c.problems.push_back(
+          fmt::format("TOPOTUNE_TEST_THROW='{}' is not a whole number of calls from 0; no fault is injected", v));
+    else
+      c.test_throw_every = every;
+  }
   c.hostname = Value(getenv, "TOPOTUNE_HOSTNAME");
   c.job_id = Value(getenv, "TOPOTUNE_JOB_ID");
   if (c.job_id.empty()) c.job_id = Value(getenv, "SLURM_JOB_ID");

@@ -23,6 +23,15 @@
 //                          rank writes its own
 //   TOPOTUNE_TLS_CA        PEM file of the CA that signed the daemon's
 //                          certificate: talk TLS instead of plaintext
+//   TOPOTUNE_TEST_THROW=N  fault injection, for tests of the library's
+//                          exception barrier only (tests/shim fault_throw):
+//                          the Nth, 2Nth, ... blocking collective call on
+//                          each communicator throws std::bad_alloc in the
+//                          library's per-call bookkeeping, before its kernel
+//                          runs. Every rank of a communicator counts the same
+//                          calls, so all of them throw at the same one, and
+//                          the MPI library's collective serves it (default 0:
+//                          never)
 //
 // A value that cannot be used is reported once (on rank 0) and its default
 // applies instead: a bad setting never stops a job.
@@ -51,6 +60,7 @@ struct ShimConfig {
   std::string job_id;
   std::string stats_file;
   std::string tls_ca;
+  int test_throw_every = 0;  // TOPOTUNE_TEST_THROW; 0: no fault injected.
   // Settings that could not be used, one sentence each, for the log.
   std::vector<std::string> problems;
 };

@@ -73,5 +73,16 @@ TEST(ShimEnv, BadValuesAreReportedAndTheDefaultsKept) {
   EXPECT_EQ(From({{"TOPOTUNE_TIMEOUT_MS", "0"}}).problems.size(), 1u);
 }
 
+TEST(ShimEnv, TestThrowIsACountOfCalls) {
+  EXPECT_EQ(From({}).test_throw_every, 0);
+  EXPECT_EQ(From({{"TOPOTUNE_TEST_THROW", "3"}}).test_throw_every, 3);
+  for (const char* bad : {"-1", "often", "2x"}) {
+    ShimConfig c = From({{"TOPOTUNE_TEST_THROW", bad}});
+    EXPECT_EQ(c.test_throw_every, 0) << bad;
+    ASSERT_EQ(c.problems.size(), 1u) << bad;
+    EXPECT_NE(c.problems[0].find("TOPOTUNE_TEST_THROW"), std::string::npos) << c.problems[0];
+  }
+}
+
 }  // namespace
 }  // namespace topotune::shim

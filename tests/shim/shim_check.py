@@ -13,6 +13,14 @@ reports in topotuned's database and its /metrics.
       MPI_COMM_WORLD, and with DAEMON=0 it may fall back everywhere.
       Alltoall and allgather: the entries' total_bytes add up to the bytes
       the calls moved between distinct ranks (SUMMARY).
+  shim_check.py internal_errors STATS SUMMARY COLLECTIVE:ALGORITHM...
+      A run with TOPOTUNE_TEST_THROW and each COLLECTIVE forced to an
+      ALGORITHM that never declines: every call rank 0 made is counted,
+      either under its ALGORITHM or under "native" as a fallback; the
+      fallbacks are the internal errors (the stats file's
+      internal_errors.count, the only fallback reason "internal error: ..."),
+      some calls threw and every collective ran its ALGORITHM too, and the
+      first error is a std::bad_alloc in an MPI function.
   shim_check.py nonblocking STATS SUMMARY
       The stats file's "nonblocking" counts every nonblocking call rank 0
       started (SUMMARY: coll_check's with "nonblocking": true, where every
@@ -156,6 +164,47 @@ def cmd_forced(stats_path, summary_path, collective, algorithm, context, daemon)
     if collective != "alltoallv":
         check_bytes(es, collective, calls)
     print(f"{where}: {ran} of {total} calls ran {algorithm}, {fallbacks} fell back")
+
+
+def cmd_internal_errors(stats_path, summary_path, *forced):
+    stats, summary = load(stats_path), load(summary_path)
+    check_shape(stats)
+    errors = stats.get("internal_errors")
+    if not isinstance(errors, dict) or not isinstance(errors.get("count"), int):
+        fail(f"the stats file's internal_errors is {errors!r}, expected an object with a count")
+    count, first = errors["count"], errors.get("first", "")
+    if count < 1:
+        fail(f"internal_errors counts {count}: no call threw")
+    if not re.search(r"bad_alloc.* in MPI_\w+", first):
+        fail(f"internal_errors.first is {first!r}, expected std::bad_alloc in an MPI function")
+    reasons = stats.get("fallbacks", {})
+    internal = {r: n for r, n in reasons.items() if r.startswith("internal error")}
+    if set(internal) != set(reasons):
+        fail(f"fallback reasons other than the internal error's: {reasons}")
+    if sum(internal.values()) != count:
+        fail(f"the internal error's reason counts {sum(internal.values())} calls, internal_errors {count}")
+    fell_total = 0
+    for pair in forced:
+        collective, _, algorithm = pair.partition(":")
+        es = entries(stats, collective)
+        want = summary["calls"][collective]["total"]
+        total = sum(e["calls"] for e in es)
+        ran = sum(e["calls"] for e in es if e["algorithm"] == algorithm)
+        native = sum(e["calls"] for e in es if e["algorithm"] == "native")
+        fell = sum(e["fallbacks"] for e in es)
+        where = f"{collective} forced to {algorithm}: {summarize(es)}"
+        if total != want:
+            fail(f"{where}: the stats count {total} calls, rank 0 made {want}")
+        if ran + native != total or native != fell:
+            fail(f"{where}: every call should run {algorithm}, or native as a fallback")
+        if ran == 0:
+            fail(f"{where}: no call ran {algorithm}")
+        if collective != "alltoallv":
+            check_bytes(es, collective, summary["calls"][collective])
+        fell_total += fell
+    if fell_total != count:
+        fail(f"{fell_total} calls fell back, but internal_errors counts {count}")
+    print(f"internal errors: {count}, each served by the MPI library's collective (first: {first})")
 
 
 def cmd_nonblocking(stats_path, summary_path):
@@ -457,12 +506,15 @@ def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
                 "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
                 "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
-                "nonblocking": (cmd_nonblocking, 2)}
+                "nonblocking": (cmd_nonblocking, 2), "internal_errors": (cmd_internal_errors, "3+")}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     fn, nargs = commands[sys.argv[1]]
     args = sys.argv[2:]
+    if nargs == "3+" and len(args) >= 3:
+        fn(*args)
+        return
     if len(args) not in (nargs if isinstance(nargs, tuple) else (nargs,)):
         print(__doc__, file=sys.stderr)
         sys.exit(2)

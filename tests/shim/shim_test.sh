@@ -70,6 +70,16 @@
 #                         bad_program_count, bad_ring, bad_subplan, garbage):
 #                         no plan, or fallbacks, with a reason that names
 #                         the fault.
+#   fault_throw           a real topotuned, pairwise, linear and ring forced,
+#                         TOPOTUNE_TEST_THROW=2: every second blocking call
+#                         on each communicator throws std::bad_alloc in the
+#                         library's per-call bookkeeping, on every rank
+#                         alike: same data, exit 0, those calls ran the MPI
+#                         library's collective and the others the forced
+#                         kernels, the stats file counts each throw
+#                         (shim_check.py internal_errors) and every rank
+#                         says it once; then fcoll_check (mpif.h) alike, for
+#                         the Fortran entry points, when built.
 #   fault_unknown_host    a real topotuned, ranks on hosts the topology lacks:
 #                         no plan, the reason names them.
 #   fault_daemon_dies     a real topotuned, tree_scheduled and link_scheduled
@@ -654,6 +664,33 @@ EOF
     # MPI_Init waited for the timeout, not for the answer 3 s later.
     check init "$stats" 2
     grep -q "GetPlan from" "$work/fault_server.log" || fail "the job never asked plans_fault_server"
+    ;;
+
+  fault_throw)
+    # The library's exception barrier: a throw in the per-call bookkeeping
+    # (TOPOTUNE_TEST_THROW, the same calls on every rank) leaves the call to
+    # the MPI library, and the job goes on tuned.
+    start_daemon daemon
+    forced=(TOPOTUNE_FORCE_ALLTOALL=pairwise TOPOTUNE_FORCE_ALLTOALLV=linear TOPOTUNE_FORCE_ALLGATHER=ring)
+    said_once() {
+      local r
+      for r in 0 1 2 3; do
+        [[ $(grep -c "^\[1,$r\]<stderr>:topotune: internal error: .*bad_alloc in MPI_" "$work/stderr") -eq 1 ]] ||
+          fail "$1: rank $r did not say once that it met an internal error: $(grep -c 'internal error' "$work/stderr") lines"
+      done
+    }
+    job throw TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_TEST_THROW=2 "${forced[@]}"
+    passed throw
+    check plan "$stats" ok
+    check internal_errors "$stats" "$summary" alltoall:pairwise alltoallv:linear allgather:ring
+    said_once throw
+    if [[ -n ${FCOLL_CHECK_MPIF_H:-} ]]; then
+      program=$FCOLL_CHECK_MPIF_H
+      job fortran TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_TEST_THROW=2 "${forced[@]}"
+      passed fortran "$NATIVE_DIR/f_mpif_h"
+      check internal_errors "$stats" "$summary" alltoall:pairwise alltoallv:linear allgather:ring
+      said_once fortran
+    fi
     ;;
 
   fault_unknown_host)
