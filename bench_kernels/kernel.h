@@ -137,14 +137,18 @@ using AlltoallFn = KernelStatus (*)(const AlltoallArgs&, const KernelContext&);
 using AlltoallvFn = KernelStatus (*)(const AlltoallvArgs&, const KernelContext&);
 using AllgatherFn = KernelStatus (*)(const AllgatherArgs&, const KernelContext&);
 
+// A registered kernel: its row of the kernel catalog (tuner/kernel_catalog.h,
+// the one place names, descriptions and preferences are written) joined with
+// its function (each collective's registry.cc).
 struct KernelInfo {
   Collective collective;
-  std::string_view name;          // Unique per collective; the only place algorithm names live.
+  std::string_view name;          // Unique per collective (CatalogKernel::name).
   std::string_view description;   // One line, for --help.
+  int preference = 0;             // Lower is preferred among equals (CatalogKernel::preference).
+  bool needs_context = false;     // Needs a KernelContext piece built from the topology.
   AlltoallFn alltoall = nullptr;  // Exactly one of the three is set, matching `collective`.
   AlltoallvFn alltoallv = nullptr;
   AllgatherFn allgather = nullptr;
-  bool needs_context = false;  // Needs a KernelContext piece built from the topology.
 };
 
 // Whether `k`'s context piece is a HostProgram (KernelContext::HostProgramOf

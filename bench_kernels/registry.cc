@@ -1,8 +1,8 @@
 // The kernel registry: one typed table assembled from the per-collective
 // tables in alltoall/registry.cc, alltoallv/registry.cc and
-// allgather/registry.cc, which are the only places algorithm names live.
-// (tests/mpi/CMakeLists.txt reads the same entries to build the correctness
-// test matrix.)
+// allgather/registry.cc, each the rows of the kernel catalog
+// (tuner/kernel_catalog.h, where names, descriptions and preferences live)
+// joined with the kernels' functions.
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -1,5 +1,6 @@
-// The allgather kernels, one per file in this directory, as listed in
-// registry.cc (the only place their names live). Each file opens with what
+// The allgather kernels, one per file in this directory, joined in
+// registry.cc with their rows of the kernel catalog (tuner/kernel_catalog.h,
+// where their names live). Each file opens with what
 // the kernel accepts, returns, when it wins, its limits and its source.
 //
 // Thread-safety: as the MPI calls they make.

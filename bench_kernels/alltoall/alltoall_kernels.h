@@ -1,6 +1,7 @@
 // The alltoall kernels: one function per algorithm, each defined in the file
-// of the same name in this directory (linear.cc, bruck.cc, ...), and listed
-// in registry.cc, the only place their names live.
+// of the same name in this directory (linear.cc, bruck.cc, ...), and joined
+// in registry.cc with their rows of the kernel catalog
+// (tuner/kernel_catalog.h, where their names live).
 //
 // Every kernel takes the arguments of an MPI_Alltoall call plus the
 // communicator's KernelContext and either completes the collective

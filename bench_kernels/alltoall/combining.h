@@ -16,8 +16,8 @@
 // holder, and both order a message's blocks by (src, dst). Empty messages
 // are not sent (both sides know they are empty).
 //
-// CheckRoute verifies a route for every rank without MPI (used by the
-// alltoall checker over many process counts).
+// CheckRoute verifies a route for every rank without MPI (combining_test.cc
+// runs it over many process counts).
 //
 // Thread-safety: routes are immutable; RunCombining is one call's work.
 #pragma once
@@ -116,7 +116,7 @@ class HypercubeRoute final : public CombiningRoute {
 // must be for b->size() ranks.
 KernelStatus RunCombining(const CombiningRoute& route, AlltoallBuffers* b);
 
-// Message counts of one route, for the checker and for cost models.
+// Message counts of one route, for the tests and for cost models.
 struct RouteStats {
   int64_t max_messages_per_rank = 0;  // Over all phases, sent by one rank.
   int64_t max_blocks_per_rank = 0;    // Largest number of blocks one rank sends in one call.

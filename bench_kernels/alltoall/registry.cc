@@ -1,28 +1,33 @@
-// The alltoall algorithms: the only place their names and descriptions
-// live. bench_kernels/CMakeLists.txt reads the entries below, one per line,
-// with the regex `Collective::k[A-Za-z]+, *"[a-z0-9_]+"` to build the test
-// matrix, so keep each entry on one line (hence clang-format off).
+// The alltoall kernels' functions, joined at compile time with their rows of
+// the kernel catalog (tuner/kernel_catalog.h), where names, descriptions and
+// preferences live; bench_kernels/registry.cc joins the table into Kernels().
 #include "bench_kernels/alltoall/alltoall_kernels.h"
+#include "bench_kernels/registry_join.h"
 
 namespace topotune::kernels {
 namespace {
 
-// clang-format off
-constexpr KernelInfo kAlltoallKernels[] = {
-    {Collective::kAlltoall, "native", "The MPI library's own MPI_Alltoall (via PMPI_Alltoall)", &AlltoallNative, nullptr, nullptr, false},
-    {Collective::kAlltoall, "linear", "Post every receive and send, then wait (LAM/MPI)", &AlltoallLinear, nullptr, nullptr, false},
-    {Collective::kAlltoall, "pairwise", "N-1 steps: XOR partners when N is a power of two, else the ring (MPICH)", &AlltoallPairwise, nullptr, nullptr, false},
-    {Collective::kAlltoall, "ring", "N-1 steps: send to i+j, receive from i-j, for every N (pairwise uses XOR partners for powers of two)", &AlltoallRing, nullptr, nullptr, false},
-    {Collective::kAlltoall, "bruck", "log2(N) rounds of combined blocks with local rotation (Bruck); small messages", &AlltoallBruck, nullptr, nullptr, false},
-    {Collective::kAlltoall, "phased_barrier", "N-1 phases j->(j+i) mod N with a barrier between phases (CC-MPI Figure 2)", &AlltoallPhasedBarrier, nullptr, nullptr, false},
-    {Collective::kAlltoall, "tree_scheduled", "Contention-free phases for the switch tree, pair-wise synchronised (Faraj-Yuan)", &AlltoallTreeScheduled, nullptr, nullptr, true},
-    {Collective::kAlltoall, "capacity_scheduled", "Host-combined phases packed up to every link's capacity, through shared memory (many ranks per host, fast uplinks)", &AlltoallCapacityScheduled, nullptr, nullptr, true},
-    {Collective::kAlltoall, "capacity_lockstep", "capacity_scheduled's program with each host's ranks in step, phase by phase (real TCP: no run-ahead onto a busy host link)", &AlltoallCapacityLockstep, nullptr, nullptr, true},
-    {Collective::kAlltoall, "mesh", "Message combining along a 2-D mesh, with holes (Kale-Kumar 2.2); small messages", &AlltoallMesh, nullptr, nullptr, false},
-    {Collective::kAlltoall, "grid3d", "Message combining along a 3-D grid, with holes (Kale-Kumar 2.3); small messages", &AlltoallGrid3d, nullptr, nullptr, false},
-    {Collective::kAlltoall, "hypercube", "Dimensional exchange on a hypercube, imperfect for any N (Kale-Kumar 2.4); small messages", &AlltoallHypercube, nullptr, nullptr, false},
+using registry_detail::KernelFunction;
+
+constexpr KernelFunction<AlltoallFn> kFunctions[] = {
+    {"native", &AlltoallNative},
+    {"linear", &AlltoallLinear},
+    {"pairwise", &AlltoallPairwise},
+    {"ring", &AlltoallRing},
+    {"bruck", &AlltoallBruck},
+    {"phased_barrier", &AlltoallPhasedBarrier},
+    {"tree_scheduled", &AlltoallTreeScheduled},
+    {"capacity_scheduled", &AlltoallCapacityScheduled},
+    {"capacity_lockstep", &AlltoallCapacityLockstep},
+    {"mesh", &AlltoallMesh},
+    {"grid3d", &AlltoallGrid3d},
+    {"hypercube", &AlltoallHypercube},
 };
-// clang-format on
+static_assert(registry_detail::JoinsCatalog(Collective::kAlltoall, kFunctions),
+              "every alltoall kernel of tuner/kernel_catalog.h needs exactly one function here, and every function "
+              "here a catalog row");
+
+constexpr auto kAlltoallKernels = registry_detail::JoinCatalog(Collective::kAlltoall, kFunctions);
 
 }  // namespace
 

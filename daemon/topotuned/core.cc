@@ -26,6 +26,7 @@
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
 #include "tuner/bounds.h"
+#include "tuner/kernel_catalog.h"
 #include "tuner/mpich_csel.h"
 #include "tuner/ompi_rules.h"
 #include "tuner/rank_tree.h"
@@ -126,7 +127,7 @@ bool HasPrograms(std::string_view collective, std::string_view algorithm) {
   return FindScheduledKernel(collective, algorithm) != nullptr;
 }
 bool NeedsRing(std::string_view collective, std::string_view algorithm) {
-  return collective == "allgather" && (algorithm == "switch_ordered_ring" || algorithm == "link_scheduled");
+  return NeedsRingOrder(collective, algorithm);
 }
 
 // The discovered tree in an order that does not depend on the order the

@@ -20,6 +20,7 @@
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/crossover.h"
+#include "tuner/kernel_catalog.h"
 
 extern char** environ;
 
@@ -67,28 +68,6 @@ std::string ExpandLauncher(const std::string& templ, int np, const std::string& 
   ReplaceAll(out, "{ranks_per_node}", std::to_string(ranks_per_node));
   ReplaceAll(out, "{command}", command);
   return out;
-}
-
-std::vector<std::string> SimplicityOrder(std::string_view collective) {
-  if (collective == "alltoall")
-    return {"native",
-            "linear",
-            "pairwise",
-            "ring",
-            "bruck",
-            "phased_barrier",
-            "mesh",
-            "grid3d",
-            "hypercube",
-            "tree_scheduled",
-            "capacity_scheduled",
-            "capacity_lockstep"};
-  if (collective == "alltoallv")
-    return {"native", "linear", "greedy_phased", "a2a_phased", "greedy_phased_l3", "a2a_phased_l3"};
-  if (collective == "allgather")
-    return {"native",         "ring",           "recursive_doubling", "simultaneous_bcast", "switch_ordered_ring",
-            "link_scheduled", "node_aware_ring"};
-  return {"native"};
 }
 
 Tuner::Tuner(Core* core) : core_(core) {}
@@ -427,7 +406,7 @@ void Tuner::RunSweep(const std::string& sweep_id) {
         ChoiceOptions options;
         options.alpha = tc.alpha;
         options.margin = tc.margin;
-        options.preference = SimplicityOrder(run.collective);
+        options.preference = KernelsByPreference(run.collective);
         auto chosen = ChooseBySize(*sets, options);
         if (chosen.ok()) {
           choices = std::move(*chosen);

@@ -53,11 +53,6 @@ class Core;
 std::string ExpandLauncher(const std::string& templ, int np, const std::string& hostfile,
                            const std::vector<std::string>& hosts, int ranks_per_node, const std::string& command);
 
-// Preference among algorithms that are not significantly slower than the
-// fastest: the MPI library's own first, then the simpler ones, the
-// topology-aware ones (which need libtopotune-mpi.so and a plan) last.
-std::vector<std::string> SimplicityOrder(std::string_view collective);
-
 class Tuner {
  public:
   explicit Tuner(Core* core);
