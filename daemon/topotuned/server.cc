@@ -103,19 +103,20 @@ grpc::Status Gone(const Context* ctx) {
 
 }  // namespace
 
-// Calls being handled, so that Shutdown waits for them and not for idle
-// connections (gRPC's own deadline covers both).
-std::atomic<int> g_inflight{0};
-// Set when shutdown begins: new calls are refused while running ones finish.
-std::atomic<bool> g_draining{false};
+using detail::CallGate;
 
 grpc::Status Draining() { return {grpc::StatusCode::UNAVAILABLE, "topotuned is shutting down"}; }
 
-struct InFlight {
-  InFlight() { ++g_inflight; }
-  ~InFlight() { --g_inflight; }
+// One call being handled, counted in its Server's gate.
+class InFlight {
+ public:
+  explicit InFlight(CallGate* gate) : gate_(gate) { ++gate_->inflight; }
+  ~InFlight() { --gate_->inflight; }
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  CallGate* gate_;
 };
 
 // Runs a handler; an exception escaping it (a bug, or memory exhausted)
@@ -158,11 +159,11 @@ void Finished(Core* core, std::string_view method, const std::string& peer, cons
 
 // Runs one call: authorise, validate, handle, count.
 template <typename Req, typename Handler>
-grpc::Status Serve(Core* core, const char* method, grpc::ServerContext* ctx, const Req& req, Access access,
-                   Handler&& handler) {
-  InFlight counted;
+grpc::Status Serve(Core* core, CallGate* gate, const char* method, grpc::ServerContext* ctx, const Req& req,
+                   Access access, Handler&& handler) {
+  InFlight counted(gate);
   auto start = std::chrono::steady_clock::now();
-  grpc::Status st = g_draining ? Draining() : Authorize(*core, ctx, access);
+  grpc::Status st = gate->draining ? Draining() : Authorize(*core, ctx, access);
   if (st.ok()) {
     st = Guarded(core, method, [&] {
       Status valid = Validate(req);
@@ -187,7 +188,8 @@ class AgentsService final : public v1::Agents::Service {
   // Its handler is replaced by one whose reader yields each message's bytes
   // (a sync handler still: the callback API's completion queue cost GetPlan
   // a tenth of its throughput).
-  explicit AgentsService(Core* core) : core_(core) {
+  // `core` and `gate` outlive the service.
+  AgentsService(Core* core, CallGate* gate) : core_(core), gate_(gate) {
     MarkMethodStreamed(
         ReportSamplesIndex(),
         new grpc::internal::ClientStreamingHandler<AgentsService, grpc::ByteBuffer, v1::ReportSamplesResponse>(
@@ -196,24 +198,24 @@ class AgentsService final : public v1::Agents::Service {
             this));
   }
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req, v1::RegisterResponse* resp) override {
-    return Serve(core_, "Register", ctx, *req, Access::kWrite, [&] { return core_->Register(*req, resp); });
+    return Serve(core_, gate_, "Register", ctx, *req, Access::kWrite, [&] { return core_->Register(*req, resp); });
   }
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override {
-    return Serve(core_, "Heartbeat", ctx, *req, Access::kWrite, [&] { return core_->Heartbeat(*req, resp); });
+    return Serve(core_, gate_, "Heartbeat", ctx, *req, Access::kWrite, [&] { return core_->Heartbeat(*req, resp); });
   }
   grpc::Status FetchBenchTask(grpc::ServerContext* ctx, const v1::FetchBenchTaskRequest* req,
                               v1::FetchBenchTaskResponse* resp) override {
-    return Serve(core_, "FetchBenchTask", ctx, *req, Access::kWrite,
+    return Serve(core_, gate_, "FetchBenchTask", ctx, *req, Access::kWrite,
                  [&] { return core_->tuner().FetchBenchTask(*req, resp); });
   }
   // Every message parsed, validated and stored in turn; the first that
   // fails ends the stream with its status and how many were stored before.
   grpc::Status ReportSamplesBytes(grpc::ServerContext* ctx, grpc::ServerReader<grpc::ByteBuffer>* reader,
                                   v1::ReportSamplesResponse* resp) {
-    InFlight counted;
+    InFlight counted(gate_);
     const auto start = std::chrono::steady_clock::now();
-    grpc::Status st = g_draining ? Draining() : Authorize(*core_, ctx, Access::kWrite);
+    grpc::Status st = gate_->draining ? Draining() : Authorize(*core_, ctx, Access::kWrite);
     Tuner::Stream stream(&core_->tuner());
     grpc::ByteBuffer buf;
     std::vector<grpc::Slice> slices;
@@ -238,13 +240,14 @@ class AgentsService final : public v1::Agents::Service {
 
  private:
   Core* core_;
+  CallGate* gate_;
 };
 
 class PlansService final : public v1::Plans::Service {
  public:
-  explicit PlansService(Core* core) : core_(core) {}
+  PlansService(Core* core, CallGate* gate) : core_(core), gate_(gate) {}
   grpc::Status GetPlan(grpc::ServerContext* ctx, const v1::GetPlanRequest* req, v1::GetPlanResponse* resp) override {
-    return Serve(core_, "GetPlan", ctx, *req, Access::kOpen, [&] {
+    return Serve(core_, gate_, "GetPlan", ctx, *req, Access::kOpen, [&] {
       grpc::Status st = core_->GetPlan(*req, resp, CallContext{[ctx] { return Gone(ctx); }});
       // Programs compress to about 40%, at ~20 ms of CPU per MiB on every
       // call: only when configured, and never for small answers.
@@ -256,47 +259,50 @@ class PlansService final : public v1::Plans::Service {
 
  private:
   Core* core_;
+  CallGate* gate_;
 };
 
 class AdminService final : public v1::Admin::Service {
  public:
-  explicit AdminService(Core* core) : core_(core) {}
+  AdminService(Core* core, CallGate* gate) : core_(core), gate_(gate) {}
   grpc::Status GetTopology(grpc::ServerContext* ctx, const v1::GetTopologyRequest* req,
                            v1::GetTopologyResponse* resp) override {
-    return Serve(core_, "GetTopology", ctx, *req, Access::kOpen, [&] { return core_->GetTopology(*req, resp); });
+    return Serve(core_, gate_, "GetTopology", ctx, *req, Access::kOpen, [&] { return core_->GetTopology(*req, resp); });
   }
   grpc::Status Discover(grpc::ServerContext* ctx, const v1::DiscoverRequest* req, v1::DiscoverResponse* resp) override {
-    return Serve(core_, "Discover", ctx, *req, Access::kWrite, [&] { return core_->Discover(*req, resp); });
+    return Serve(core_, gate_, "Discover", ctx, *req, Access::kWrite, [&] { return core_->Discover(*req, resp); });
   }
   grpc::Status StartTuning(grpc::ServerContext* ctx, const v1::StartTuningRequest* req,
                            v1::StartTuningResponse* resp) override {
-    return Serve(core_, "StartTuning", ctx, *req, Access::kWrite,
+    return Serve(core_, gate_, "StartTuning", ctx, *req, Access::kWrite,
                  [&] { return core_->tuner().StartTuning(*req, resp); });
   }
   grpc::Status TuningStatus(grpc::ServerContext* ctx, const v1::TuningStatusRequest* req,
                             v1::TuningStatusResponse* resp) override {
-    return Serve(core_, "TuningStatus", ctx, *req, Access::kOpen,
+    return Serve(core_, gate_, "TuningStatus", ctx, *req, Access::kOpen,
                  [&] { return core_->tuner().TuningStatus(*req, resp); });
   }
   grpc::Status ListDecisions(grpc::ServerContext* ctx, const v1::ListDecisionsRequest* req,
                              v1::ListDecisionsResponse* resp) override {
-    return Serve(core_, "ListDecisions", ctx, *req, Access::kOpen, [&] { return core_->ListDecisions(*req, resp); });
+    return Serve(core_, gate_, "ListDecisions", ctx, *req, Access::kOpen,
+                 [&] { return core_->ListDecisions(*req, resp); });
   }
   grpc::Status ExportRules(grpc::ServerContext* ctx, const v1::ExportRulesRequest* req,
                            v1::ExportRulesResponse* resp) override {
-    return Serve(core_, "ExportRules", ctx, *req, Access::kOpen, [&] { return core_->ExportRules(*req, resp); });
+    return Serve(core_, gate_, "ExportRules", ctx, *req, Access::kOpen, [&] { return core_->ExportRules(*req, resp); });
   }
   grpc::Status ReportJob(grpc::ServerContext* ctx, const v1::ReportJobRequest* req,
                          v1::ReportJobResponse* resp) override {
-    return Serve(core_, "ReportJob", ctx, *req, Access::kOpen, [&] { return core_->ReportJob(*req, resp); });
+    return Serve(core_, gate_, "ReportJob", ctx, *req, Access::kOpen, [&] { return core_->ReportJob(*req, resp); });
   }
   grpc::Status ListAgents(grpc::ServerContext* ctx, const v1::ListAgentsRequest* req,
                           v1::ListAgentsResponse* resp) override {
-    return Serve(core_, "ListAgents", ctx, *req, Access::kOpen, [&] { return core_->ListAgents(*req, resp); });
+    return Serve(core_, gate_, "ListAgents", ctx, *req, Access::kOpen, [&] { return core_->ListAgents(*req, resp); });
   }
 
  private:
   Core* core_;
+  CallGate* gate_;
 };
 
 // Request bytes that do not parse as the method's message: gRPC's sync
@@ -352,7 +358,7 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 };
 
 struct Server::Services {
-  explicit Services(Core* core) : agents(core), plans(core), admin(core) {}
+  Services(Core* core, CallGate* gate) : agents(core, gate), plans(core, gate), admin(core, gate) {}
   AgentsService agents;
   PlansService plans;
   AdminService admin;
@@ -383,7 +389,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Core* core) {
     creds = grpc::SslServerCredentials(ssl);
   }
   std::unique_ptr<Server> server(new Server());
-  server->services_ = std::make_unique<Services>(core);
+  server->services_ = std::make_unique<Services>(core, &server->calls_);
   // Health (grpc.health.v1.Health) for "" and every service: NOT_SERVING
   // until the listener is up (the database is open before Start is called)
   // and again from the moment shutdown begins.
@@ -430,10 +436,10 @@ void Server::Shutdown(double seconds) {
   // Give running calls up to `seconds`, then cancel what is left. (gRPC's
   // Shutdown(deadline) would also wait out the deadline for clients that
   // merely keep an idle connection open.)
-  g_draining = true;
+  calls_.draining = true;
   if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  while (g_inflight > 0 && std::chrono::steady_clock::now() < deadline)
+  while (calls_.inflight > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();

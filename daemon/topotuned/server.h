@@ -21,12 +21,26 @@
 
 #include <grpcpp/server.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "daemon/topotuned/core.h"
 
 namespace topotune::daemon {
+
+namespace detail {
+
+// One Server's calls: how many are being handled, so that Shutdown waits
+// for them and not for idle connections (gRPC's own deadline covers both),
+// and whether shutdown has begun (new calls are refused while running ones
+// finish). Thread-safe.
+struct CallGate {
+  std::atomic<int> inflight{0};
+  std::atomic<bool> draining{false};
+};
+
+}  // namespace detail
 
 class Server {
  public:
@@ -43,6 +57,7 @@ class Server {
  private:
   struct Services;
   Server() = default;
+  detail::CallGate calls_;  // Outlives services_, which point to it.
   std::unique_ptr<Services> services_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
