@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
-#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -91,29 +88,18 @@ constexpr std::string_view kDiscoverySource = "discovery from ";
 // Switch neighbours not walked that a failed discovery's answer lists (the
 // log has them all).
 constexpr size_t kUnwalkedInAnswer = 10;
+// The placements of the last kRecentPlans plans handed out are kept, so that
+// ReportJob can set a job's calls against the physical bound of its tree...
+constexpr size_t kRecentPlans = 256;
+// ...for jobs of up to kRecentPlanRanks ranks: the memory held stays bounded
+// (kRecentPlans x kRecentPlanRanks host names).
+constexpr int kRecentPlanRanks = 4096;
 
 grpc::Status NoTopology() {
   return {grpc::StatusCode::UNAVAILABLE,
           "topotuned has no topology yet: set topology_file, or discovery seeds and run `topotune discover "
           "--remote`"};
 }
-
-// CPU time of the calling thread.
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// Resident memory of this process (/proc/self/statm), bytes.
-int64_t ResidentBytes() {
-  std::ifstream in("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * sysconf(_SC_PAGESIZE);
-}
-
-grpc::Status CallGone(const CallContext& call) { return call.gone ? call.gone() : grpc::Status::OK; }
 
 // "mtime size" of a file, or "" when it cannot be read.
 std::string FileStamp(const std::string& path) {
@@ -211,7 +197,7 @@ Core::Core(Config config, db::Store store, Metrics* metrics, CoreOptions options
       metrics_(metrics),
       options_(std::move(options)),
       tuner_(std::make_unique<Tuner>(this)),
-      plans_(static_cast<size_t>(config_.plan_cache_bytes)) {}
+      plans_(config_, store_, metrics_) {}
 
 Core::~Core() { Stop(); }
 
@@ -275,9 +261,7 @@ StatusOr<std::pair<int64_t, bool>> Core::SetTopology(const Topology& topo, std::
   Publish(state);
   metrics_->CountTopologyChange();
   metrics_->SetTopologyVersion(*version, UnixSeconds(Now()));
-  plans_.InvalidateBefore(*version);
-  auto dropped = store_.DeletePlansBefore(*version);
-  if (!dropped.ok()) spdlog::warn("dropping plans of older topologies: {}", dropped.status().message());
+  plans_.DropBefore(*version);
   spdlog::info("topology version {} from {}: {} switches, {} hosts{}", *version, source, state->num_switches,
                state->num_hosts, current ? fmt::format(" (was version {})", current->stored.version) : "");
   return std::make_pair(*version, true);
@@ -303,7 +287,7 @@ void Core::Housekeeping() {
     }
     auto agents = store_.ListAgents();
     if (agents.ok()) metrics_->SetAgents(static_cast<int>(agents->size()), static_cast<int>(LiveHosts().size()));
-    PlanCache::Stats ps = plans_.stats();
+    PlanCache::Stats ps = plans_.cache_stats();
     metrics_->SetPlanCache(static_cast<int64_t>(ps.bytes), static_cast<int64_t>(ps.entries));
     metrics_->SetResidentBytes(ResidentBytes());
     if (!config_.topology_file.empty()) {
@@ -464,178 +448,6 @@ void Core::DecisionsChanged(int64_t version) {
     SetDecisionMetrics(store_, config_.tuning.collectives, version, DecisionsOf(version)->all, metrics_);
 }
 
-// One plan being loaded or compiled, shared by every caller of its key.
-struct Core::Flight {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;  // Stopped because every caller was gone: a late follower asks again.
-  grpc::Status status;
-  std::shared_ptr<const CompiledPlan> plan;
-  std::atomic<int> waiting{1};  // Callers still waiting, the leader included.
-};
-
-grpc::Status Core::PlanFor(const TopologyState& topo, const RankHosts& rank_hosts, uint64_t placement_hash,
-                           const std::string& collective, const std::string& algorithm, const CallContext& call,
-                           std::shared_ptr<const CompiledPlan>* out) {
-  PlanKey key{topo.stored.version, placement_hash, collective, algorithm};
-  if ((*out = plans_.Get(key))) {
-    metrics_->PlanCacheLookup(true);
-    return grpc::Status::OK;
-  }
-  for (;;) {
-    std::shared_ptr<Flight> flight;
-    bool leader = false;
-    {
-      std::lock_guard lock(flights_mu_);
-      if ((*out = plans_.Get(key))) {  // Put while this request looked.
-        metrics_->PlanCacheLookup(true);
-        return grpc::Status::OK;
-      }
-      auto [it, inserted] = flights_.try_emplace(key, nullptr);
-      if (inserted)
-        it->second = std::make_shared<Flight>();
-      else
-        ++it->second->waiting;
-      flight = it->second;
-      leader = inserted;
-    }
-    if (leader) {
-      grpc::Status st = LoadOrCompile(topo, rank_hosts, key, call, flight.get(), out);
-      {
-        std::lock_guard lock(flights_mu_);
-        flights_.erase(key);
-      }
-      {
-        std::lock_guard lock(flight->mu);
-        flight->done = true;
-        flight->abandoned = flight->waiting.load() <= 0;
-        flight->status = st;
-        flight->plan = *out;
-      }
-      flight->cv.notify_all();
-      return st;
-    }
-    // A follower: wait for the leader's result while the client waits.
-    std::unique_lock lock(flight->mu);
-    while (!flight->done) {
-      if (grpc::Status gone = CallGone(call); !gone.ok()) {
-        --flight->waiting;
-        return gone;
-      }
-      flight->cv.wait_for(lock, std::chrono::milliseconds(20));
-    }
-    if (flight->abandoned) continue;  // Joined as the last caller left: start again.
-    *out = flight->plan;
-    if (flight->status.ok()) metrics_->PlanCacheLookup(true);
-    return flight->status;
-  }
-}
-
-grpc::Status Core::LoadOrCompile(const TopologyState& topo, const RankHosts& rank_hosts, const PlanKey& key,
-                                 const CallContext& call, Flight* flight, std::shared_ptr<const CompiledPlan>* out) {
-  const std::string& collective = key.collective;
-  const std::string& algorithm = key.algorithm;
-  // Whether everyone waiting for this plan is gone; the leader's own call
-  // counts once, when it first sees it gone.
-  bool leader_gone = false;
-  grpc::Status why_gone;
-  auto all_gone = [&] {
-    if (!leader_gone) {
-      why_gone = CallGone(call);
-      if (!why_gone.ok()) {
-        leader_gone = true;
-        --flight->waiting;
-      }
-    }
-    return flight->waiting.load() <= 0;
-  };
-  db::PlanKey dbkey{topo.stored.version, fmt::format("{:016x}", key.placement_hash), collective, algorithm};
-  auto blob = store_.GetPlan(dbkey);
-  if (blob.ok() && blob->has_value()) {
-    auto decoded = DecodePlan(**blob);
-    if (decoded.ok() && decoded->programs.size() == static_cast<size_t>(rank_hosts.size())) {
-      *out = std::make_shared<const CompiledPlan>(std::move(*decoded));
-      plans_.Put(key, *out);
-      metrics_->PlanCacheLookup(true);
-      return grpc::Status::OK;
-    }
-    spdlog::warn("stored plan {} {} of topology {} is unreadable; compiling it again", collective, algorithm,
-                 topo.stored.version);
-  }
-  metrics_->PlanCacheLookup(false);
-  {
-    // A compile slot, while anyone still waits.
-    std::unique_lock lock(flights_mu_);
-    while (compiles_running_ >= config_.plan_compiles) {
-      if (all_gone()) {
-        metrics_->PlanCompiled("gone");
-        return why_gone;
-      }
-      compile_slot_cv_.wait_for(lock, std::chrono::milliseconds(20));
-    }
-    ++compiles_running_;
-  }
-  struct Slot {
-    Core* core;
-    ~Slot() {
-      {
-        std::lock_guard lock(core->flights_mu_);
-        --core->compiles_running_;
-      }
-      core->compile_slot_cv_.notify_one();
-    }
-  } slot{this};
-  const auto start = std::chrono::steady_clock::now();
-  const double cpu0 = ThreadCpuSeconds();
-  bool over_budget = false;
-  auto stop = [&] {
-    over_budget = ThreadCpuSeconds() - cpu0 > config_.plan_compile_cpu_s;
-    return over_budget || all_gone();
-  };
-  auto compiled =
-      CompilePlan(topo.stored.topology, {rank_hosts.begin(), rank_hosts.end()}, collective, algorithm, stop);
-  const double cpu = ThreadCpuSeconds() - cpu0;
-  if (!compiled.ok() && (over_budget || leader_gone)) {
-    // What the compile built is freed; give the memory back to the system.
-    malloc_trim(0);
-    if (over_budget) {
-      metrics_->PlanCompiled("cpu_budget");
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-              fmt::format("compiling the {} {} plan of {} ranks took more than plan_compile_cpu ({:g} s of "
-                          "CPU) in topotuned's configuration; it was stopped",
-                          collective, algorithm, rank_hosts.size(), config_.plan_compile_cpu_s)};
-    }
-    metrics_->PlanCompiled("gone");
-    spdlog::info("stopped compiling {} {} for {} ranks after {:.1f} s of CPU: every caller is gone ({})", collective,
-                 algorithm, rank_hosts.size(), cpu, why_gone.error_message());
-    return why_gone;
-  }
-  if (!compiled.ok()) {
-    metrics_->PlanCompiled("error");
-    return ToGrpc(compiled.status());
-  }
-  metrics_->PlanCompiled("ok");
-  *out = std::make_shared<const CompiledPlan>(std::move(*compiled));
-  plans_.Put(key, *out);
-  Status put = store_.PutPlan(dbkey, EncodePlan(**out));
-  if (put.ok()) {
-    auto evicted = store_.EvictPlansLru(4 * config_.plan_cache_bytes);
-    if (!evicted.ok()) spdlog::warn("plan cache eviction: {}", evicted.status().message());
-  } else {
-    spdlog::warn("persisting a plan: {}", put.message());
-  }
-  // A large compile leaves freed structs in malloc's arenas (1.4 GB for a
-  // 92 MB plan of 2,048 ranks): return them.
-  if ((*out)->bytes() > (16u << 20)) malloc_trim(0);
-  spdlog::log((*out)->bytes() > (16u << 20) ? spdlog::level::info : spdlog::level::debug,
-              "compiled {} {} for {} ranks in {:.3f} s ({:.1f} s of CPU), {} MB; resident memory {} MB", collective,
-              algorithm, rank_hosts.size(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), cpu,
-              (*out)->bytes() >> 20, ResidentBytes() >> 20);
-  return grpc::Status::OK;
-}
-
 grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* resp, const CallContext& call) {
   auto topo = topology();
   if (!topo) return NoTopology();
@@ -766,23 +578,18 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       if (HasPrograms(name, r.algorithm)) {
         // The cost, before any work: too large is refused when forced, else
         // sent without programs (the job runs the MPI library's algorithm).
-        const PlanEstimate cost = EstimatePlan(name, r.algorithm, nprocs, static_cast<int64_t>(per_host.size()));
-        if (cost.bytes > config_.plan_compile_max_bytes) {
-          std::string why = fmt::format(
-              "the {} {} plan of {} ranks on {} hosts would hold about {} MB ({} steps), more than "
-              "plan_compile_max_size ({} MB) in topotuned's configuration allows to compile",
-              name, r.algorithm, nprocs, per_host.size(), cost.bytes >> 20, cost.steps,
-              config_.plan_compile_max_bytes >> 20);
-          metrics_->PlanCompiled("refused");
-          if (forced != req.force().end()) return {grpc::StatusCode::RESOURCE_EXHAUSTED, why};
+        if (std::optional<std::string> why =
+                plans_.Refusal(name, r.algorithm, nprocs, static_cast<int64_t>(per_host.size()))) {
+          if (forced != req.force().end()) return {grpc::StatusCode::RESOURCE_EXHAUSTED, *why};
           v1::CompiledSchedule* omitted = plan->add_schedules();
           omitted->set_algorithm(r.algorithm);
           omitted->set_num_ranks(nprocs);
-          omitted->set_omitted_reason(why);
+          omitted->set_omitted_reason(*why);
           continue;
         }
         std::shared_ptr<const CompiledPlan> compiled;
-        grpc::Status st = PlanFor(*topo, hosts_of_ranks, placement_hash, name, r.algorithm, call, &compiled);
+        grpc::Status st =
+            plans_.PlanFor(topo->stored, hosts_of_ranks, placement_hash, name, r.algorithm, call, &compiled);
         if (!st.ok()) return st;
         PlanToProto(*compiled, ranks, limits::kMaxPlanSteps, plan->add_schedules());
       } else if (NeedsRing(name, r.algorithm) && !plan->has_ring()) {
@@ -803,9 +610,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   resp->set_plan_id(fmt::format("{:016x}", db::Fnv1a64(identity)));
   {
     std::lock_guard lock(mu_);
-    // Jobs of up to 4096 ranks: the memory held stays bounded (256 x 4096 names).
-    if (nprocs <= 4096 && !recent_plans_.count(resp->plan_id())) {
-      constexpr size_t kRecentPlans = 256;
+    if (nprocs <= kRecentPlanRanks && !recent_plans_.count(resp->plan_id())) {
       if (recent_order_.size() >= kRecentPlans) {
         recent_plans_.erase(recent_order_.front());
         recent_order_.pop_front();

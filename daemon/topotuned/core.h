@@ -6,9 +6,9 @@
 // State: the SQLite store (db/store.h), the current topology (from the
 // topology file or SNMP discovery; every change is a new version, and plans
 // of older versions are dropped), registered agents and their liveness, the
-// decision tables of the current version (cached from the store), the plan
-// cache (memory LRU over the store's persisted plans), the tuner
-// (tuning.h) and the metrics.
+// decision tables of the current version (cached from the store), the plans
+// (plan_compiler.h: the memory LRU over the store's persisted plans, and the
+// compiles), the tuner (tuning.h) and the metrics.
 //
 // Threads: handlers run on gRPC's threads; Start() adds a housekeeping
 // thread (agent gauges, the topology file's modification time, periodic
@@ -28,11 +28,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon/topotuned/config.h"
 #include "daemon/topotuned/metrics.h"
+#include "daemon/topotuned/plan_compiler.h"
 #include "daemon/topotuned/plans.h"
 #include "db/store.h"
 #include "topotune/v1/admin.pb.h"
@@ -54,14 +54,6 @@ struct TopologyState {
   db::StoredTopology stored;
   v1::TopologyOrigin origin;  // DISCOVERY when stored.source is "discovery from SEEDS", else FILE.
   int num_switches = 0, num_hosts = 0;
-};
-
-// What a handler knows of its call beyond the request: `gone` returns OK
-// while the client still waits, else why it stopped (CANCELLED,
-// DEADLINE_EXCEEDED). Long work (a plan compile) asks it, and stops when
-// every caller waiting for it is gone. Default: the client never leaves.
-struct CallContext {
-  std::function<grpc::Status()> gone;
 };
 
 struct CoreOptions {
@@ -140,23 +132,13 @@ class Core {
   // NOT_FOUND for a version that does not exist, UNAVAILABLE with none yet.
   grpc::Status ResolveVersion(int64_t requested, int64_t* version);
   grpc::Status RunDiscovery(const std::vector<std::string>& seeds, v1::DiscoverResponse* resp);
-  // The plan of (collective, algorithm) for the placement, from memory, the
-  // store or compiled now (once for all callers asking for it at the time).
-  struct Flight;
-  using RankHosts = google::protobuf::RepeatedPtrField<std::string>;
-  grpc::Status PlanFor(const TopologyState& topo, const RankHosts& rank_hosts, uint64_t placement_hash,
-                       const std::string& collective, const std::string& algorithm, const CallContext& call,
-                       std::shared_ptr<const CompiledPlan>* out);
-  // The leader of a flight: the store, else a compile in a compile slot.
-  grpc::Status LoadOrCompile(const TopologyState& topo, const RankHosts& rank_hosts, const PlanKey& key,
-                             const CallContext& call, Flight* flight, std::shared_ptr<const CompiledPlan>* out);
 
   const Config config_;
   db::Store store_;
   Metrics* const metrics_;
   const CoreOptions options_;
   std::unique_ptr<Tuner> tuner_;
-  PlanCache plans_;
+  PlanCompiler plans_;  // GetPlan's plans: the cache and the compiles.
 
   mutable std::mutex mu_;  // Guards the members below.
   std::shared_ptr<const TopologyState> topology_;
@@ -172,10 +154,6 @@ class Core {
   std::map<std::string, RecentPlan> recent_plans_;
   std::deque<std::string> recent_order_;
 
-  std::mutex flights_mu_;  // Guards flights_ and compiles_running_.
-  std::condition_variable compile_slot_cv_;
-  std::unordered_map<PlanKey, std::shared_ptr<Flight>, PlanKeyHash> flights_;  // Plans being loaded or compiled.
-  int compiles_running_ = 0;
   std::mutex discovery_mu_;
   std::atomic<bool> cancel_{false};
   std::mutex stop_mu_;
