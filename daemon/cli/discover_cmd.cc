@@ -266,11 +266,20 @@ int RunDiscover(const DiscoverArgs& args, std::ostream& out, std::ostream& err) 
   for (const std::string& w : tree.warnings) err << "warning: " << dsc::ScrubLine(w) << "\n";
   const Topology& t = tree.topology;
   int switches = t.num_nodes() - static_cast<int>(t.hosts().size());
+  // Switches that did not answer were tried once more with a longer timeout
+  // (CrawlOptions::retry_timeout_factor): say how many, and how many answered.
+  const std::string retried =
+      report->retried == 0
+          ? ""
+          : fmt::format(
+                ", {} answered only on retry ({} switch(es) that did not answer tried again with a {:g} s "
+                "timeout)",
+                report->answered_on_retry, report->retried, args.timeout_s * dsc::CrawlOptions{}.retry_timeout_factor);
   err << fmt::format(
       "discovered {} switch(es), {} host(s) ({} by LLDP, {} by FDB), {} link(s), {} warning(s); {} switch(es) walked, "
-      "{} unreachable, {} SNMP request(s) in {:.2f} s{}\n",
+      "{} unreachable{}, {} SNMP request(s) in {:.2f} s{}\n",
       switches, t.hosts().size(), tree.lldp_hosts, tree.fdb_hosts, t.links().size(), tree.warnings.size(),
-      report->switches_walked, report->unreachable, report->requests, report->seconds,
+      report->switches_walked, report->unreachable, retried, report->requests, report->seconds,
       args.out.empty() || args.out == "-" ? "" : fmt::format("; wrote {}", args.out));
   return kExitOk;
 }

@@ -37,7 +37,9 @@ CrawlResult Crawl(const CrawlOptions& options) {
   CrawlResult result;
   SourceOpener open = options.open;
   if (!open) {
-    open = [&](const std::string& address) { return OpenNetSnmp(address, options.credentials, options.transport); };
+    open = [&](const std::string& address, const SnmpTransport& transport) {
+      return OpenNetSnmp(address, options.credentials, transport);
+    };
   }
   if (!options.save_walks_dir.empty()) {
     std::error_code ec;
@@ -58,6 +60,21 @@ CrawlResult Crawl(const CrawlOptions& options) {
   // depend on thread timing; so do the walks set aside by exclude_switches.
   std::map<size_t, SwitchWalk> done, excluded;
   std::map<std::string, size_t> order;
+  // Switches that did not answer, walked once more when the queue runs dry
+  // (CrawlOptions::retry_timeout_factor); the error of each first try.
+  const bool retry = options.retry_timeout_factor > 0;
+  SnmpTransport retry_transport = options.transport;
+  retry_transport.timeout_s *= options.retry_timeout_factor;
+  std::map<size_t, std::string> unanswered;  // By queue order, so that the retry's order is the crawl's.
+  std::set<std::string> retrying;
+  std::map<std::string, std::string> first_error;
+  auto not_walked = [&](const std::string& address, const std::string& why) {
+    ++progress.failed;
+    ++result.unreachable;
+    result.warnings.push_back(fmt::format("{}: not walked: {}", address, why));
+    result.not_walked[address] = fmt::format("not walked: {}", why);
+    progress.last = fmt::format("{}: not walked", address);
+  };
 
   // exclude_switches: an address it names is never walked; a neighbour it
   // names (by sysName or address) is not followed; a walked switch it names
@@ -113,10 +130,23 @@ CrawlResult Crawl(const CrawlOptions& options) {
   auto worker = [&] {
     while (true) {
       std::string address;
+      bool retried = false;
       {
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [&] { return !queue.empty() || in_flight == 0; });
         bool cancelled = options.cancel && options.cancel->load();
+        if (queue.empty() && in_flight == 0 && !cancelled && !unanswered.empty()) {
+          // Nothing else left to walk: the switches that did not answer, once
+          // more with the longer timeout.
+          for (auto& [i, a] : unanswered) {
+            retrying.insert(a);
+            queue.push_back(a);
+            ++progress.pending;
+            ++result.retried;
+          }
+          unanswered.clear();
+          cv.notify_all();
+        }
         if (queue.empty() || cancelled) {
           if (cancelled && !queue.empty()) {
             progress.pending -= static_cast<int>(queue.size());
@@ -129,11 +159,12 @@ CrawlResult Crawl(const CrawlOptions& options) {
         address = queue.front();
         queue.pop_front();
         ++in_flight;
+        retried = retrying.count(address) > 0;
       }
       std::vector<VarBind> raw;
       StatusOr<SwitchWalk> walk = Status::Internal("not walked");
       int64_t requests = 0;
-      auto source = open(address);
+      auto source = open(address, retried ? retry_transport : options.transport);
       if (source.ok()) {
         walk = WalkSwitch(**source, WalkOptions{.fdb = options.walk_fdb, .data_vlan = options.build.data_vlan},
                           options.save_walks_dir.empty() ? nullptr : &raw);
@@ -151,12 +182,22 @@ CrawlResult Crawl(const CrawlOptions& options) {
       --in_flight;
       --progress.pending;
       result.requests += requests;
-      if (!walk.ok()) {
-        ++progress.failed;
-        ++result.unreachable;
-        result.warnings.push_back(fmt::format("{}: not walked: {}", address, walk.status().message()));
-        result.not_walked[address] = fmt::format("not walked: {}", walk.status().message());
-        progress.last = fmt::format("{}: not walked", address);
+      if (walk.ok() && retried) {
+        ++result.answered_on_retry;
+        result.warnings.push_back(fmt::format(
+            "{} at {} answered only when tried again with a {:g} s timeout (the first try, {:g} s per request: "
+            "{}); raise the SNMP timeout (--timeout, discovery.timeout) if it is this slow every time",
+            walk->label(), address, retry_transport.timeout_s, options.transport.timeout_s, first_error[address]));
+      }
+      if (!walk.ok() && !retried && retry && IsNoResponse(walk.status())) {
+        unanswered.emplace(order[address], address);
+        first_error[address] = walk.status().message();
+        progress.last = fmt::format("{}: no response; tried again when the crawl ends, with a {:g} s timeout", address,
+                                    retry_transport.timeout_s);
+      } else if (!walk.ok()) {
+        not_walked(address, retried ? fmt::format("{} (tried again with a {:g} s timeout)", walk.status().message(),
+                                                  retry_transport.timeout_s)
+                                    : walk.status().message());
       } else if (!walk->chassis_id.empty() && chassis.count(walk->chassis_id)) {
         progress.last = fmt::format("{}: {} again (already walked at another address)", address, walk->label());
       } else if (const std::string* entry = excluding_entry(*walk)) {
@@ -195,6 +236,8 @@ CrawlResult Crawl(const CrawlOptions& options) {
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
+  // Cancelled before their retry: not walked, with the first try's error.
+  for (auto& [i, a] : unanswered) not_walked(a, first_error[a]);
   for (auto& [i, w] : done) result.walks.push_back(std::move(w));
   for (auto& [i, w] : excluded) result.excluded.push_back(std::move(w));
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -229,7 +272,9 @@ void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& fa
   auto start = std::chrono::steady_clock::now();
   SourceOpener open = options.open;
   if (!open) {
-    open = [&](const std::string& address) { return OpenNetSnmp(address, options.credentials, options.transport); };
+    open = [&](const std::string& address, const SnmpTransport& transport) {
+      return OpenNetSnmp(address, options.credentials, transport);
+    };
   }
   std::mutex mu;
   size_t next = 0;
@@ -247,7 +292,7 @@ void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& fa
       std::vector<VarBind> raw;
       int64_t requests = 0;
       Status status = Status::Ok();
-      auto source = open(address);
+      auto source = open(address, options.transport);
       if (source.ok()) {
         status = WalkFdb(**source, walk, options.save_walks_dir.empty() ? nullptr : &raw, options.build.data_vlan);
         requests = (*source)->requests();
@@ -337,6 +382,8 @@ StatusOr<DiscoveryReport> Discover(const CrawlOptions& options, const std::vecto
   report.tree.warnings.insert(report.tree.warnings.begin(), crawl.warnings.begin(), crawl.warnings.end());
   report.switches_walked = walked;
   report.unreachable = crawl.unreachable;
+  report.retried = crawl.retried;
+  report.answered_on_retry = crawl.answered_on_retry;
   report.requests = crawl.requests;
   report.seconds = crawl.seconds;
   return report;

@@ -9,8 +9,13 @@
 //
 // The crawl never throws and never fails as a whole because of one switch:
 // an unreachable seed, a switch that times out or answers garbage becomes a
-// warning. It runs on its own worker threads and can be cancelled, so the
-// daemon runs it beside its other work.
+// warning. A switch that did not answer in time may only be slow (a busy
+// management CPU, an agent that builds its LLDP table on demand), and behind
+// it lies its whole subtree: every address that failed with no response is
+// walked once more when the crawl has nothing else to do, with a longer
+// timeout (CrawlOptions::retry_timeout_factor), and the crawl goes on from
+// those that answer. It runs on its own worker threads and can be
+// cancelled, so the daemon runs it beside its other work.
 //
 // Thread-safety: Crawl and Discover may run concurrently with different
 // options; the progress callback is called from one thread at a time.
@@ -41,7 +46,10 @@ struct CrawlProgress {
   std::string last;
 };
 
-using SourceOpener = std::function<StatusOr<std::unique_ptr<SnmpSource>>(const std::string& address)>;
+// How to reach an address, with the transport of this attempt (the crawl's,
+// or on the retry of a switch that did not answer, a longer timeout).
+using SourceOpener =
+    std::function<StatusOr<std::unique_ptr<SnmpSource>>(const std::string& address, const SnmpTransport& transport)>;
 
 struct CrawlOptions {
   std::vector<std::string> seeds;  // Addresses to start from.
@@ -53,6 +61,9 @@ struct CrawlOptions {
   bool walk_fdb = true;        // Walk the FDB (Discover: afterwards, only where a known MAC may be).
   std::string save_walks_dir;  // If set, each walk is saved as <dir>/<address>.snmprec.
   std::function<void(const CrawlProgress&)> progress;
+  // Addresses that did not answer (IsNoResponse) are walked once more at the
+  // end of the crawl with transport.timeout_s times this; 0: no retry.
+  double retry_timeout_factor = 3;
   const std::atomic<bool>* cancel = nullptr;  // Set to stop queueing and return what was walked.
   SourceOpener open;                          // How to reach an address; default: OpenNetSnmp with the options above.
   // How to build the tree (Discover); its exclude_switches also limit the
@@ -67,8 +78,10 @@ struct CrawlResult {
   // error ("198.18.0.9:161: no response (timeout)"), the address limit, or
   // "excluded (exclude_switches)".
   std::map<std::string, std::string> not_walked;
-  int64_t requests = 0;  // SNMP requests over all switches.
-  int unreachable = 0;
+  int64_t requests = 0;       // SNMP requests over all switches.
+  int unreachable = 0;        // Addresses not walked in the end, on the retry too.
+  int retried = 0;            // Addresses walked again because they did not answer the first time.
+  int answered_on_retry = 0;  // Of those, the ones that answered (each also a warning: raise the timeout).
   double seconds = 0;
   // Switches walked but excluded by name (build.exclude_switches names their
   // sysName or own address): not followed and not in `walks`, in crawl order.
@@ -92,6 +105,8 @@ struct DiscoveryReport {
   int unreachable = 0;
   int64_t requests = 0;
   double seconds = 0;
+  int retried = 0;            // CrawlResult::retried.
+  int answered_on_retry = 0;  // CrawlResult::answered_on_retry.
 };
 
 // Crawl without the FDB; then, with host facts, walk the FDB of the switches

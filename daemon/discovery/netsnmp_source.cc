@@ -113,9 +113,11 @@ class NetSnmpSource : public SnmpSource {
       int status = snmp_sess_synch_response(session_, pdu, &response);
       if (status != STAT_SUCCESS) {
         if (response) snmp_free_pdu(response);
-        return Status::IoError(fmt::format("{}: {} while walking {}", name_,
-                                           status == STAT_TIMEOUT ? "no response (timeout)" : SessionError(),
-                                           FormatOid(root)));
+        // Over v3 a timeout of the engine-ID probe comes back as STAT_ERROR
+        // with net-snmp's "Timeout" as the session's error.
+        std::string why = SessionError();
+        if (status == STAT_TIMEOUT || why == snmp_api_errstring(SNMPERR_TIMEOUT)) why = kNoResponse;
+        return Status::IoError(fmt::format("{}: {} while walking {}", name_, why, FormatOid(root)));
       }
       if (response->errstat == SNMP_ERR_TOOBIG && repetitions > 1) {
         snmp_free_pdu(response);

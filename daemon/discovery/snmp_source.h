@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/discovery/snmp_types.h"
@@ -30,6 +31,15 @@ class SnmpSource {
   // SNMP requests sent so far (PDUs, retries not counted).
   virtual int64_t requests() const = 0;
 };
+
+// Part of the message of every error that means the agent did not answer a
+// request within the timeout and its retries (over v3 too, where net-snmp
+// reports the engine-ID probe's timeout as a plain error). Such an agent may
+// only be slow: the crawl tries it once more with a longer timeout.
+inline constexpr std::string_view kNoResponse = "no response (timeout)";
+inline bool IsNoResponse(const Status& status) {
+  return !status.ok() && status.message().find(kNoResponse) != std::string::npos;
+}
 
 enum class SnmpVersion { kV2c, kV3 };
 

@@ -6,7 +6,9 @@
 // only through the FDB, ...). The tree that discovery builds from those walks
 // must equal the truth: the same switches and hosts, the same links with the
 // same speeds. Then faults: garbage values, truncated tables, a switch that
-// times out, an unreachable seed: discovery completes, with warnings.
+// times out, an unreachable seed: discovery completes, with warnings; a
+// switch slower than the timeout answers when tried again, and its subtree is
+// found.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -68,27 +70,35 @@ gen::GeneratedTree Generate(uint64_t seed, int switches, int hosts_per_switch, i
 
 // A crawl from `seed` over recorded sources, .snmprec text by management
 // address; other addresses, and those in `timeouts`, behave like a switch
-// that never answers.
+// that never answers. An agent in `slow` takes that many seconds to answer:
+// with a shorter transport timeout it does not answer either (no clock is
+// involved: the opener compares the two).
 CrawlOptions CrawlOverRecordings(std::map<std::string, std::string> snmprec_by_address, std::string seed,
-                                 std::set<std::string> timeouts = {}) {
+                                 std::set<std::string> timeouts = {}, std::map<std::string, double> slow = {}) {
   auto by_address = std::make_shared<std::map<std::string, std::string>>(std::move(snmprec_by_address));
   CrawlOptions options;
   options.seeds = {std::move(seed)};
   options.concurrency = 4;
-  options.open = [by_address, timeouts](const std::string& address) -> StatusOr<std::unique_ptr<SnmpSource>> {
-    if (timeouts.count(address)) return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
+  options.transport.timeout_s = 1;
+  options.open = [by_address, timeouts, slow](const std::string& address,
+                                              const SnmpTransport& transport) -> StatusOr<std::unique_ptr<SnmpSource>> {
     auto it = by_address->find(address);
-    if (it == by_address->end()) return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
+    auto delay = slow.find(address);
+    if (timeouts.count(address) || it == by_address->end() ||
+        (delay != slow.end() && delay->second > transport.timeout_s))
+      return Status::IoError(fmt::format("{}:161: no response (timeout)", address));
     return std::unique_ptr<SnmpSource>(new RecordedSource(address + ":161", ParseSnmprec(it->second, address).vars));
   };
   return options;
 }
 
 // A crawl of a generated tree from its first switch.
-CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string> timeouts = {}) {
+CrawlOptions RecordedCrawl(const gen::GeneratedTree& tree, std::set<std::string> timeouts = {},
+                           std::map<std::string, double> slow = {}) {
   std::map<std::string, std::string> by_address;
   for (const gen::GeneratedSwitch& s : tree.switches) by_address[s.mgmt_address] = s.snmprec;
-  return CrawlOverRecordings(std::move(by_address), tree.switches.front().mgmt_address, std::move(timeouts));
+  return CrawlOverRecordings(std::move(by_address), tree.switches.front().mgmt_address, std::move(timeouts),
+                             std::move(slow));
 }
 
 // ---- Hand-written walks ------------------------------------------------------
@@ -200,9 +210,11 @@ TEST(Progress, TheLineSeparatesSwitchesFromHosts) {
   EXPECT_EQ(std::set<std::string>(progress.begin(), progress.end()),
             (std::set<std::string>{"spine at 198.18.0.1: 2 interfaces, 2 LLDP neighbours: 2 switches, 0 hosts",
                                    "leaf0 at 198.18.0.2: 5 interfaces, 5 LLDP neighbours: 1 switch, 4 hosts",
+                                   "198.18.0.3: no response; tried again when the crawl ends, with a 3 s timeout",
                                    "198.18.0.3: not walked"}))
       << fmt::format("{}", fmt::join(progress, "\n"));
-  EXPECT_EQ(progress.size(), 3u);
+  EXPECT_EQ(progress.size(), 4u);
+  EXPECT_EQ(progress.back(), "198.18.0.3: not walked");
   EXPECT_EQ(report->tree.topology.hosts().size(), 4u);
   EXPECT_EQ(report->tree.lldp_hosts, 4);
   // A tree came out; the diagnostics are there all the same.
@@ -210,7 +222,7 @@ TEST(Progress, TheLineSeparatesSwitchesFromHosts) {
   EXPECT_EQ(UnwalkedLines(diagnostics.unwalked),
             (std::vector<std::string>{"1 switch neighbour(s) not walked (the subtrees behind them are missing):",
                                       "  spine2 (02:00:00:00:00:03) on spine port Ethernet2: 198.18.0.3 (not walked: "
-                                      "198.18.0.3:161: no response (timeout))"}));
+                                      "198.18.0.3:161: no response (timeout) (tried again with a 3 s timeout))"}));
 }
 
 TEST(GeneratedTree, CycleLeftAfterPruningIsAnErrorNamingItsLinks) {
@@ -396,9 +408,9 @@ TEST(Management, ACrawlFromADataSwitchNeverOpensTheManagementNetwork) {
   CrawlOptions options = RecordedCrawl(tree);
   options.concurrency = 1;  // One opener call at a time: `opened` needs no lock.
   auto opened = std::make_shared<std::vector<std::string>>();
-  options.open = [opened, recorded = options.open](const std::string& address) {
+  options.open = [opened, recorded = options.open](const std::string& address, const SnmpTransport& transport) {
     opened->push_back(address);
-    return recorded(address);
+    return recorded(address, transport);
   };
   std::vector<std::string> progress;
   options.progress = [&](const CrawlProgress& p) { progress.push_back(p.last); };
@@ -645,9 +657,9 @@ TEST(ExcludeSwitches, TheCrawlNeitherWalksNorFollowsAnExcludedSwitch) {
   // `options` with an opener that notes every address it opens into `opened`.
   auto noting = [](CrawlOptions options, std::shared_ptr<std::vector<std::string>> opened) {
     options.concurrency = 1;  // One opener call at a time: `opened` needs no lock.
-    options.open = [opened, recorded = options.open](const std::string& address) {
+    options.open = [opened, recorded = options.open](const std::string& address, const SnmpTransport& transport) {
       opened->push_back(address);
-      return recorded(address);
+      return recorded(address, transport);
     };
     return options;
   };
@@ -886,11 +898,95 @@ TEST(Faults, SwitchThatTimesOutAndUnreachableSeedGiveWarnings) {
   EXPECT_EQ(report->switches_walked, 7);
   EXPECT_EQ(report->unreachable, 2);
   std::string all = fmt::format("{}", fmt::join(report->tree.warnings, "\n"));
-  EXPECT_NE(all.find(leaf_address + ": not walked: " + leaf_address + ":161: no response (timeout)"), std::string::npos)
+  EXPECT_NE(all.find(leaf_address + ": not walked: " + leaf_address +
+                     ":161: no response (timeout) (tried again with a 3 s timeout)"),
+            std::string::npos)
       << all;
   EXPECT_NE(all.find("127.255.255.254: not walked"), std::string::npos) << all;
   EXPECT_FALSE(report->tree.topology.Find(leaf));
   EXPECT_GT(report->tree.topology.hosts().size(), 0u);
+}
+
+// The management address of a switch of `tree` with switches behind it, as
+// the crawl from the first switch sees them: not that switch, and linked to
+// two switches or more.
+std::string InnerSwitchAddress(const gen::GeneratedTree& tree) {
+  const Topology& t = tree.truth;
+  for (const gen::GeneratedSwitch& s : tree.switches) {
+    if (s.name == tree.switches.front().name) continue;
+    const int n = *t.Find(s.name);
+    int switch_links = 0;
+    for (int l : t.incident(n)) switch_links += !t.is_host(t.Other(l, n));
+    if (switch_links >= 2) return s.mgmt_address;
+  }
+  return "";
+}
+
+// A switch slower than the timeout, with switches behind it: the first try
+// gets no response, the retry when the crawl has nothing else left (three
+// times the timeout) gets the walk, and the crawl goes on behind it: the
+// whole tree, the retry counted and a warning that says to raise the
+// timeout. Without the retry its subtree was lost.
+TEST(Faults, ASlowSwitchAnswersWhenTriedAgainAndTheCrawlGoesOnBehindIt) {
+  gen::GeneratedTree tree = Generate(7, 8, 2, 3);
+  const std::string slow = InnerSwitchAddress(tree);
+  ASSERT_FALSE(slow.empty());
+  // It answers in 2 s: not within the 1 s timeout, within the retry's 3 s.
+  CrawlOptions options = RecordedCrawl(tree, {}, {{slow, 2.0}});
+  options.concurrency = 1;                               // One opener call at a time: `tries` needs no lock.
+  auto tries = std::make_shared<std::vector<double>>();  // The timeout of each try of `slow`.
+  options.open = [&slow, tries, recorded = options.open](const std::string& address, const SnmpTransport& transport) {
+    if (address == slow) tries->push_back(transport.timeout_s);
+    return recorded(address, transport);
+  };
+  auto report = Discover(options, Facts(tree));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(*tries, (std::vector<double>{1, 3}));
+  EXPECT_EQ(report->switches_walked, 8);
+  EXPECT_TRUE(SameTree(report->tree.topology, tree.truth));
+  EXPECT_EQ(report->unreachable, 0);
+  EXPECT_EQ(report->retried, 1);
+  EXPECT_EQ(report->answered_on_retry, 1);
+  const std::string all = fmt::format("{}", fmt::join(report->tree.warnings, "\n"));
+  EXPECT_NE(all.find(fmt::format(" at {} answered only when tried again with a 3 s timeout (the first try, 1 s per "
+                                 "request: {}:161: no response (timeout)); raise the SNMP timeout",
+                                 slow, slow)),
+            std::string::npos)
+      << all;
+
+  options.retry_timeout_factor = 0;  // No retry: the switch and everything behind it are missing.
+  tries->clear();
+  auto lost = Discover(options, Facts(tree));
+  ASSERT_TRUE(lost.ok()) << lost.status().message();
+  EXPECT_EQ(*tries, std::vector<double>{1});
+  EXPECT_LT(lost->switches_walked, 7);
+  EXPECT_EQ(lost->unreachable, 1);
+  EXPECT_EQ(lost->retried, 0);
+}
+
+// Only a switch that did not answer is tried again, and only once: one too
+// slow even for the retry stays unreachable after two tries; one that
+// answers with an error (here, refused credentials) is tried once.
+TEST(Faults, OnlySwitchesThatDidNotAnswerAreTriedAgainAndOnlyOnce) {
+  const std::map<std::string, std::string> recordings = {
+      {"198.18.0.1", SpineWalk()}, {"198.18.0.2", LeafWalk()}, {"198.18.0.3", Spine2Walk()}};
+  CrawlOptions options = CrawlOverRecordings(recordings, "198.18.0.1", {}, {{"198.18.0.2", 10.0}});
+  options.concurrency = 1;  // One opener call at a time: `opened` needs no lock.
+  auto opened = std::make_shared<std::vector<std::string>>();
+  options.open = [opened, recorded = options.open](
+                     const std::string& address,
+                     const SnmpTransport& transport) -> StatusOr<std::unique_ptr<SnmpSource>> {
+    opened->push_back(address);
+    if (address == "198.18.0.3") return Status::IoError("198.18.0.3:161: authentication failure");
+    return recorded(address, transport);
+  };
+  Diagnostics diagnostics;
+  auto report = Discover(options, {}, &diagnostics);
+  EXPECT_EQ(*opened, (std::vector<std::string>{"198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.2"}));
+  EXPECT_EQ(std::vector<std::string>(diagnostics.warnings.begin(), diagnostics.warnings.begin() + 2),
+            (std::vector<std::string>{
+                "198.18.0.3: not walked: 198.18.0.3:161: authentication failure",
+                "198.18.0.2: not walked: 198.18.0.2:161: no response (timeout) (tried again with a 3 s timeout)"}));
 }
 
 TEST(Faults, GarbageValuesAndTruncatedTablesCompleteWithWarnings) {
@@ -961,8 +1057,8 @@ TEST(Faults, ACrawlThatFindsNoHostKeepsItsDiagnostics) {
             "were not walked, and the hosts may be behind them");
   EXPECT_EQ(diagnostics.warnings,
             (std::vector<std::string>{
-                "198.18.0.2: not walked: 198.18.0.2:161: no response (timeout)",
-                "198.18.0.3: not walked: 198.18.0.3:161: no response (timeout)",
+                "198.18.0.2: not walked: 198.18.0.2:161: no response (timeout) (tried again with a 3 s timeout)",
+                "198.18.0.3: not walked: 198.18.0.3:161: no response (timeout) (tried again with a 3 s timeout)",
                 "spine port Ethernet1: LLDP neighbour leaf0 (02:00:00:00:00:02) is a bridge or router that was not "
                 "walked (no SNMP access, or not reached); the subtree behind it is missing",
                 "spine port Ethernet2: LLDP neighbour spine2 (02:00:00:00:00:03) is a bridge or router that was not "
@@ -971,9 +1067,9 @@ TEST(Faults, ACrawlThatFindsNoHostKeepsItsDiagnostics) {
             (std::vector<std::string>{
                 "2 switch neighbour(s) not walked (the subtrees behind them are missing):",
                 "  leaf0 (02:00:00:00:00:02) on spine port Ethernet1: 198.18.0.2 (not walked: 198.18.0.2:161: no "
-                "response (timeout))",
+                "response (timeout) (tried again with a 3 s timeout))",
                 "  spine2 (02:00:00:00:00:03) on spine port Ethernet2: 198.18.0.3 (not walked: 198.18.0.3:161: no "
-                "response (timeout))"}));
+                "response (timeout) (tried again with a 3 s timeout))"}));
   // Without the crawl, the reason is that it was not crawled.
   options.follow_lldp = false;
   report = Discover(options, {}, &diagnostics);
