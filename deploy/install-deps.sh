@@ -11,6 +11,8 @@ set -euo pipefail
 PACKAGES=(
   # Toolchain
   build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
+  # Compiler cache: CMake compiles through it when present (cmake/TopotuneCcache.cmake)
+  ccache
   # RPC and serialisation
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Storage

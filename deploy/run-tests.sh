@@ -8,14 +8,20 @@
 #                   `property` runs every tenth batch); run those with
 #                   `ctest --test-dir build -L sweep`, or set TOPOTUNE_SWEEP=1.
 #   2. build-asan/  configured with -DTOPOTUNE_SANITIZE=ON (AddressSanitizer and
-#                   UndefinedBehaviorSanitizer); runs the unit tests. The property
+#                   UndefinedBehaviorSanitizer); builds only the programs those
+#                   tests run (deploy/ctest_tool.py programs: read from build/'s
+#                   ctest, not the whole product) and runs the unit tests, and
+#                   fails if it found fewer of them than build/ has. The property
 #                   tests (hundreds of random trees) already take minutes per shard
 #                   without sanitizers, so they are left out of this pass to keep CI
 #                   well under an hour on two cores; set TOPOTUNE_SANITIZE_LABELS to
 #                   '^(unit|property)$' to include them.
 #
 # Both passes run even when the first has failing tests, so one CI run shows
-# every failure. The exit status is non-zero if any build or any test failed.
+# every failure. Each pass ends with its 15 slowest tests (ctest's JUnit file,
+# build*/ctest-junit.xml), so a slow test is seen the day it arrives. When
+# ccache is installed (install-deps.sh installs it), CMake compiles through it
+# (TOPOTUNE_CCACHE in CMakeLists.txt), and the run prints its hit counts. The exit status is non-zero if any build or any test failed.
 #
 # Usage: deploy/run-tests.sh [--no-install] [--no-sanitize]
 #   --no-install    skip deploy/install-deps.sh (packages are already present)
@@ -50,6 +56,18 @@ jobs=${TOPOTUNE_JOBS:-$(nproc)}
 labels=${TOPOTUNE_SANITIZE_LABELS:-'^unit$'}
 start=$SECONDS
 step() { printf '\n==> [%4ds] %s\n' "$((SECONDS - start))" "$*"; }
+# The 15 slowest tests of the last ctest run in build dir $1.
+slowest() {
+  [[ -f $1/ctest-junit.xml ]] && python3 deploy/ctest_tool.py slowest "$1/ctest-junit.xml" 15 || true
+}
+# How many tests of label regex $2 build dir $1 has.
+count_tests() { ctest --test-dir "$1" -N -L "$2" | sed -n 's/^Total Tests: //p'; }
+# ccache's hits and misses since the last call (nothing without ccache).
+cache_stats() {
+  command -v ccache >/dev/null || return 0
+  ccache --show-stats | grep -E '^ *(Hits|Misses|Cacheable calls):' || true
+  ccache --zero-stats >/dev/null
+}
 
 if ((install)); then
   step "installing dependencies (deploy/install-deps.sh)"
@@ -57,31 +75,46 @@ if ((install)); then
 fi
 
 failed=()
+command -v ccache >/dev/null && ccache --zero-stats >/dev/null
 
 step "configuring build/ (warnings are errors)"
 cmake -S . -B build -G Ninja -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON -DTOPOTUNE_SANITIZE=OFF -DTOPOTUNE_BUILD_SMPI=ON
 step "building build/ with $jobs jobs"
 cmake --build build -j "$jobs"
+cache_stats
 exclude=(-LE '^sweep$')
 [[ ${TOPOTUNE_SWEEP:-0} == 1 ]] && exclude=()
 step "running the whole test suite (ctest -j $jobs ${exclude[*]})"
-if ! ctest --test-dir build --output-on-failure --no-tests=error --timeout 900 -j "$jobs" "${exclude[@]}"; then
+if ! ctest --test-dir build --output-on-failure --no-tests=error --timeout 900 -j "$jobs" "${exclude[@]}" \
+  --output-junit "$root/build/ctest-junit.xml"; then
   failed+=("tests in build/")
 fi
+slowest build
 
 if ((sanitize)); then
   # Benchmarks are not run under sanitizers, so they are not built there.
   step "configuring build-asan/ (ASan + UBSan)"
   cmake -S . -B build-asan -G Ninja -DTOPOTUNE_SANITIZE=ON -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON \
     -DTOPOTUNE_BUILD_BENCHMARKS=OFF
-  step "building build-asan/ with $jobs jobs"
-  cmake --build build-asan -j "$jobs"
-  step "running tests labelled $labels under ASan + UBSan"
+  mapfile -t programs < <(python3 deploy/ctest_tool.py programs build "$labels" build-asan || true)
+  ((${#programs[@]})) || { echo "run-tests: found no program of the tests labelled $labels" >&2; exit 1; }
+  step "building the ${#programs[@]} programs of the tests labelled $labels in build-asan/ with $jobs jobs"
+  cmake --build build-asan -j "$jobs" --target "${programs[@]}"
+  cache_stats
+  expected=$(count_tests build "$labels")
+  found=$(count_tests build-asan "$labels")
+  step "running the $found tests labelled $labels under ASan + UBSan"
+  if [[ $found != "$expected" ]]; then
+    echo "run-tests: build-asan/ has $found tests labelled $labels, build/ has $expected" >&2
+    failed+=("the sanitizer pass's test list")
+  fi
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  if ! ctest --test-dir build-asan --output-on-failure --no-tests=error --timeout 1800 -j "$jobs" -L "$labels"; then
+  if ! ctest --test-dir build-asan --output-on-failure --no-tests=error --timeout 1800 -j "$jobs" -L "$labels" \
+    --output-junit "$root/build-asan/ctest-junit.xml"; then
     failed+=("sanitizer tests in build-asan/")
   fi
+  slowest build-asan
 fi
 
 if ((${#failed[@]})); then

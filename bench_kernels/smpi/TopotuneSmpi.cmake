@@ -19,18 +19,27 @@ endif()
 set(TOPOTUNE_SMPI_JOBS 1 CACHE STRING "Parallel compile jobs of the topotune-bench-smpi sub-build")
 
 set(_smpi_dir ${CMAKE_BINARY_DIR}/bench_kernels/smpi)
+# The main build's compiler launcher (ccache, cmake/TopotuneCcache.cmake)
+# compiles the sub-build too; `|` separates its words through ExternalProject.
+set(_smpi_launcher)
+if(TOPOTUNE_COMPILER_LAUNCHER)
+  list(JOIN TOPOTUNE_COMPILER_LAUNCHER "|" _smpi_launcher_words)
+  set(_smpi_launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${_smpi_launcher_words} -DCMAKE_C_COMPILER_LAUNCHER=${_smpi_launcher_words})
+endif()
 set(TOPOTUNE_BENCH_SMPI ${_smpi_dir}/topotune-bench-smpi)
 ExternalProject_Add(topotune_bench_smpi
   SOURCE_DIR ${PROJECT_SOURCE_DIR}/bench_kernels/smpi
   BINARY_DIR ${_smpi_dir}
   PREFIX ${_smpi_dir}-ep
   CMAKE_GENERATOR ${CMAKE_GENERATOR}
+  LIST_SEPARATOR |
   CMAKE_ARGS
     -DCMAKE_CXX_COMPILER=${TOPOTUNE_SMPICXX}
     -DCMAKE_C_COMPILER=${TOPOTUNE_SMPICC}
     -DCMAKE_BUILD_TYPE=Release
     -DTOPOTUNE_SOURCE_DIR=${PROJECT_SOURCE_DIR}
     -DTOPOTUNE_WERROR=${TOPOTUNE_WERROR}
+    ${_smpi_launcher}
   BUILD_COMMAND ${CMAKE_COMMAND} --build ${_smpi_dir} -j ${TOPOTUNE_SMPI_JOBS}
   # The sub-build knows its own dependencies (every topotune source it uses).
   BUILD_ALWAYS ON
