@@ -336,7 +336,7 @@ class PhaseChooser {
 // Greedy capacity-respecting phases for chunk length tau (see the header).
 // Returns nullopt when a lower bound shows it cannot beat `best_seconds`.
 StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOptions& opt, double tau, Order order,
-                                     double bound_seconds, double best_seconds,
+                                     double bound_seconds, double best_seconds, const Cancel& cancel,
                                      const std::vector<uint8_t>* only = nullptr) {
   const int H = v.num_hosts;
   const int L = v.num_groups;
@@ -529,8 +529,13 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
   double seconds = 0;
   int64_t phase = 0;
   const int64_t max_phases = left + 1;
+  // Work of a phase (Cancel::Poll): the pair order sorts every host pair, the
+  // group order visits every host and switch pair.
+  const int64_t phase_work =
+      pair_order ? static_cast<int64_t>(HH) : H + static_cast<int64_t>(L) * L + static_cast<int64_t>(H) * L;
   while (left > 0) {
     if (phase >= max_phases) return Status::Internal("capacity_scheduled: no progress while filling phases");
+    if (cancel.Poll(phase_work)) return Cancel::Stopped("capacity_scheduled");
     s.AddPhase();
     std::fill(recv_free.begin(), recv_free.end(), ~uint64_t{0});
     std::fill(send_free.begin(), send_free.end(), 1);
@@ -564,8 +569,8 @@ StatusOr<std::optional<Packed>> Pack(const HostView& v, const CapacityScheduleOp
 // critical link's remaining time fastest per phase second, latency
 // included; each chosen pair carries the whole blocks its demand moves in
 // that time.
-StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacityScheduleOptions& opt,
-                                             double best_seconds) {
+StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacityScheduleOptions& opt, double best_seconds,
+                                             const Cancel& cancel) {
   const int H = v.num_hosts;
   const size_t HH = static_cast<size_t>(H) * H;
   const int words = (H + 63) / 64;
@@ -636,6 +641,7 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
   double seconds = 0, work = 0;
   for (int64_t phase = 0; pairs_left > 0; ++phase) {
     SortCandidates(v, bits, crit, /*key_scale=*/1e9, phase, /*both_ends=*/true, &candidates);  // Seconds.
+    if (cancel.Poll(static_cast<int64_t>(candidates.size()) + 1)) return Cancel::Stopped("capacity_scheduled");
     work += static_cast<double>(candidates.size());
     if (work > kPairOrderBudget) return std::optional<Packed>();
     // Without the augmenting swaps: with them, 42 of the capacity sweep's
@@ -691,7 +697,8 @@ StatusOr<std::optional<Packed>> PackOpenShop(const HostView& v, const CapacitySc
 // both ways in one phase when another pair exists: both directions of one
 // connection ran at half the link rate each on Open MPI's TCP transport
 // (bench/cluster.sh, calibration-pair).
-Schedule AssignRanks(const HostView& v, int num_ranks, bool one_way_rank_pairs, const Schedule& in) {
+StatusOr<Schedule> AssignRanks(const HostView& v, int num_ranks, bool one_way_rank_pairs, const Schedule& in,
+                               const Cancel& cancel) {
   std::vector<int> host_of(num_ranks, -1);
   for (int h = 0; h < v.num_hosts; ++h)
     for (int32_t r : v.ranks[h]) host_of[r] = h;
@@ -700,6 +707,7 @@ Schedule AssignRanks(const HostView& v, int num_ranks, bool one_way_rank_pairs, 
   Schedule s;
   s.Reserve(in.num_messages(), in.num_phases());
   for (int p = 0; p < in.num_phases(); ++p) {
+    if (cancel.Poll(static_cast<int64_t>(in.phase(p).size()) + 1)) return Cancel::Stopped("capacity_scheduled");
     s.AddPhase();
     phase_pairs.clear();
     for (const Message& m : in.phase(p)) {
@@ -730,7 +738,8 @@ Schedule AssignRanks(const HostView& v, int num_ranks, bool one_way_rank_pairs, 
 
 }  // namespace
 
-StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options) {
+StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options,
+                                     const Cancel& cancel) {
   if (Status st = CheckModelParameters("capacity_scheduled", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   auto finish = [&](Schedule s) {
     s.collective = "alltoall";
@@ -782,7 +791,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   for (Order order : kOrders) {
     if (order != Order::kGroup && v.num_hosts > kMaxPairOrderHosts) break;
     for (double tau : taus) {
-      auto r = Pack(v, options, tau, order, bound, best ? best->seconds : kInf);
+      auto r = Pack(v, options, tau, order, bound, best ? best->seconds : kInf, cancel);
       if (!r.ok()) return r.status();
       if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
     }
@@ -791,7 +800,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   // Open-shop phases (no fixed chunk length), as the pair order, for jobs of
   // at most kMaxPairOrderHosts hosts.
   if (H <= kMaxPairOrderHosts) {
-    auto r = PackOpenShop(v, options, best ? best->seconds : kInf);
+    auto r = PackOpenShop(v, options, best ? best->seconds : kInf, cancel);
     if (!r.ok()) return r.status();
     if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
   }
@@ -830,13 +839,15 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
       for (Order order : kOrders) {
         if (order != Order::kGroup && H > kMaxPairOrderHosts) break;
         for (double tau : {class_longest, class_longest / 2, class_longest / 4}) {
-          auto r = Pack(v, options, tau, order, 0, part ? part->seconds : kInf, &only);
+          auto r = Pack(v, options, tau, order, 0, part ? part->seconds : kInf, cancel, &only);
           if (!r.ok()) return r.status();
           if (r->has_value() && (!part || (*r)->seconds < part->seconds)) part = std::move(**r);
         }
       }
       if (!part) return Status::Internal("capacity_scheduled: no schedule for a size class");
       for (int p = 0; p < part->schedule.num_phases(); ++p) {
+        if (cancel.Poll(static_cast<int64_t>(part->schedule.phase(p).size()) + 1))
+          return Cancel::Stopped("capacity_scheduled");
         joined.schedule.AddPhase();
         for (const Message& m : part->schedule.phase(p)) joined.schedule.Add(m);
       }
@@ -849,7 +860,8 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   // phase); keep it unless packing is strictly faster.
   bool one_rank_per_host = v.num_hosts == tree.num_ranks();
   if (one_rank_per_host) {
-    auto fy = TreeScheduledPhases(tree);
+    auto fy = TreeScheduledPhases(tree, cancel);
+    if (fy.status().code() == Status::Code::kCancelled) return fy.status();
     if (fy.ok()) {
       const double fy_seconds =
           ModelSchedule(*fy, tree, {.msize_bytes = options.msize_bytes, .alpha_s = options.alpha_s}).modelled_s;
@@ -857,7 +869,9 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
     }
   }
   if (!best) return Status::Internal("capacity_scheduled: no schedule produced");
-  return finish(AssignRanks(v, tree.num_ranks(), options.one_way_rank_pairs, best->schedule));
+  auto assigned = AssignRanks(v, tree.num_ranks(), options.one_way_rank_pairs, best->schedule, cancel);
+  if (!assigned.ok()) return assigned.status();
+  return finish(std::move(*assigned));
 }
 
 StatusOr<Schedule> CapacityLockstepFrom(const Schedule& scheduled, const RankTree& tree) {
@@ -867,13 +881,15 @@ StatusOr<Schedule> CapacityLockstepFrom(const Schedule& scheduled, const RankTre
         tree.num_ranks(), scheduled.algorithm, scheduled.num_ranks));
   auto view = BuildHostView(tree);
   if (!view.ok()) return view.status();
-  Schedule s = AssignRanks(*view, tree.num_ranks(), /*one_way_rank_pairs=*/true, scheduled);
+  auto assigned = AssignRanks(*view, tree.num_ranks(), /*one_way_rank_pairs=*/true, scheduled, Cancel());
+  if (!assigned.ok()) return assigned.status();
+  Schedule& s = *assigned;
   s.collective = scheduled.collective;
   s.algorithm = "capacity_lockstep";
   s.num_ranks = scheduled.num_ranks;
   s.host_combined = scheduled.host_combined;
   s.bottleneck_load = scheduled.bottleneck_load;
-  return s;
+  return assigned;
 }
 
 }  // namespace topotune

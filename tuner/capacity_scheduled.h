@@ -132,9 +132,14 @@
 //   open shop, O(pairs log pairs) per phase, only while host pairs x phases
 //   <= 4e6 (the open shop adds O(chosen^2 x path) per phase for its length).
 //
+// Cancellation: `cancel` (tuner/cancel.h) is polled once per phase of every
+// packing tried and of the rank assignment; when asked, CapacityScheduled
+// returns Status::Cancelled.
+//
 // Thread-safety: pure functions.
 #pragma once
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
@@ -150,8 +155,10 @@ struct CapacityScheduleOptions {
 
 // The all-to-all schedule for any tree, any ranks per host, any speeds.
 // Errors: InvalidArgument for a non-positive message size, a negative alpha,
-// a network link without a positive speed, or more than 8,192 hosts.
-StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options = {});
+// a network link without a positive speed, or more than 8,192 hosts;
+// Cancelled when `cancel` says stop.
+StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacityScheduleOptions& options = {},
+                                     const Cancel& cancel = {});
 
 // capacity_lockstep's schedule from capacity_scheduled's for the same tree
 // and options: the same phases and host-pair messages, the carrying ranks

@@ -49,7 +49,7 @@ using Visit = std::function<void(int32_t phase, const Message&, int64_t send_off
 // Walks an alltoall schedule's messages in order, assigning each its ranges
 // in the send and receive segments (see the header), and checks the block
 // contract for every host pair.
-Status WalkAlltoall(const Schedule& s, const Hosts& hosts, const Visit& visit) {
+Status WalkAlltoall(const Schedule& s, const Hosts& hosts, const Visit& visit, const Cancel& cancel) {
   const int H = hosts.num_hosts();
   if (!s.host_combined)
     for (int h = 0; h < H; ++h)
@@ -60,6 +60,7 @@ Status WalkAlltoall(const Schedule& s, const Hosts& hosts, const Visit& visit) {
             s.algorithm, h, hosts.size(h)));
   std::vector<int64_t> carried(static_cast<size_t>(H) * H, 0);
   for (int p = 0; p < s.num_phases(); ++p) {
+    if (cancel.Poll(static_cast<int64_t>(s.phase(p).size()) + 1)) return Cancel::Stopped("compiling the host programs");
     for (const Message& m : s.phase(p)) {
       if (m.src < 0 || m.src >= s.num_ranks || m.dst < 0 || m.dst >= s.num_ranks)
         return Status::InvalidArgument(
@@ -93,7 +94,7 @@ Status WalkAlltoall(const Schedule& s, const Hosts& hosts, const Visit& visit) {
 // allgather rule), and assigns each message its range of the sender's and
 // the receiver's stream. streams[h] ends as host h's stream of origin ranks.
 Status WalkAllgather(const Schedule& s, const Hosts& hosts, const Visit& visit,
-                     std::vector<std::vector<int32_t>>* streams) {
+                     std::vector<std::vector<int32_t>>* streams, const Cancel& cancel) {
   const int H = hosts.num_hosts();
   const int N = s.num_ranks;
   streams->assign(H, {});
@@ -109,6 +110,7 @@ Status WalkAllgather(const Schedule& s, const Hosts& hosts, const Visit& visit,
   for (int p = 0; p < s.num_phases(); ++p) {
     for (int h = 0; h < H; ++h) ready[h] = static_cast<int64_t>((*streams)[h].size());
     for (const Message& m : s.phase(p)) {
+      if (cancel.Poll(int64_t{m.blocks} + 1)) return Cancel::Stopped("compiling the host programs");
       if (m.src < 0 || m.src >= N || m.dst < 0 || m.dst >= N)
         return Status::InvalidArgument(
             fmt::format("phase {}: message {}->{} names a rank outside 0..{}", p, m.src, m.dst, N - 1));
@@ -158,7 +160,7 @@ Status WalkAllgather(const Schedule& s, const Hosts& hosts, const Visit& visit,
 
 // Compiles the programs of ranks [lo, hi), with the layout when `layout`.
 StatusOr<std::vector<HostProgram>> Compile(const Schedule& s, const std::vector<int32_t>& host_of_rank, int lo, int hi,
-                                           bool layout) {
+                                           bool layout, const Cancel& cancel) {
   const bool allgather = s.collective == "allgather";
   if (!allgather && s.collective != "alltoall")
     return Status::InvalidArgument(
@@ -177,9 +179,11 @@ StatusOr<std::vector<HostProgram>> Compile(const Schedule& s, const std::vector<
     if (m.dst >= lo && m.dst < hi) progs[m.dst - lo].recvs.push_back({phase, m.src, recv_offset, blocks});
   };
   std::vector<std::vector<int32_t>> streams;
-  Status st = allgather ? WalkAllgather(s, *hosts, visit, &streams) : WalkAlltoall(s, *hosts, visit);
+  Status st = allgather ? WalkAllgather(s, *hosts, visit, &streams, cancel) : WalkAlltoall(s, *hosts, visit, cancel);
+  if (st.code() == Status::Code::kCancelled) return st;
   if (!st.ok()) return Status::InvalidArgument(fmt::format("{} {}: {}", s.collective, s.algorithm, st.message()));
   for (int r = lo; r < hi; ++r) {
+    if (cancel.Poll(allgather ? s.num_ranks : 1)) return Cancel::Stopped("compiling the host programs");
     HostProgram& prog = progs[r - lo];
     prog.allgather = allgather;
     prog.rank = r;
@@ -206,14 +210,14 @@ std::vector<int32_t> HostIndexOfRanks(const RankTree& tree) {
 StatusOr<HostProgram> CompileHostProgram(const Schedule& schedule, const std::vector<int32_t>& host_of_rank, int rank) {
   if (rank < 0 || rank >= schedule.num_ranks)
     return Status::InvalidArgument(fmt::format("rank {} is outside 0..{}", rank, schedule.num_ranks - 1));
-  auto progs = Compile(schedule, host_of_rank, rank, rank + 1, /*layout=*/true);
+  auto progs = Compile(schedule, host_of_rank, rank, rank + 1, /*layout=*/true, Cancel());
   if (!progs.ok()) return progs.status();
   return std::move((*progs)[0]);
 }
 
 StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
-                                                       const std::vector<int32_t>& host_of_rank) {
-  return Compile(schedule, host_of_rank, 0, schedule.num_ranks, /*layout=*/false);
+                                                       const std::vector<int32_t>& host_of_rank, const Cancel& cancel) {
+  return Compile(schedule, host_of_rank, 0, schedule.num_ranks, /*layout=*/false, cancel);
 }
 
 Status SetHostLayout(const std::vector<int32_t>& host_of_rank, HostProgram* program) {

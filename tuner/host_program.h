@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
@@ -83,8 +84,11 @@ StatusOr<HostProgram> CompileHostProgram(const Schedule& schedule, const std::ve
 // Every rank's program in one pass (what a plan server sends). The layout
 // (host_of_rank, local_index, first_rank_of_host), the same for every rank,
 // is left empty: the caller has it once (SetHostLayout fills it in).
+// `cancel` (tuner/cancel.h) is polled per phase, per allgather message and
+// per rank; when asked, the result is Status::Cancelled.
 StatusOr<std::vector<HostProgram>> CompileHostPrograms(const Schedule& schedule,
-                                                       const std::vector<int32_t>& host_of_rank);
+                                                       const std::vector<int32_t>& host_of_rank,
+                                                       const Cancel& cancel = {});
 
 // Runs the programs of every rank in memory, as the kernel would move data
 // (copy in, transfers by phase, copy out), and returns what is wrong (the

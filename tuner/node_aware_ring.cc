@@ -52,7 +52,7 @@ Schedule PipelinedRing(const std::vector<std::vector<int32_t>>& ranks, int64_t n
 
 }  // namespace
 
-StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOptions& options) {
+StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOptions& options, const Cancel& cancel) {
   if (Status st = CheckModelParameters("node_aware_ring", options.msize_bytes, options.alpha_s); !st.ok()) return st;
   // Hosts in ring order: the switch-ordered ring lists a host's ranks together.
   std::vector<std::vector<int32_t>> ranks;
@@ -89,6 +89,7 @@ StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOption
   std::optional<Schedule> best;
   double best_s = 0;
   for (int64_t c : chunks) {
+    if (cancel.Requested()) return Cancel::Stopped("node_aware_ring");
     Schedule s = finish(PipelinedRing(ranks, tree.num_ranks(), c));
     const double t = ModelSchedule(s, tree, model).modelled_s;
     if (!best || t < best_s) {

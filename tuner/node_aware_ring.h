@@ -38,6 +38,7 @@
 // Thread-safety: pure function.
 #pragma once
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
@@ -49,7 +50,10 @@ struct NodeAwareRingOptions {
   double alpha_s = 20e-6;      // Latency per phase, seconds.
 };
 
-// Errors: InvalidArgument for a non-positive block size or a negative alpha.
-StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOptions& options = {});
+// Errors: InvalidArgument for a non-positive block size or a negative alpha;
+// Cancelled when `cancel` (tuner/cancel.h, asked before each chunk size is
+// tried) says stop.
+StatusOr<Schedule> NodeAwareRing(const RankTree& tree, const NodeAwareRingOptions& options = {},
+                                 const Cancel& cancel = {});
 
 }  // namespace topotune

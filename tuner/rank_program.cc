@@ -3,14 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <compare>
 
 namespace topotune {
 namespace {
 
+// Work units (Cancel::Poll) of one sync or note sorted: a few times a
+// message placed.
+constexpr int64_t kSortWork = 4;
+
 // Checks that messages name valid ranks, that a rank sends and receives at
 // most once per phase, and that syncs are well-formed and FIFO per pair.
-Status Validate(const Schedule& s) {
+Status Validate(const Schedule& s, const Cancel& cancel) {
   if (s.host_combined)
     return Status::InvalidArgument(fmt::format(
         "{} {} is host-combined (messages of several blocks, gathered and scattered in shared memory): it does not "
@@ -19,6 +23,7 @@ Status Validate(const Schedule& s) {
   const int n = s.num_ranks;
   std::vector<int32_t> sent(n, -1), received(n, -1);
   for (int p = 0; p < s.num_phases(); ++p) {
+    if (cancel.Poll(static_cast<int64_t>(s.phase(p).size()) + 1)) return Cancel::Stopped("checking the schedule");
     for (const Message& m : s.phase(p)) {
       if (m.src < 0 || m.src >= n || m.dst < 0 || m.dst >= n || m.src == m.dst)
         return Status::InvalidArgument(
@@ -33,29 +38,48 @@ Status Validate(const Schedule& s) {
       received[m.dst] = p;
     }
   }
-  std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> pairs;
+  // FIFO per pair: the syncs grouped by sender (a counting sort), then each
+  // sender's sorted by receiver and phases, one sender at a time. (An ordered
+  // map of pairs took most of a 2,048-rank compile's time, and seconds to
+  // free, with no point to stop at.)
+  std::vector<int64_t> first(static_cast<size_t>(n) + 1, 0);
   for (const Sync& y : s.syncs) {
+    if (cancel.Poll(1)) return Cancel::Stopped("checking the synchronisations");
     if (y.from_rank < 0 || y.from_rank >= n || y.to_rank < 0 || y.to_rank >= n || y.from_rank == y.to_rank ||
         y.after_phase < 0 || y.after_phase >= y.before_phase || y.before_phase >= s.num_phases())
       return Status::InvalidArgument(
           fmt::format("sync [{},{},{},{}] is malformed", y.from_rank, y.after_phase, y.to_rank, y.before_phase));
-    pairs[{y.from_rank, y.to_rank}].push_back({y.after_phase, y.before_phase});
+    ++first[y.from_rank + 1];
   }
-  for (auto& [pair, list] : pairs) {
-    std::sort(list.begin(), list.end());
-    for (size_t i = 1; i < list.size(); ++i) {
-      if (list[i].first == list[i - 1].first || list[i].second <= list[i - 1].second)
+  for (int a = 0; a < n; ++a) first[a + 1] += first[a];
+  struct Notice {
+    int32_t to, after, before;
+    auto operator<=>(const Notice&) const = default;
+  };
+  std::vector<Notice> by_sender(s.syncs.size());
+  {
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (const Sync& y : s.syncs) by_sender[next[y.from_rank]++] = {y.to_rank, y.after_phase, y.before_phase};
+  }
+  for (int a = 0; a < n; ++a) {
+    const auto begin = by_sender.begin() + first[a], end = by_sender.begin() + first[a + 1];
+    if (cancel.Poll(kSortWork * (end - begin) + 1)) return Cancel::Stopped("checking the synchronisations");
+    std::sort(begin, end);
+    for (auto it = begin; it != end && it + 1 != end; ++it) {
+      const Notice &x = it[0], &y = it[1];
+      if (x.to == y.to && (x.after == y.after || y.before <= x.before))
         return Status::InvalidArgument(fmt::format(
             "syncs {}->{} are not first-in first-out (after phases {} and {}, before phases {} and {}); notices "
             "between two ranks must be waited for in the order they are sent",
-            pair.first, pair.second, list[i - 1].first, list[i].first, list[i - 1].second, list[i].second));
+            a, x.to, x.after, y.after, x.before, y.before));
     }
   }
   return Status::Ok();
 }
 
 // One pass over the schedule builds the programs of ranks [lo, hi).
-std::vector<RankProgram> Compile(const Schedule& s, int lo, int hi) {
+StatusOr<std::vector<RankProgram>> Compile(const Schedule& s, int lo, int hi, const Cancel& cancel) {
+  const Status stopped = Cancel::Stopped("compiling the rank programs");
   std::vector<RankProgram> progs(hi - lo);
   auto step = [&](int rank, int32_t phase) -> RankStep& {
     auto& steps = progs[rank - lo].steps;
@@ -67,6 +91,7 @@ std::vector<RankProgram> Compile(const Schedule& s, int lo, int hi) {
   };
   for (int r = lo; r < hi; ++r) progs[r - lo].rank = r;
   for (int p = 0; p < s.num_phases(); ++p) {
+    if (cancel.Poll(static_cast<int64_t>(s.phase(p).size()) + 1)) return stopped;
     for (const Message& m : s.phase(p)) {
       if (m.src >= lo && m.src < hi) step(m.src, p).send_to = m.dst;
       if (m.dst >= lo && m.dst < hi) step(m.dst, p).recv_from = m.src;
@@ -77,15 +102,34 @@ std::vector<RankProgram> Compile(const Schedule& s, int lo, int hi) {
     int32_t rank, phase, peer;
     bool wait;
   };
-  std::vector<Note> notes;
+  // By rank (a counting sort, in sync order), then each rank's by phase
+  // (stable): one rank at a time, so that a cancel is seen between ranks.
+  std::vector<size_t> first(hi - lo + 1, 0);
   for (const Sync& y : s.syncs) {
-    if (y.to_rank >= lo && y.to_rank < hi) notes.push_back({y.to_rank, y.before_phase, y.from_rank, true});
-    if (y.from_rank >= lo && y.from_rank < hi) notes.push_back({y.from_rank, y.after_phase, y.to_rank, false});
+    if (y.to_rank >= lo && y.to_rank < hi) ++first[y.to_rank - lo + 1];
+    if (y.from_rank >= lo && y.from_rank < hi) ++first[y.from_rank - lo + 1];
   }
-  std::stable_sort(notes.begin(), notes.end(),
-                   [](const Note& a, const Note& b) { return a.rank != b.rank ? a.rank < b.rank : a.phase < b.phase; });
+  for (int r = lo; r < hi; ++r) first[r - lo + 1] += first[r - lo];
+  if (cancel.Poll(static_cast<int64_t>(s.syncs.size()) + 1)) return stopped;
+  std::vector<Note> notes(first.back());
+  {
+    std::vector<size_t> next(first.begin(), first.end() - 1);
+    for (const Sync& y : s.syncs) {
+      if (y.to_rank >= lo && y.to_rank < hi)
+        notes[next[y.to_rank - lo]++] = {y.to_rank, y.before_phase, y.from_rank, true};
+      if (y.from_rank >= lo && y.from_rank < hi)
+        notes[next[y.from_rank - lo]++] = {y.from_rank, y.after_phase, y.to_rank, false};
+    }
+  }
+  for (int r = lo; r < hi; ++r) {
+    if (cancel.Poll(static_cast<int64_t>(first[r - lo + 1] - first[r - lo]) * kSortWork + 1)) return stopped;
+    std::stable_sort(notes.begin() + static_cast<std::ptrdiff_t>(first[r - lo]),
+                     notes.begin() + static_cast<std::ptrdiff_t>(first[r - lo + 1]),
+                     [](const Note& a, const Note& b) { return a.phase < b.phase; });
+  }
   size_t i = 0;
   while (i < notes.size()) {
+    if (cancel.Poll(static_cast<int64_t>(progs[notes[i].rank - lo].steps.size()) + 1)) return stopped;
     const int32_t rank = notes[i].rank;
     auto& steps = progs[rank - lo].steps;
     std::vector<RankStep> merged;
@@ -115,13 +159,15 @@ std::vector<RankProgram> Compile(const Schedule& s, int lo, int hi) {
 StatusOr<RankProgram> CompileRankProgram(const Schedule& schedule, int rank) {
   if (rank < 0 || rank >= schedule.num_ranks)
     return Status::InvalidArgument(fmt::format("rank {} is outside 0..{}", rank, schedule.num_ranks - 1));
-  TOPOTUNE_RETURN_IF_ERROR(Validate(schedule));
-  return std::move(Compile(schedule, rank, rank + 1)[0]);
+  TOPOTUNE_RETURN_IF_ERROR(Validate(schedule, Cancel()));
+  auto programs = Compile(schedule, rank, rank + 1, Cancel());
+  if (!programs.ok()) return programs.status();
+  return std::move((*programs)[0]);
 }
 
-StatusOr<std::vector<RankProgram>> CompileRankPrograms(const Schedule& schedule) {
-  TOPOTUNE_RETURN_IF_ERROR(Validate(schedule));
-  return Compile(schedule, 0, schedule.num_ranks);
+StatusOr<std::vector<RankProgram>> CompileRankPrograms(const Schedule& schedule, const Cancel& cancel) {
+  TOPOTUNE_RETURN_IF_ERROR(Validate(schedule, cancel));
+  return Compile(schedule, 0, schedule.num_ranks, cancel);
 }
 
 }  // namespace topotune

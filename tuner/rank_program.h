@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tuner/cancel.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
 
@@ -39,7 +40,10 @@ struct RankProgram {
 
 // The program of one rank (what a running job needs: O(steps of that rank)).
 StatusOr<RankProgram> CompileRankProgram(const Schedule& schedule, int rank);
-// Every rank's program; validates the whole schedule once.
-StatusOr<std::vector<RankProgram>> CompileRankPrograms(const Schedule& schedule);
+// Every rank's program; validates the whole schedule once. `cancel` is polled
+// per phase and per rank (a schedule of 2,048 ranks holds four million
+// messages); when asked, what was built is freed and the result is
+// Status::Cancelled.
+StatusOr<std::vector<RankProgram>> CompileRankPrograms(const Schedule& schedule, const Cancel& cancel = {});
 
 }  // namespace topotune

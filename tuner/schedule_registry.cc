@@ -32,6 +32,7 @@ std::vector<ScheduleAlgorithm> BuildTable() {
        "host-combined phases that fill every link to its capacity without overrunning it, for any ranks per host "
        "and link speeds; Faraj-Yuan's own schedule on one-rank, one-speed trees (the default)",
        [](const RankTree& t) { return CapacityScheduled(t); },
+       [](const RankTree& t, const Cancel& cancel) { return CapacityScheduled(t, {}, cancel); },
        [](const RankTree& t, double msize, double alpha) {
          return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha});
        }},
@@ -39,13 +40,17 @@ std::vector<ScheduleAlgorithm> BuildTable() {
        "capacity_scheduled's phases with no rank pair carrying messages both ways in one phase, for a kernel that "
        "runs each host's ranks in step (on TCP one connection used both ways ran at half the link rate each way)",
        [](const RankTree& t) { return CapacityScheduled(t, {.one_way_rank_pairs = true}); },
+       [](const RankTree& t, const Cancel& cancel) {
+         return CapacityScheduled(t, {.one_way_rank_pairs = true}, cancel);
+       },
        [](const RankTree& t, double msize, double alpha) {
          return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha, .one_way_rank_pairs = true});
        },
        "capacity_scheduled", CapacityLockstepFrom},
       {"alltoall", "tree_scheduled",
        "contention-free phases for the switch tree with pair-wise syncs, no barriers (Faraj-Yuan §4-5)",
-       [](const RankTree& t) { return TreeScheduled(t); }},
+       [](const RankTree& t) { return TreeScheduled(t); },
+       [](const RankTree& t, const Cancel& cancel) { return TreeScheduled(t, cancel); }},
       {"alltoall", "ring", "N-1 phases, rank j sends to (j+i) mod N in phase i; ranks run freely",
        from_count(RingSchedule)},
       {"alltoall", "pairwise", "MPICH pairwise exchange: j XOR i for power-of-two N, else the ring",
@@ -62,6 +67,7 @@ std::vector<ScheduleAlgorithm> BuildTable() {
        "hosts in a depth-first switch-ordered ring, each host's blocks gathered in shared memory and forwarded in "
        "pipelined chunks: one message per link direction per phase (the default)",
        [](const RankTree& t) { return NodeAwareRing(t); },
+       [](const RankTree& t, const Cancel& cancel) { return NodeAwareRing(t, {}, cancel); },
        [](const RankTree& t, double msize, double alpha) {
          return NodeAwareRing(t, {.msize_bytes = msize, .alpha_s = alpha});
        }},
@@ -84,6 +90,15 @@ StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTr
                                 double alpha_s) {
   if (algorithm.make_sized) return algorithm.make_sized(tree, msize_bytes, alpha_s);
   return algorithm.make(tree);
+}
+
+StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTree& tree, const Cancel& cancel) {
+  const auto stopped = [&] { return Cancel::Stopped(fmt::format("{} {}", algorithm.collective, algorithm.name)); };
+  if (cancel.Requested()) return stopped();
+  if (algorithm.make_cancellable) return algorithm.make_cancellable(tree, cancel);
+  auto schedule = algorithm.make(tree);
+  if (cancel.Requested()) return stopped();
+  return schedule;
 }
 
 const ScheduleAlgorithm* FindScheduleAlgorithm(std::string_view collective, std::string_view name) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
@@ -31,6 +32,12 @@ struct ScheduleAlgorithm {
   // need a size pattern, schedule the uniform 1-byte pattern (every rank sends
   // to every other); call GreedyPhased/A2aPhased directly for a real pattern.
   std::function<StatusOr<Schedule>(const RankTree&)> make;
+  // The same schedule as `make`, polling `cancel` (tuner/cancel.h) in its
+  // inner loops, for the generators that take seconds on large jobs
+  // (tree_scheduled, capacity_scheduled, capacity_lockstep,
+  // node_aware_ring); empty for the others, which take milliseconds.
+  // MakeSchedule(algorithm, tree, cancel) picks the right one.
+  std::function<StatusOr<Schedule>(const RankTree&, const Cancel&)> make_cancellable = {};
   // For algorithms whose schedule depends on the block size and the per-phase
   // latency of the model (capacity_model.h): builds it for those; empty for
   // the others. MakeSchedule picks the right one.
@@ -46,6 +53,11 @@ struct ScheduleAlgorithm {
 // alpha_s: make_sized when the algorithm has it, else make.
 StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTree& tree, double msize_bytes,
                                 double alpha_s);
+
+// `algorithm`'s schedule as `make` builds it, stopped with Status::Cancelled
+// when `cancel` says so: make_cancellable when the algorithm has it, else
+// make between two asks of `cancel`.
+StatusOr<Schedule> MakeSchedule(const ScheduleAlgorithm& algorithm, const RankTree& tree, const Cancel& cancel);
 
 // Every registered algorithm, grouped by collective, in a stable order.
 std::span<const ScheduleAlgorithm> ScheduleAlgorithms();

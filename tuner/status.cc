@@ -22,6 +22,9 @@ std::string Status::ToString() const {
     case Code::kIoError:
       name = "I/O error";
       break;
+    case Code::kCancelled:
+      name = "cancelled";
+      break;
   }
   return std::string(name) + ": " + message_;
 }

@@ -19,7 +19,8 @@ namespace topotune {
 
 class Status {
  public:
-  enum class Code { kOk = 0, kInvalidArgument, kNotFound, kFailedPrecondition, kInternal, kIoError };
+  // kCancelled: the caller asked a long computation to stop (tuner/cancel.h).
+  enum class Code { kOk = 0, kInvalidArgument, kNotFound, kFailedPrecondition, kInternal, kIoError, kCancelled };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -28,6 +29,7 @@ class Status {
   static Status FailedPrecondition(std::string msg) { return Status(Code::kFailedPrecondition, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
   static Status IoError(std::string msg) { return Status(Code::kIoError, std::move(msg)); }
+  static Status Cancelled(std::string msg) { return Status(Code::kCancelled, std::move(msg)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

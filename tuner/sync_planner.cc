@@ -11,6 +11,9 @@ namespace {
 // (see the benchmark's before/after counts).
 constexpr int kSearchBudget = 64;
 
+// Work units (Cancel::Poll) of planning one message.
+constexpr int64_t kPlanWork = 16;
+
 struct EdgeUser {
   int32_t a = -1;  // Sender of the last message on the edge.
   int32_t phase = -1;
@@ -96,7 +99,7 @@ bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t p, st
 
 }  // namespace
 
-SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
+StatusOr<SyncPlanStats> PlanSynchronisations(const RankTree& tree, Schedule* schedule, const Cancel& cancel) {
   Schedule& s = *schedule;
   const int n = s.num_ranks;
   SyncPlanStats stats;
@@ -119,6 +122,12 @@ SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule) {
   std::vector<uint32_t> stack, visited;
 
   for (int q = 0; q < s.num_phases(); ++q) {
+    // A message costs about as much as kPlanWork messages placed by a
+    // generator (its path, its candidates, a bounded search).
+    if (cancel.Poll(kPlanWork * (static_cast<int64_t>(s.phase(q).size()) + 1))) {
+      s.syncs.clear();
+      return Cancel::Stopped("planning the synchronisations");
+    }
     for (const Message& m : s.phase(q)) {
       const int32_t c = m.src;
       const uint32_t c_ev = event_at(c, q);

@@ -26,8 +26,10 @@
 // Thread-safety: pure function.
 #pragma once
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
+#include "tuner/status.h"
 
 namespace topotune {
 
@@ -37,7 +39,9 @@ struct SyncPlanStats {
 };
 
 // Fills schedule->syncs and schedule->syncs_before_reduction. Phases must not
-// use a directed edge twice (a contention-free schedule).
-SyncPlanStats PlanSynchronisations(const RankTree& tree, Schedule* schedule);
+// use a directed edge twice (a contention-free schedule). `cancel` is polled
+// once per phase; when asked, the syncs are cleared and the result is
+// Status::Cancelled (the only error).
+StatusOr<SyncPlanStats> PlanSynchronisations(const RankTree& tree, Schedule* schedule, const Cancel& cancel = {});
 
 }  // namespace topotune

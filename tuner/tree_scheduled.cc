@@ -77,7 +77,7 @@ struct Entry {
 
 }  // namespace
 
-StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
+StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree, const Cancel& cancel) {
   Schedule s;
   s.collective = "alltoall";
   s.algorithm = "tree_scheduled";
@@ -126,8 +126,12 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
   // receivers aligned: at phase p the receiver is t_{j,(p-P) mod |Mj|}.
   // sender0[p] records t0's sender index at every phase (t0 sends in all).
   std::vector<int32_t> sender0(phases);
+  // Polled once per group pair (at most |M|^2 / 4 messages, a few
+  // milliseconds) and once per phase below.
+  const Status stopped = Cancel::Stopped("tree_scheduled");
   for (int j = 1; j < k; ++j) {
     const int64_t s0 = start(0, j), len = m[0] * m[j];
+    if (cancel.Poll(len)) return stopped;
     const int64_t lcm = std::lcm(m[0], m[j]);
     for (int64_t q = 0; q < len; ++q) {
       const int64_t p = s0 + q;
@@ -141,6 +145,7 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
   auto recv0 = [&](int64_t p) { return (sender0[p] + (p / m[0]) % m[0] + 1) % m[0]; };
   for (int i = 1; i < k; ++i) {
     const int64_t s0 = start(i, 0), len = m[i] * m[0];
+    if (cancel.Poll(len)) return stopped;
     for (int64_t q = 0; q < len; ++q) {
       const int64_t p = s0 + q;
       emit(p, t[i][q / m[0]], t[0][recv0(p)]);
@@ -148,6 +153,7 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
   }
   // Step 3: local messages of t0 in the first |M0| (|M0| - 1) phases, from
   // the global receiver to the global sender (Lemma 3).
+  if (cancel.Poll(m[0] * (m[0] - 1))) return stopped;
   for (int64_t p = 0; p < m[0] * (m[0] - 1); ++p) emit(p, t[0][recv0(p)], t[0][sender0[p]]);
   // Step 4: ti -> tj for i > j >= 1, broadcast with aligned receivers.
   // Step 6: ti -> tj for 1 <= i < j, broadcast.
@@ -155,6 +161,7 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
     for (int j = 1; j < k; ++j) {
       if (i == j) continue;
       const int64_t s0 = start(i, j), len = m[i] * m[j];
+      if (cancel.Poll(len)) return stopped;
       for (int64_t q = 0; q < len; ++q) emit(s0 + q, t[i][q / m[j]], t[j][q % m[j]]);
     }
   }
@@ -164,6 +171,7 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
   // the first |Mi| of them; schedule t_{i,x} -> t_{i,y} where it is x.
   for (int i = 1; i < k; ++i) {
     if (m[i] < 2) continue;
+    if (cancel.Poll(m[i] * m[i])) return stopped;
     const int64_t s0 = start(i, i - 1);
     for (int64_t y = 0; y < m[i]; ++y) {
       const int64_t run = s0 + y * m[i - 1];
@@ -191,16 +199,18 @@ StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree) {
   entries = {};
   s.Reserve(static_cast<int64_t>(sorted.size()), static_cast<int>(phases));
   for (int64_t p = 0; p < phases; ++p) {
+    if (cancel.Poll(count[p + 1] - count[p] + 1)) return stopped;
     s.AddPhase();
     for (int64_t x = count[p]; x < count[p + 1]; ++x) s.Add(sorted[x]);
   }
   return s;
 }
 
-StatusOr<Schedule> TreeScheduled(const RankTree& tree) {
-  auto s = TreeScheduledPhases(tree);
+StatusOr<Schedule> TreeScheduled(const RankTree& tree, const Cancel& cancel) {
+  auto s = TreeScheduledPhases(tree, cancel);
   if (!s.ok()) return s;
-  PlanSynchronisations(tree, &*s);
+  auto planned = PlanSynchronisations(tree, &*s, cancel);
+  if (!planned.ok()) return planned.status();
   return s;
 }
 

@@ -22,9 +22,14 @@
 // |M_i| x |M_j| consecutive phases; Figure 4 steps 1-6 assign individual
 // global and local messages.
 //
+// Cancellation: `cancel` (tuner/cancel.h) is polled per group of messages
+// while placing them, per phase while sorting and planning the
+// synchronisations; when asked, the functions return Status::Cancelled.
+//
 // Thread-safety: pure functions.
 #pragma once
 
+#include "tuner/cancel.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule.h"
 #include "tuner/status.h"
@@ -32,10 +37,10 @@
 namespace topotune {
 
 // The full algorithm: phases plus planned synchronisations.
-StatusOr<Schedule> TreeScheduled(const RankTree& tree);
+StatusOr<Schedule> TreeScheduled(const RankTree& tree, const Cancel& cancel = {});
 
 // Phases only (no synchronisations).
-StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree);
+StatusOr<Schedule> TreeScheduledPhases(const RankTree& tree, const Cancel& cancel = {});
 
 namespace detail {
 // The root chosen by §4.1 and the subtrees t0..t(k-1) as rank lists (each in

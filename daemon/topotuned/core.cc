@@ -44,6 +44,8 @@ grpc::Status ToGrpc(const Status& status) {
       return {grpc::StatusCode::NOT_FOUND, status.message()};
     case Status::Code::kFailedPrecondition:
       return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
+    case Status::Code::kCancelled:
+      return {grpc::StatusCode::CANCELLED, status.message()};
     case Status::Code::kInternal:
     case Status::Code::kIoError:
       break;

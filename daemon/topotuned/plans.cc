@@ -10,6 +10,7 @@
 #include "db/hash.h"
 #include "proto/host_program_wire.h"
 #include "tuner/bounds.h"
+#include "tuner/cancel.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
@@ -24,6 +25,10 @@ size_t CompiledPlan::bytes() const {
 }
 
 namespace {
+
+// Work units (tuner/cancel.h) of serializing one step: a few times a message
+// placed by a generator.
+constexpr int64_t kSerializeWork = 4;
 
 void ToProto(const RankProgram& p, v1::RankProgram* out) {
   out->set_rank(p.rank);
@@ -75,16 +80,17 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   if (!alg)
     return Status::InvalidArgument(
         fmt::format("{} has no scheduled algorithm '{}' (see 'topotune schedule --help')", collective, algorithm));
-  auto stopped = [&stop] { return stop && stop(); };
-  const Status kStopped = Status::Internal("compile stopped");
+  // Asked between the stages, inside the generator and the program
+  // compilers (tuner/cancel.h), and while the programs are serialized.
+  const Cancel cancel(stop ? stop : std::function<bool()>());
+  const Status stopped = Cancel::Stopped("the plan compile");
   auto placement = PlacementFromRankHosts(topo, rank_hosts);
   if (!placement.ok()) return placement.status();
   auto tree = RankTree::Build(topo, *placement);
   if (!tree.ok()) return tree.status();
-  if (stopped()) return kStopped;
-  auto schedule = alg->make(*tree);
+  auto schedule = MakeSchedule(*alg, *tree, cancel);
   if (!schedule.ok()) return schedule.status();
-  if (stopped()) return kStopped;
+  if (cancel.Requested()) return stopped;
   CompiledPlan plan;
   plan.collective = std::string(collective);
   plan.algorithm = std::string(algorithm);
@@ -92,11 +98,13 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
   v1::RankProgram wire;
   if (HostCombinedKernel(collective, algorithm)) {
     plan.host_of_rank = HostIndexOfRanks(*tree);
-    auto hosts = CompileHostPrograms(*schedule, plan.host_of_rank);
+    auto hosts = CompileHostPrograms(*schedule, plan.host_of_rank, cancel);
     if (!hosts.ok()) return hosts.status();
+    if (cancel.Requested()) return stopped;
     plan.num_phases = schedule->num_phases();
     for (const HostProgram& p : *hosts) {
-      if (plan.programs.size() % 64 == 63 && stopped()) return kStopped;
+      if (cancel.Poll(static_cast<int64_t>(p.sends.size() + p.recvs.size() + p.stream_origin.size()) + 1))
+        return stopped;
       wire.Clear();
       ToProto(p, &wire);
       plan.steps.push_back(StepsOf(wire));
@@ -105,11 +113,12 @@ StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::
     }
     return plan;
   }
-  auto programs = CompileRankPrograms(*schedule);
+  auto programs = CompileRankPrograms(*schedule, cancel);
   if (!programs.ok()) return programs.status();
+  if (cancel.Requested()) return stopped;
   schedule = Status::Internal("freed");  // Its messages are in the programs now.
   for (RankProgram& p : *programs) {
-    if (plan.programs.size() % 64 == 63 && stopped()) return kStopped;
+    if (cancel.Poll(kSerializeWork * static_cast<int64_t>(p.steps.size()) + 1)) return stopped;
     plan.steps.push_back(static_cast<int32_t>(p.steps.size()));
     plan.num_steps += static_cast<int64_t>(p.steps.size());
     for (const RankStep& s : p.steps) {

@@ -105,10 +105,12 @@ PlanEstimate EstimatePlan(std::string_view collective, std::string_view algorith
 // nothing (the generators are verified by their tests) and compiles every
 // rank's program: a RankProgram, or for the host-combined kernels
 // (HostCombinedKernel) a host program. InvalidArgument for an unknown host or
-// algorithm. `stop`, when given, is asked between the stages (placement,
-// schedule, programs) and after every 64 programs; when it returns true the
-// compile ends with Status::Internal("compile stopped") and frees what it
-// built (the caller knows why it asked to stop).
+// algorithm. `stop`, when given, is asked as a tuner Cancel (tuner/cancel.h):
+// between the stages, inside the schedule generator and the program
+// compilers (per phase, per rank) and while the programs are serialized, at
+// most once per few milliseconds of work; when it returns true the compile
+// ends with Status::Cancelled and frees what it built (the caller knows why
+// it asked to stop).
 StatusOr<CompiledPlan> CompilePlan(const Topology& topo, const std::vector<std::string>& rank_hosts,
                                    std::string_view collective, std::string_view algorithm,
                                    const std::function<bool()>& stop = {});

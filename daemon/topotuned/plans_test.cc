@@ -88,8 +88,36 @@ TEST(CompilePlan, StopsWhenAsked) {
   int asked = 0;
   auto plan = CompilePlan(topo, Ranks(), "alltoall", "tree_scheduled", [&] { return ++asked >= 2; });
   ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().message(), "compile stopped");
+  EXPECT_EQ(plan.status().code(), Status::Code::kCancelled) << plan.status().ToString();
   EXPECT_EQ(asked, 2);
+}
+
+// A large compile is asked all along, inside the schedule generator and the
+// program compilers, not only between its stages: of a whole compile's asks
+// (counted first), it stops at whichever one says stop, with no ask after it,
+// for every algorithm a kernel runs.
+TEST(CompilePlan, ALargeCompileStopsAtTheAskThatSaysStop) {
+  Topology topo = TwoSwitch();
+  std::vector<std::string> ranks;
+  for (int r = 0; r < 512; ++r) ranks.push_back("h" + std::to_string(r % 8));
+  for (const auto& [collective, algorithm] : std::vector<std::pair<std::string, std::string>>{
+           {"alltoall", "tree_scheduled"}, {"alltoall", "capacity_scheduled"}, {"allgather", "node_aware_ring"}}) {
+    SCOPED_TRACE(collective + " " + algorithm);
+    int whole = 0;
+    ASSERT_TRUE(CompilePlan(topo, ranks, collective, algorithm, [&] { return ++whole < 0; }).ok());
+    EXPECT_GE(whole, 3);
+    for (int stop_at : {1, whole / 2 + 1, whole}) {
+      int asked = 0;
+      auto plan = CompilePlan(topo, ranks, collective, algorithm, [&] { return ++asked >= stop_at; });
+      EXPECT_EQ(plan.status().code(), Status::Code::kCancelled) << "stopped at ask " << stop_at;
+      EXPECT_EQ(asked, stop_at);
+    }
+  }
+  // tree_scheduled's 512 ranks: 261,632 messages, and more syncs; asked
+  // many times over, where the stages alone were asked 3 times.
+  int asked = 0;
+  ASSERT_TRUE(CompilePlan(topo, ranks, "alltoall", "tree_scheduled", [&] { return ++asked < 0; }).ok());
+  EXPECT_GT(asked, 20);
 }
 
 TEST(PlanCache, KeepsThePlanPutLastEvenOverTheBound) {
