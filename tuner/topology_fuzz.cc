@@ -6,8 +6,12 @@
 // it back with DumpTopology and parsing that again must give the same
 // topology, and dumping is then a fixed point. Any violation aborts.
 //
-// Seed corpus: tuner/fuzz_corpus/. Run with e.g.
-//   cp -r tuner/fuzz_corpus /tmp/corpus && ./topology_fuzz /tmp/corpus -max_total_time=60
+// Seed corpus: tuner/fuzz_corpus/, dictionary: tuner/topology_fuzz.dict.
+// Run with e.g.
+//   cp -r tuner/fuzz_corpus /tmp/corpus &&
+//   ./topology_fuzz /tmp/corpus -dict=tuner/topology_fuzz.dict -max_total_time=60
+// topology_fuzz_replay (tests/fuzz/text_fuzz_replay.cc) replays both as a
+// unit test.
 //
 // Thread-safety: libFuzzer calls the entry point from one thread.
 #include <cstddef>
