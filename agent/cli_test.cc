@@ -142,14 +142,13 @@ TEST(CliBinaryTest, UsageErrorsExit2) {
 }
 
 TEST(CliBinaryTest, OnceWithoutServerFailsNamingIt) {
-  const auto start = std::chrono::steady_clock::now();
   const ProcessResult r =
       RunAgent({"serve", "--once", "--server", "127.0.0.1:1", "--no-lldp", "--rpc-timeout", "3"}, milliseconds(15000));
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_EQ(r.exit_status, 1) << r.err;
+  EXPECT_EQ(r.exit_status, 1) << r.err;  // It exits by itself (RunAgent kills it otherwise): no retries.
   EXPECT_NE(r.err.find("127.0.0.1:1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cannot register"), std::string::npos) << r.err;
-  EXPECT_LT(took, std::chrono::seconds(8));
+  // At the refused connection, not after the call's 3 s deadline.
+  EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
 }
 
 TEST(CliBinaryTest, UnreadableTokenFileExits1) {

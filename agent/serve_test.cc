@@ -123,10 +123,8 @@ TEST_F(ServeTest, HeartbeatsUntilStoppedThenDrains) {
   EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 4));
   EXPECT_EQ(Live(daemon), std::vector<std::string>{"h0"});
   const int64_t before = daemon.RpcCount("Heartbeat", "OK");
-  const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
   ASSERT_TRUE(st.ok()) << st.ToString();
   // One more heartbeat, DRAINING: the daemon no longer offers the host to sweeps.
   EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), before + 1);
@@ -136,18 +134,18 @@ TEST_F(ServeTest, HeartbeatsUntilStoppedThenDrains) {
   EXPECT_EQ(agent.agent_id(), "h0");
 }
 
+// Prompt: Stop ends the wait for the next heartbeat, 8 hours away; Run
+// returns only so (the test's timeout would catch a wait).
 TEST_F(ServeTest, StopWithALongIntervalIsPrompt) {
-  TestDaemon daemon(DaemonOptions{.agent_timeout_s = 180});  // A heartbeat every 60 s.
+  TestDaemon daemon(DaemonOptions{.agent_timeout_s = 86400});  // A heartbeat every 8 hours.
   Log(&daemon);
   START_OR_FAIL(daemon);
   ServeOptions options = Options(daemon.address());
   Agent agent(options, FixedFacts(), Channels(options));
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
   EXPECT_TRUE(daemon.WaitForRpcs("Heartbeat", "OK", 1));
-  const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
   EXPECT_EQ(daemon.RpcCount("Heartbeat", "OK"), 2);  // The first one and DRAINING.
   EXPECT_TRUE(Live(daemon).empty());
 }
@@ -212,11 +210,11 @@ TEST(ServeNoServerTest, OnceWithoutServerFailsFastNamingIt) {
   ServeOptions options = Options(address);
   options.once = true;
   Agent agent(options, FixedFacts(), Channels(options));
-  const auto start = std::chrono::steady_clock::now();
   const Status st = agent.Run();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cannot register with topotuned at " + address), std::string::npos) << st.message();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  // Fast: at the refused connection, not at the call's deadline, and without retries.
+  EXPECT_NE(st.message().find("UNAVAILABLE"), std::string::npos) << st.message();
 }
 
 TEST_F(ServeTest, ReconnectsWithBackoffWhileTheDaemonIsDown) {
@@ -254,16 +252,21 @@ TEST_F(ServeTest, ReconnectsWithBackoffWhileTheDaemonIsDown) {
   EXPECT_EQ(daemon.RpcCount("Heartbeat", "NOT_FOUND"), 0);
 }
 
+// Prompt: Stop ends a backoff of an hour; Run returns only so (the test's
+// timeout would catch a wait).
 TEST(ServeNoServerTest, StopDuringBackoffIsPrompt) {
   ServeOptions options = Options("127.0.0.1:" + std::to_string(testing::FreePort()));
-  options.backoff = BackoffPolicy{milliseconds(30000), milliseconds(30000), 0};
-  Agent agent(options, FixedFacts(), Channels(options));
+  options.backoff = BackoffPolicy{std::chrono::hours(1), std::chrono::hours(1), 0};
+  std::atomic<int> channels{0};
+  Agent agent(options, FixedFacts(), [&, c = options.connection] {
+    ++channels;
+    return MakeChannel(c);
+  });
   std::thread run([&] { EXPECT_TRUE(agent.Run().ok()); });
-  std::this_thread::sleep_for(milliseconds(300));
-  const auto stop_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(milliseconds(300));  // The first attempt is refused: the backoff begins.
   agent.Stop();
   run.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
+  EXPECT_LE(channels.load(), 1);  // No second attempt: the backoff was never over.
 }
 
 TEST_F(ServeTest, ChangedFactsAreRegisteredAgain) {
@@ -320,16 +323,16 @@ TEST_F(ServeTest, StopCancelsACallToAFrozenDaemon) {
   // SIGSTOP: the kernel still accepts connections on the daemon's port, and
   // nothing answers, so the agent's first call waits for its deadline.
   daemon.Signal(SIGSTOP);
+  // A deadline of an hour: Run returns only because Stop cancels the call
+  // (the test's timeout would catch a wait).
   ServeOptions options = Options(daemon.address());
-  options.rpc_timeout = milliseconds(20000);
+  options.rpc_timeout = std::chrono::hours(1);
   Agent agent(options, FixedFacts(), Channels(options));
   Status st;
   std::thread run([&] { st = agent.Run(); });
   std::this_thread::sleep_for(milliseconds(500));
-  const auto stop_at = std::chrono::steady_clock::now();
   agent.Stop();
   run.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, milliseconds(1500));
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(agent.registrations(), 0);
   daemon.Signal(SIGCONT);

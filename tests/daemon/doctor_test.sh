@@ -100,7 +100,11 @@ for h in h2 h3; do
     fail "topotune-agent serve --once --hostname $h failed"
 done
 latest=$("$topotune" db info --database "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["latest_schema_version"])')
-run "$topotune" doctor --config "$work/topotuned.yaml"
+# The plan latency's verdict compares this machine's GetPlan times with a
+# threshold: a minute here, so that the verdict is ok on any machine, and a
+# nanosecond below, so that it is a warning on any machine.
+slow_ok=(--plan-latency-threshold 60000)
+run "$topotune" doctor --config "$work/topotuned.yaml" "${slow_ok[@]}"
 cp "$work/stdout" "$work/healthy.txt"
 expect_status 0
 expect "^ok    config: $work/topotuned.yaml parsed \\(listen $server, metrics 127.0.0.1:$metrics_port, 1 discovery seed\\)$"
@@ -113,7 +117,12 @@ expect '^ok    agents: 4 registered, 4 alive; every one of the 4 topology hosts 
 expect '^warn  tuning: no decision tables for topology version 1'
 expect '^ok    plan latency: GetPlan alltoall over 4 hosts x 1 rank: p50 [0-9.]+ ms, p99 [0-9.]+ ms of 20 calls'
 expect '^[0-9]+ ok, 1 warn, 0 FAIL$'
-run "$topotune" doctor --config "$work/topotuned.yaml" --json --plan-calls 5
+run "$topotune" doctor --config "$work/topotuned.yaml" --plan-calls 3 --plan-latency-threshold 0.000001
+expect_status 0
+expect '^warn  plan latency: GetPlan alltoall over 4 hosts x 1 rank: p50 [0-9.]+ ms, p99 [0-9.]+ ms of 3 calls \(first call [0-9.]+ ms\); threshold 0\.0 ms$'
+expect '^      -> jobs wait this long at MPI_Init'
+expect '^[0-9]+ ok, 2 warn, 0 FAIL$'
+run "$topotune" doctor --config "$work/topotuned.yaml" --json --plan-calls 5 "${slow_ok[@]}"
 expect_status 0
 python3 - "$work/stdout" <<'PY' || fail "doctor --json"
 import json, sys

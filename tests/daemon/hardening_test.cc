@@ -128,21 +128,22 @@ class HardeningTest : public ::testing::Test {
 
 // 4,096 ranks of tree_scheduled would hold ~400 MB (41 s of CPU, 3.9 GB
 // while compiling); 65,536 ranks escaped as UNKNOWN. Both are refused by the
-// estimate at once, naming the limit, with or without `ranks`.
+// estimate before any work, naming the limit, with or without `ranks`: no
+// compile starts (every compile ends counted as ok, error, gone or
+// cpu_budget).
 TEST_F(HardeningTest, AForcedPlanOverTheCompileLimitIsRefusedBeforeAnyWork) {
   ASSERT_NO_FATAL_FAILURE(Start(8192));
   for (auto [per_host, ranks] : {std::pair{512, std::vector<int32_t>{}}, {8192, {0}}}) {
     v1::GetPlanResponse resp;
-    auto start = std::chrono::steady_clock::now();
     grpc::Status st = GetPlan(PlanRequest(per_host, "tree_scheduled", ranks), &resp);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << per_host << ": " << st.error_message();
     EXPECT_THAT(st.error_message(), HasSubstr("plan_compile_max_size (256 MB)"));
     EXPECT_THAT(st.error_message(), HasSubstr(fmt::format("tree_scheduled plan of {} ranks on 8 hosts", 8 * per_host)));
-    EXPECT_LT(seconds, 5) << "the refusal must come before the work";
   }
   EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"refused\"}"), 2);
-  EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"ok\"}"), 0);
+  for (const char* result : {"ok", "error", "gone", "cpu_budget"})
+    EXPECT_EQ(Metric(daemon_, fmt::format("topotune_plan_compiles_total{{result=\"{}\"}}", result)), 0)
+        << "the refusal must come before the work: a compile ended " << result;
   // The default algorithm of the same 65,536 ranks is compiled and served.
   v1::GetPlanResponse resp;
   v1::GetPlanRequest req = PlanRequest(8192, "capacity_scheduled", {0});
@@ -199,20 +200,21 @@ TEST_F(HardeningTest, ACompileStopsAtItsCpuBudget) {
 }
 
 // A client whose deadline passes gets DEADLINE_EXCEEDED, and the compile it
-// alone waited for stops (before: it ran to the end, 41 s at 4,096 ranks).
+// alone waited for stops before it completes (before: it ran to the end, 41 s
+// at 4,096 ranks): counted as gone, never as ok. (The compile
+// of 2,048 ranks takes seconds of CPU, the deadline 0.2 s; it is asked to
+// stop inside its generator and program compilers, every few milliseconds of
+// work, tuner/cancel.h.)
 TEST_F(HardeningTest, ACompileStopsWhenItsOnlyCallerIsGone) {
   ASSERT_NO_FATAL_FAILURE(Start(256));
   v1::GetPlanResponse resp;
   grpc::Status st = GetPlan(PlanRequest(256, "tree_scheduled", {0}), &resp, 0.2);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
   ASSERT_TRUE(WaitForLog("stopped compiling alltoall tree_scheduled for 2048 ranks"));
-  std::smatch m;
-  std::string log = daemon_.log();
-  ASSERT_TRUE(std::regex_search(log, m, std::regex("for 2048 ranks after ([0-9.]+) s of CPU")));
-  // The whole compile takes about 6 s of CPU; it stops at its next check.
-  EXPECT_LT(std::stod(m[1]), 4.0);
+  EXPECT_THAT(daemon_.log(), HasSubstr("every caller is gone (the call's deadline passed before its plan was ready)"));
   EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"gone\"}"), 1);
   EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"ok\"}"), 0);
+  EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"cpu_budget\"}"), 0);
 }
 
 // Eight callers of one plan at once share one compile; then every rank's
@@ -231,10 +233,10 @@ TEST_F(HardeningTest, CallersOfOnePlanShareOneCompileAndRanksAreServedFromMemory
   for (const grpc::Status& st : statuses) EXPECT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"ok\"}"), 1);
   EXPECT_EQ(Metric(daemon_, "topotune_plan_cache_lookups_total{result=\"miss\"}"), 1);
-  // Every rank's own program, each a memory hit in well under the compile's
-  // time (a decode of the stored 22 MB plan took 0.1 s per call before).
+  // Every rank's own program, each a hit of the memory cache (a decode of
+  // the stored 22 MB plan took 0.1 s per call before): no lookup misses
+  // again, and nothing is compiled again.
   const double hits0 = Metric(daemon_, "topotune_plan_cache_lookups_total{result=\"hit\"}");
-  auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < 1024; r += 16) {
     v1::GetPlanResponse resp;
     grpc::Status st = GetPlan(PlanRequest(128, "tree_scheduled", {r}), &resp);
@@ -242,14 +244,23 @@ TEST_F(HardeningTest, CallersOfOnePlanShareOneCompileAndRanksAreServedFromMemory
     ASSERT_EQ(resp.plans(0).schedules(0).programs_size(), 1);
     EXPECT_EQ(resp.plans(0).schedules(0).programs(0).rank(), r);
   }
-  double per_call = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 64;
-  EXPECT_LT(per_call, 0.05);
   EXPECT_EQ(Metric(daemon_, "topotune_plan_cache_lookups_total{result=\"hit\"}") - hits0, 64);
+  EXPECT_EQ(Metric(daemon_, "topotune_plan_cache_lookups_total{result=\"miss\"}"), 1);
   EXPECT_EQ(Metric(daemon_, "topotune_plan_compiles_total{result=\"ok\"}"), 1);
   // Resident memory after the compile: the plan (~22 MB) and the daemon,
-  // not the compile's ~300 MB of freed structs.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // Housekeeping sets the gauge every 2 s.
-  const double rss = Metric(daemon_, "topotune_resident_memory_bytes");
+  // not the compile's ~300 MB of freed structs. Housekeeping sets the gauge
+  // every 2 s: once it has been set since (its value changed), read it until
+  // it shows the memory given back (at most 30 s each).
+  const double before = Metric(daemon_, "topotune_resident_memory_bytes");
+  double rss = before;
+  for (int i = 0; i < 300 && rss == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss = Metric(daemon_, "topotune_resident_memory_bytes");
+  }
+  for (int i = 0; i < 300 && !(rss > 0 && rss < 200e6); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss = Metric(daemon_, "topotune_resident_memory_bytes");
+  }
   EXPECT_GT(rss, 0);
   EXPECT_LT(rss, 200e6);
 }

