@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "db/hash.h"
 #include "db/test_util.h"
 
 namespace topotune::db {
@@ -19,16 +18,6 @@ using ::testing::HasSubstr;
 using testing::Must;
 using ::testing::StartsWith;
 using testing::TempDir;
-
-TEST(Fnv1a64Test, KnownVectors) {
-  // From the FNV reference test suite (Fowler, Noll, Vo).
-  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ULL);
-  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
-  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ULL);
-  EXPECT_EQ(Fnv1a64Hex("a"), "af63dc4c8601ec8c");
-  EXPECT_EQ(Fnv1a64Hex(""), "cbf29ce484222325");
-  static_assert(Fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
-}
 
 class SqliteTest : public ::testing::Test {
  protected:

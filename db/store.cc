@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "db/hash.h"
 #include "db/migrations.h"
 #include "db/sqlite.h"
+#include "tuner/hash.h"
 #include "tuner/topology_io.h"
 
 // Evaluates `expr` (a StatusOr); returns its status when not ok, else moves

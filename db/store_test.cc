@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "db/hash.h"
 #include "db/sqlite.h"
 #include "db/test_util.h"
 #include "tuner/crossover.h"
+#include "tuner/hash.h"
 #include "tuner/test_trees.h"
 #include "tuner/topology_io.h"
 

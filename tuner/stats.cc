@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "tuner/hash.h"
+
 namespace topotune {
 namespace {
 
@@ -173,8 +175,11 @@ std::string_view DifferenceName(Difference d) {
 }
 
 uint64_t ComparisonSeed(uint64_t seed, std::string_view name, double msize) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  // Starts from 1469598103934665603, not FNV's offset basis (one digit
+  // longer): a slip kept on purpose, because the hash picks the bootstrap
+  // resamples, so another start would move every interval already computed
+  // and stored. Any start hashes as well.
+  const uint64_t h = Fnv1a64(name, 1469598103934665603ull);
   SplitMix64 mix{seed ^ h ^ static_cast<uint64_t>(std::llround(msize))};
   return mix.Next();
 }

@@ -72,6 +72,9 @@ TEST(ComparisonSeed, DiffersByNameAndSize) {
   EXPECT_NE(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "ring", 2048));
   EXPECT_NE(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "bruck", 1024));
   EXPECT_EQ(ComparisonSeed(1, "ring", 1024), ComparisonSeed(1, "ring", 1024));
+  // The seeds pick the bootstrap resamples of stored intervals: they never change.
+  EXPECT_EQ(ComparisonSeed(1, "ring", 1024), 0x073278a3cb2ce38cULL);
+  EXPECT_EQ(ComparisonSeed(7, "alltoalltree_scheduled", 65536), 0xf3057ba0e3121a38ULL);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "daemon/discovery/tree_builder.h"
 #include "daemon/discovery/tree_builder_internal.h"
+#include "tuner/hash.h"
 
 namespace topotune::discovery {
 namespace detail {
@@ -46,16 +47,6 @@ std::string MacName(const Mac& mac) {
 // A MAC given as a normalised ID ("aa:bb:cc:dd:ee:ff": NormaliseChassisId,
 // NormalisePortId), else nullopt. Never six bytes of text taken for a MAC.
 std::optional<Mac> IdMac(const std::string& id) { return id.size() == 17 ? ParseMac(id) : std::nullopt; }
-
-// FNV-1a, 32 bits: a short digest of an ID that stays the same everywhere.
-uint32_t Fnv1a32(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
-}
 
 // What a host is, whatever its name (see tree_builder.h): the HostFact it
 // matches, else its chassis ID, else (no chassis ID) its sysName.

@@ -18,11 +18,11 @@
 #include "daemon/topotuned/snmp_config.h"
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
-#include "db/hash.h"
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
 #include "tuner/bounds.h"
+#include "tuner/hash.h"
 #include "tuner/kernel_catalog.h"
 #include "tuner/mpich_csel.h"
 #include "tuner/ompi_rules.h"
@@ -609,7 +609,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       }
     }
   }
-  resp->set_plan_id(fmt::format("{:016x}", db::Fnv1a64(identity)));
+  resp->set_plan_id(fmt::format("{:016x}", Fnv1a64(identity)));
   {
     std::lock_guard lock(mu_);
     if (nprocs <= kRecentPlanRanks && !recent_plans_.count(resp->plan_id())) {

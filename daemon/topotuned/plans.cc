@@ -7,7 +7,6 @@
 
 #include <algorithm>
 
-#include "db/hash.h"
 #include "proto/host_program_wire.h"
 #include "tuner/bounds.h"
 #include "tuner/cancel.h"

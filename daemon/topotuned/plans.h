@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "topotune/v1/plans.pb.h"
+#include "tuner/hash.h"
 #include "tuner/rank_program.h"
 #include "tuner/scheduled_kernels.h"
 #include "tuner/status.h"
@@ -30,17 +31,13 @@
 
 namespace topotune::daemon {
 
-// FNV-1a 64 (db/hash.h) of the rank hosts, each followed by a newline, in
+// FNV-1a 64 (tuner/hash.h) of the rank hosts, each followed by a newline, in
 // rank order: the same
 // placement always hashes the same, on every platform and run.
 template <typename Hosts>  // Any range of strings: a vector, a protobuf repeated field.
 uint64_t PlacementHash(const Hosts& rank_hosts) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // db::Fnv1a64, fed one host at a time.
-  auto feed = [&h](unsigned char c) { h = (h ^ c) * 0x100000001b3ULL; };
-  for (const std::string& host : rank_hosts) {
-    for (char c : host) feed(static_cast<unsigned char>(c));
-    feed('\n');
-  }
+  uint64_t h = kFnv1a64OffsetBasis;  // Fed one host at a time.
+  for (const std::string& host : rank_hosts) h = Fnv1a64("\n", Fnv1a64(host, h));
   return h;
 }
 inline uint64_t PlacementHash(std::initializer_list<std::string> rank_hosts) {

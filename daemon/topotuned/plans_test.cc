@@ -6,9 +6,9 @@
 #include <random>
 #include <thread>
 
-#include "db/hash.h"
 #include "proto/host_program_wire.h"
 #include "tuner/capacity_scheduled.h"
+#include "tuner/hash.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
@@ -30,7 +30,7 @@ TEST(PlacementHash, IsStableAndOrderSensitive) {
   EXPECT_EQ(PlacementHash({"h0", "h1"}), PlacementHash({"h0", "h1"}));
   EXPECT_NE(PlacementHash({"h0", "h1"}), PlacementHash({"h1", "h0"}));
   EXPECT_NE(PlacementHash({"h0h1"}), PlacementHash({"h0", "h1"}));
-  EXPECT_EQ(PlacementHash({"h0", "h1"}), db::Fnv1a64("h0\nh1\n"));
+  EXPECT_EQ(PlacementHash({"h0", "h1"}), Fnv1a64("h0\nh1\n"));
 }
 
 TEST(CompilePlan, MatchesTheRegistryScheduleCompiledDirectly) {
