@@ -184,6 +184,7 @@ CrawlResult Crawl(const CrawlOptions& options) {
       result.requests += requests;
       if (walk.ok() && retried) {
         ++result.answered_on_retry;
+        result.slow.insert(address);
         result.warnings.push_back(fmt::format(
             "{} at {} answered only when tried again with a {:g} s timeout (the first try, {:g} s per request: "
             "{}); raise the SNMP timeout (--timeout, discovery.timeout) if it is this slow every time",
@@ -270,6 +271,8 @@ namespace {
 void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& facts, CrawlResult& crawl) {
   std::vector<int> need = SwitchesNeedingFdb(crawl.walks, facts, options.build);
   auto start = std::chrono::steady_clock::now();
+  SnmpTransport retry_transport = options.transport;  // For the switches that answered only when tried again.
+  retry_transport.timeout_s *= options.retry_timeout_factor;
   SourceOpener open = options.open;
   if (!open) {
     open = [&](const std::string& address, const SnmpTransport& transport) {
@@ -292,7 +295,7 @@ void WalkNeededFdbs(const CrawlOptions& options, const std::vector<HostFact>& fa
       std::vector<VarBind> raw;
       int64_t requests = 0;
       Status status = Status::Ok();
-      auto source = open(address, options.transport);
+      auto source = open(address, crawl.slow.count(address) ? retry_transport : options.transport);
       if (source.ok()) {
         status = WalkFdb(**source, walk, options.save_walks_dir.empty() ? nullptr : &raw, options.build.data_vlan);
         requests = (*source)->requests();

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ struct CrawlResult {
   int unreachable = 0;        // Addresses not walked in the end, on the retry too.
   int retried = 0;            // Addresses walked again because they did not answer the first time.
   int answered_on_retry = 0;  // Of those, the ones that answered (each also a warning: raise the timeout).
+  // Their addresses: Discover walks their FDB with the retry's timeout too.
+  std::set<std::string> slow = {};
   double seconds = 0;
   // Switches walked but excluded by name (build.exclude_switches names their
   // sysName or own address): not followed and not in `walks`, in crawl order.
@@ -110,7 +113,9 @@ struct DiscoveryReport {
 };
 
 // Crawl without the FDB; then, with host facts, walk the FDB of the switches
-// that SwitchesNeedingFdb picks (only build.data_vlan's part, when set); then
+// that SwitchesNeedingFdb picks (only build.data_vlan's part, when set; a
+// switch that answered the crawl only when tried again, with the retry's
+// longer timeout); then
 // BuildTree with options.build, the walks the crawl set aside included (so
 // that they count as matched and are noted). Crawl warnings come first in
 // the tree's warnings. `diagnostics`, if given, receives them and BuildTree's

@@ -964,6 +964,30 @@ TEST(Faults, ASlowSwitchAnswersWhenTriedAgainAndTheCrawlGoesOnBehindIt) {
   EXPECT_EQ(lost->retried, 0);
 }
 
+// A slow switch whose FDB is needed (hosts known only by MAC behind it): the
+// FDB walk, after the crawl, gets the retry's timeout too, and those hosts
+// are found.
+TEST(Faults, TheFdbOfASlowSwitchIsWalkedWithTheLongerTimeout) {
+  gen::GeneratedTree tree = Generate(7, 8, 2, 3);
+  std::string slow;
+  for (int i : SwitchesNeedingFdb(Walks(tree), Facts(tree), {}))
+    if (i > 0 && slow.empty()) slow = tree.switches[i].mgmt_address;  // Not the seed.
+  ASSERT_FALSE(slow.empty());
+  CrawlOptions options = RecordedCrawl(tree, {}, {{slow, 2.0}});
+  options.concurrency = 1;  // One opener call at a time: `tries` needs no lock.
+  auto tries = std::make_shared<std::vector<double>>();
+  options.open = [&slow, tries, recorded = options.open](const std::string& address, const SnmpTransport& transport) {
+    if (address == slow) tries->push_back(transport.timeout_s);
+    return recorded(address, transport);
+  };
+  auto report = Discover(options, Facts(tree));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(*tries, (std::vector<double>{1, 3, 3}));  // The crawl, its retry, the FDB.
+  EXPECT_TRUE(SameTree(report->tree.topology, tree.truth));
+  const std::string all = fmt::format("{}", fmt::join(report->tree.warnings, "\n"));
+  EXPECT_EQ(all.find("FDB not walked"), std::string::npos) << all;
+}
+
 // Only a switch that did not answer is tried again, and only once: one too
 // slow even for the retry stays unreachable after two tries; one that
 // answers with an error (here, refused credentials) is tried once.
