@@ -195,12 +195,14 @@ TEST_F(PointTimeoutTest, APointOverItAbortsTheJob) {
 }
 
 TEST_F(PointTimeoutTest, RoundsUnderItRunToTheEndHoweverMany) {
-  // 1000 rounds of every algorithm at 64 KiB take longer than 1 s together
-  // (checked below from the samples themselves, so the test cannot pass
-  // vacuously on a fast machine), each far less: the watchdog is armed per
-  // round, and the job finishes.
-  constexpr size_t kRounds = 1000;
-  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {65536}, kRounds));
+  // 300 rounds of every algorithm at 256 KiB: each round takes milliseconds,
+  // far under the 1 s point_timeout even on a loaded machine, and together
+  // they take longer than it (their timed calls alone, summed below): the
+  // watchdog is armed per round, and the job finishes. (2,000 rounds at 64
+  // KiB made the same point with 26,000 samples, each streamed and stored:
+  // 116 s on a loaded machine; these are 3,900.)
+  constexpr size_t kRounds = 300;
+  const std::string id = daemon_.StartTuning(AlltoallSweep(4, 1, {256 << 10}, kRounds));
   ASSERT_FALSE(id.empty());
   const v1::TuningStatusResponse done = daemon_.WaitForSweep(id, milliseconds(240000));
   const std::string job_log = testing::ReadWhole(daemon_.File("bench-logs/run-1.log"));
@@ -213,9 +215,13 @@ TEST_F(PointTimeoutTest, RoundsUnderItRunToTheEndHoweverMany) {
     EXPECT_GE(s.seconds.size(), kRounds) << s.algorithm;
     for (double t : s.seconds) measured += t;
   }
-  // The rounds' calls alone outlast the point timeout (1 s): a watchdog armed
-  // once per point would have aborted this job.
-  EXPECT_GT(measured, 1.0) << "the rounds took " << measured << " s in all; raise kRounds";
+  std::printf("%zu algorithms x %zu rounds: %.2f s of timed calls under a 1 s point_timeout\n", sets.size(), kRounds,
+              measured);
+  // A watchdog armed once per point would have aborted this job only if the
+  // rounds' calls outlast the point timeout (1 s). On a machine fast enough
+  // that they do not, the job shows nothing either way: skipped, not passed
+  // (nor failed for its speed).
+  if (measured <= 1.0) GTEST_SKIP() << "the rounds took " << measured << " s in all, under the 1 s point_timeout";
 }
 
 class BenchMpiTest : public DaemonTest {
