@@ -201,7 +201,7 @@ static_assert(NumberedInOrder(), "kMigrations[i] must produce version i + 1");
 class ForeignKeysOnAtExit {
  public:
   explicit ForeignKeysOnAtExit(Connection& conn) : conn_(conn) {}
-  ~ForeignKeysOnAtExit() { (void)conn_.Exec("PRAGMA foreign_keys = ON"); }
+  ~ForeignKeysOnAtExit() { conn_.Exec("PRAGMA foreign_keys = ON").IgnoreError(); }  // A destructor cannot report.
   ForeignKeysOnAtExit(const ForeignKeysOnAtExit&) = delete;
   ForeignKeysOnAtExit& operator=(const ForeignKeysOnAtExit&) = delete;
 

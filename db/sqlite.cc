@@ -268,8 +268,8 @@ Transaction::Transaction(Transaction&& other) noexcept : conn_(std::exchange(oth
 
 Transaction::~Transaction() {
   // SQLite may already have rolled back after some errors (e.g. SQLITE_FULL);
-  // a second ROLLBACK would only fail.
-  if (conn_ != nullptr && conn_->InTransaction()) (void)conn_->Exec("ROLLBACK");
+  // a second ROLLBACK would only fail. A destructor cannot report a failed one.
+  if (conn_ != nullptr && conn_->InTransaction()) conn_->Exec("ROLLBACK").IgnoreError();
 }
 
 Status Transaction::Commit() {

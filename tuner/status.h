@@ -6,6 +6,12 @@
 // Exceptions are reserved for programmer errors and never cross a C ABI or an
 // MPI call.
 //
+// Both classes are [[nodiscard]]: a call whose Status or StatusOr is dropped
+// is a compiler warning (an error in CI builds), so an error cannot be lost
+// by forgetting to look. Where dropping it is the intent (best-effort cleanup
+// on a path that already fails, a shutdown step whose failure has nowhere to
+// go), say so with IgnoreError() and a comment saying why.
+//
 // Thread-safety: values; a const Status may be read from many threads.
 #pragma once
 
@@ -17,7 +23,7 @@
 
 namespace topotune {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   // kCancelled: the caller asked a long computation to stop (tuner/cancel.h).
   enum class Code { kOk = 0, kInvalidArgument, kNotFound, kFailedPrecondition, kInternal, kIoError, kCancelled };
@@ -36,6 +42,8 @@ class Status {
   const std::string& message() const { return message_; }
   // "invalid argument: <message>", or "ok".
   std::string ToString() const;
+  // Drops this status on purpose (see the top of this file); does nothing.
+  void IgnoreError() const {}
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
@@ -45,7 +53,7 @@ class Status {
 
 // Holds either a value or a non-ok Status.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
   StatusOr(T value) : v_(std::move(value)) {}                                              // NOLINT
@@ -62,6 +70,8 @@ class StatusOr {
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
+  // Drops the value and the status on purpose (see the top of this file).
+  void IgnoreError() const {}
 
  private:
   std::variant<Status, T> v_;

@@ -203,7 +203,7 @@ TEST(SyncPlanner, TheSenderOfThePreviousUserReleasesTheNext) {
   Schedule s;
   s.num_ranks = 4;
   s.SetPhases({{{2, 1}}, {{0, 3}}});
-  PlanSynchronisations(*tree, &s);
+  ASSERT_TRUE(PlanSynchronisations(*tree, &s).ok());
   EXPECT_TRUE(s.receives_up_front);
   ASSERT_EQ(s.syncs.size(), 1u);
   EXPECT_EQ(s.syncs[0], (Sync{2, 0, 0, 1}));
@@ -212,7 +212,7 @@ TEST(SyncPlanner, TheSenderOfThePreviousUserReleasesTheNext) {
   Schedule t;
   t.num_ranks = 4;
   t.SetPhases({{{2, 1}}, {{2, 3}}});
-  PlanSynchronisations(*tree, &t);
+  ASSERT_TRUE(PlanSynchronisations(*tree, &t).ok());
   EXPECT_TRUE(t.syncs.empty());
 }
 
