@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench_kernels/kernel.h"
+#include "bench_kernels/registry_join.h"
 #include "tuner/scheduled_kernels.h"
 
 namespace topotune::kernels {
@@ -18,15 +19,8 @@ std::span<const KernelInfo> AlltoallvKernels();
 std::span<const KernelInfo> AllgatherKernels();
 
 std::string_view CollectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAlltoall:
-      return "alltoall";
-    case Collective::kAlltoallv:
-      return "alltoallv";
-    case Collective::kAllgather:
-      return "allgather";
-  }
-  return "unknown";
+  const std::string_view name = registry_detail::CatalogCollective(c);
+  return name.empty() ? "unknown" : name;
 }
 
 bool ParseCollective(std::string_view name, Collective* out) {

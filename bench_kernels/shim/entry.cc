@@ -84,24 +84,10 @@ const MpiLibrary* OtherMpi() noexcept {
   return other.file != nullptr ? &other : nullptr;
 }
 
-// The ranks a collective on `comm` receives from: n of them, this rank
-// being *me among them (-1 on an intercommunicator: the remote group).
-void Peers(MPI_Comm comm, int* n, int* me) {
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter) {
-    PMPI_Comm_remote_size(comm, n);
-    *me = -1;
-  } else {
-    PMPI_Comm_size(comm, n);
-    PMPI_Comm_rank(comm, me);
-  }
-}
-
 // The received bytes of `count` elements of `type` from each of the others.
 int64_t FromOthers(int64_t count, MPI_Datatype type, MPI_Comm comm) {
   int n = 1, me = 0, type_size = 0;
-  Peers(comm, &n, &me);
+  CollectivePeers(comm, &n, &me);
   PMPI_Type_size(type, &type_size);
   return count * type_size * (me < 0 ? n : n - 1);
 }
@@ -222,7 +208,7 @@ int StartedV(int rc, const int* recvcounts, MPI_Datatype recvtype, MPI_Comm comm
       rt, "MPI_Ialltoallv", [rc] { return rc; },
       [&] {
         int n = 1, me = 0, type_size = 0;
-        Peers(comm, &n, &me);
+        CollectivePeers(comm, &n, &me);
         PMPI_Type_size(recvtype, &type_size);
         int64_t elements = 0;
         for (int j = 0; j < n; ++j)

@@ -51,20 +51,6 @@ const char* CallName(Collective c) {
   return kNames[Index(c)];
 }
 
-// The ranks a collective on `comm` exchanges blocks with (the remote group
-// on an intercommunicator), and this rank's index among them (-1 there).
-void Group(MPI_Comm comm, int* n, int* me) {
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter) {
-    PMPI_Comm_remote_size(comm, n);
-    *me = -1;
-  } else {
-    PMPI_Comm_size(comm, n);
-    PMPI_Comm_rank(comm, me);
-  }
-}
-
 // Alltoall's and allgather's block size (the same on every rank: MPI's
 // type-signature rule) and the bytes a call moves between distinct ranks,
 // on n ranks.
@@ -125,6 +111,18 @@ void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
 }
 
 }  // namespace
+
+void CollectivePeers(MPI_Comm comm, int* n, int* me) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    PMPI_Comm_remote_size(comm, n);
+    *me = -1;
+  } else {
+    PMPI_Comm_size(comm, n);
+    PMPI_Comm_rank(comm, me);
+  }
+}
 
 const std::vector<TableRow>& PlanData::AlltoallvTable(kernels::PatternClass p) const {
   return p == kernels::PatternClass::kUniform ? tables[Index(Collective::kAlltoallv)]
@@ -599,14 +597,14 @@ void Runtime::CountRanNative(Collective c, int64_t msize, int64_t bytes, double 
 
 void Runtime::RanNative(const kernels::AlltoallArgs& a, double seconds) noexcept {
   int n = 1, me = 0;
-  Group(a.comm, &n, &me);
+  CollectivePeers(a.comm, &n, &me);
   const auto [msize, bytes] = FixedSizes(a, n);
   CountRanNative(Collective::kAlltoall, msize, bytes, seconds);
 }
 
 void Runtime::RanNative(const kernels::AllgatherArgs& a, double seconds) noexcept {
   int n = 1, me = 0;
-  Group(a.comm, &n, &me);
+  CollectivePeers(a.comm, &n, &me);
   const auto [msize, bytes] = FixedSizes(a, n);
   CountRanNative(Collective::kAllgather, msize, bytes, seconds);
 }
@@ -614,7 +612,7 @@ void Runtime::RanNative(const kernels::AllgatherArgs& a, double seconds) noexcep
 void Runtime::RanNative(const kernels::AlltoallvArgs& a, double seconds) noexcept {
   // This rank's row only, as calls that skip the agreement are counted.
   int n = 1, me = 0, type_size = 0;
-  Group(a.comm, &n, &me);
+  CollectivePeers(a.comm, &n, &me);
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
   PMPI_Type_size(in_place ? a.recvtype : a.sendtype, &type_size);
   const int* counts = in_place ? a.recvcounts : a.sendcounts;

@@ -77,6 +77,11 @@
 
 namespace topotune::shim {
 
+// The ranks a collective on `comm` exchanges blocks with, n of them (the
+// remote group on an intercommunicator), and this rank's index among them
+// (-1 on an intercommunicator).
+void CollectivePeers(MPI_Comm comm, int* n, int* me);
+
 // What a communicator runs, shared by communicators with the same ranks.
 struct PlanData {
   std::string plan_id;           // "" without a daemon plan.
