@@ -68,8 +68,8 @@ void AddDiscoverCommand(CLI::App& app, DiscoverArgs* args) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
   cmd->add_option("--timeout", args->timeout_s,
-                  "Seconds to wait for each SNMP response (up to 600); with --remote: the call's deadline "
-                  "(default 300)")
+                  "Seconds to wait for each SNMP response (up to 600; a switch that does not answer is tried once "
+                  "more at the end with three times this); with --remote: the call's deadline (default 300)")
       ->type_name("S")
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
