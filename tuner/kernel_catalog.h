@@ -93,11 +93,20 @@ inline constexpr CatalogKernel kKernelCatalog[] = {
      true},
 };
 
+// The index in kKernelCatalog of (collective, name), or -1. The checks below
+// use indices, not pointers: with the sanitizers (-fno-delete-null-pointer-
+// checks) GCC does not take a global's address compared with nullptr as a
+// constant expression.
+constexpr int CatalogKernelIndex(std::string_view collective, std::string_view name) {
+  for (size_t i = 0; i < std::size(kKernelCatalog); ++i)
+    if (kKernelCatalog[i].collective == collective && kKernelCatalog[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 // The row of (collective, name), or nullptr.
 constexpr const CatalogKernel* FindCatalogKernel(std::string_view collective, std::string_view name) {
-  for (const CatalogKernel& k : kKernelCatalog)
-    if (k.collective == collective && k.name == name) return &k;
-  return nullptr;
+  const int i = CatalogKernelIndex(collective, name);
+  return i < 0 ? nullptr : &kKernelCatalog[i];
 }
 
 // How many kernels `collective` has.
@@ -124,9 +133,9 @@ inline std::vector<std::string> KernelsByPreference(std::string_view collective)
 // its context, which GetPlan then carries: the allgather kernels that need a
 // context but run no compiled schedule (switch_ordered_ring, link_scheduled).
 constexpr bool NeedsRingOrder(std::string_view collective, std::string_view name) {
-  const CatalogKernel* k = FindCatalogKernel(collective, name);
-  return k != nullptr && k->needs_context && collective == "allgather" &&
-         FindScheduledKernel(collective, name) == nullptr;
+  const int i = CatalogKernelIndex(collective, name);
+  return i >= 0 && kKernelCatalog[i].needs_context && collective == "allgather" &&
+         ScheduledKernelIndex(collective, name) < 0;
 }
 
 namespace catalog_detail {
@@ -155,8 +164,8 @@ constexpr bool PreferencesArePermutations() {
       for (const CatalogKernel& k : kKernelCatalog) taken += k.collective == c && k.preference == p ? 1 : 0;
       if (taken != 1) return false;
     }
-    const CatalogKernel* native = FindCatalogKernel(c, "native");
-    if (native == nullptr || native->preference != 0 || native->needs_context) return false;
+    const int native = CatalogKernelIndex(c, "native");
+    if (native < 0 || kKernelCatalog[native].preference != 0 || kKernelCatalog[native].needs_context) return false;
   }
   // No preference outside 0..n-1: the counts above cover every row.
   return true;
@@ -164,8 +173,8 @@ constexpr bool PreferencesArePermutations() {
 
 constexpr bool ScheduledKernelsAreRows() {
   for (const ScheduledKernel& s : kScheduledKernels) {
-    const CatalogKernel* k = FindCatalogKernel(s.collective, s.algorithm);
-    if (k == nullptr || !k->needs_context) return false;
+    const int k = CatalogKernelIndex(s.collective, s.algorithm);
+    if (k < 0 || !kKernelCatalog[k].needs_context) return false;
   }
   return true;
 }

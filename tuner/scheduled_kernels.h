@@ -8,6 +8,7 @@
 // Thread-safety: a constant table.
 #pragma once
 
+#include <iterator>
 #include <string_view>
 
 namespace topotune {
@@ -25,19 +26,28 @@ inline constexpr ScheduledKernel kScheduledKernels[] = {
     {"allgather", "node_aware_ring", true},
 };
 
+// The index in kScheduledKernels of `algorithm`, or -1 when its kernel
+// reads no compiled schedule (native, ring, ...). An index, not a pointer, so
+// that compile-time checks hold with the sanitizers too (kernel_catalog.h).
+constexpr int ScheduledKernelIndex(std::string_view collective, std::string_view algorithm) {
+  for (size_t i = 0; i < std::size(kScheduledKernels); ++i)
+    if (kScheduledKernels[i].collective == collective && kScheduledKernels[i].algorithm == algorithm)
+      return static_cast<int>(i);
+  return -1;
+}
+
 // The ScheduledKernel of `algorithm`, or nullptr when its kernel reads no
 // compiled schedule (native, ring, ...).
 constexpr const ScheduledKernel* FindScheduledKernel(std::string_view collective, std::string_view algorithm) {
-  for (const ScheduledKernel& k : kScheduledKernels)
-    if (k.collective == collective && k.algorithm == algorithm) return &k;
-  return nullptr;
+  const int i = ScheduledKernelIndex(collective, algorithm);
+  return i < 0 ? nullptr : &kScheduledKernels[i];
 }
 
 // Whether the kernel of `algorithm` runs host programs (alltoall
 // capacity_scheduled and capacity_lockstep, allgather node_aware_ring).
 constexpr bool HostCombinedKernel(std::string_view collective, std::string_view algorithm) {
-  const ScheduledKernel* k = FindScheduledKernel(collective, algorithm);
-  return k != nullptr && k->host_programs;
+  const int i = ScheduledKernelIndex(collective, algorithm);
+  return i >= 0 && kScheduledKernels[i].host_programs;
 }
 
 }  // namespace topotune
