@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "proto/names.h"
+#include "tuner/kernel_catalog.h"
 #include "tuner/scheduled_kernels.h"
 
 namespace topotune::shim {
@@ -26,9 +27,8 @@ std::string Where(v1::Collective c) { return std::string(v1::CollectiveName(c));
 bool NeedsPrograms(const kernels::KernelInfo& k) {
   return FindScheduledKernel(kernels::CollectiveName(k.collective), k.name) != nullptr;
 }
-bool NeedsRing(const kernels::KernelInfo& k) {
-  return k.collective == kernels::Collective::kAllgather && k.needs_context && !kernels::RunsHostProgram(k);
-}
+// The same rule by which topotuned sends a ring order (kernel_catalog.h).
+bool NeedsRing(const kernels::KernelInfo& k) { return NeedsRingOrder(kernels::CollectiveName(k.collective), k.name); }
 
 Status CheckRank(int32_t r, int nprocs, int self, std::string_view what) {
   if (r < 0 || r >= nprocs)
