@@ -25,6 +25,7 @@
 #include "agent/client.h"
 #include "agent/config.h"
 #include "agent/serve.h"
+#include "tuner/read_file.h"
 
 #ifndef TOPOTUNE_VERSION
 #define TOPOTUNE_VERSION "unknown"
@@ -212,8 +213,8 @@ Status LoadCredentials(const CommandLine& cl, Connection* conn) {
     conn->token = *std::move(token);
   }
   if (!cl.tls_ca.empty()) {
-    StatusOr<std::string> pem = ReadWholeFile(cl.tls_ca);
-    if (!pem.ok()) return Status::IoError("--tls-ca: " + pem.status().message());
+    StatusOr<std::string> pem = ReadWholeFile(cl.tls_ca, "the --tls-ca certificate");
+    if (!pem.ok()) return pem.status();
     if (pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
       return Status::InvalidArgument(fmt::format("--tls-ca: '{}' holds no PEM certificate", cl.tls_ca));
     conn->tls_ca_pem = *std::move(pem);

@@ -3,28 +3,15 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "proto/status_names.h"
+#include "tuner/read_file.h"
 
 namespace topotune::agent {
-namespace {}  // namespace
-
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IoError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IoError(fmt::format("error reading '{}'", path));
-  return ss.str();
-}
 
 StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  StatusOr<std::string> text = ReadWholeFile(path);
-  if (!text.ok()) return Status::IoError("token file: " + text.status().message());
+  StatusOr<std::string> text = ReadWholeFile(path, "the token file");
+  if (!text.ok()) return text.status();
   std::string token = *text;
   auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   while (!token.empty() && space(token.back())) token.pop_back();

@@ -29,9 +29,6 @@ struct Connection {
   std::string tls_ca_pem;  // Non-empty: TLS, trusting this CA; empty: plaintext.
 };
 
-// The contents of `path`. IoError naming the file when it cannot be read.
-StatusOr<std::string> ReadWholeFile(const std::string& path);
-
 // The token in `path`: the file's contents without surrounding whitespace.
 // IoError when unreadable, InvalidArgument when empty or when it holds
 // characters that cannot go into an HTTP/2 header (control characters, or

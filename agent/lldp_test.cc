@@ -14,7 +14,7 @@
 namespace topotune::agent {
 namespace {
 
-std::string Fixture(const std::string& name) {
+std::string LldpFixture(const std::string& name) {
   std::ifstream in(std::string(TOPOTUNE_AGENT_TESTDATA) + "/" + name);
   EXPECT_TRUE(in) << name;
   std::ostringstream ss;
@@ -31,7 +31,7 @@ std::string Joined(const std::vector<std::string>& lines) {
 TEST(LldpTest, RealHostWithOneNeighbour) {
   // A host (tt-h0) plugged into port p2 of switch s0: lldpcli prints a
   // single interface as an object, and the switch's name as the chassis key.
-  LldpNeighbors all = ParseLldpcliJson(Fixture("lldpcli_host_one_neighbor.json"));
+  LldpNeighbors all = ParseLldpcliJson(LldpFixture("lldpcli_host_one_neighbor.json"));
   EXPECT_TRUE(all.warnings.empty()) << Joined(all.warnings);
   ASSERT_EQ(all.neighbors.size(), 1u);
   const v1::LldpNeighbor& n = all.neighbors[0];
@@ -54,7 +54,7 @@ TEST(LldpTest, RealHostWithOneNeighbour) {
 TEST(LldpTest, RealSwitchWithSeveralInterfaces) {
   // Switch s0 hears s1 on p1 and hosts h0..h3 on p2..p5: "interface" is an
   // array of one-key objects. Hosts send their MAC as port id.
-  LldpNeighbors all = ParseLldpcliJson(Fixture("lldpcli_switch_several_neighbors.json"));
+  LldpNeighbors all = ParseLldpcliJson(LldpFixture("lldpcli_switch_several_neighbors.json"));
   EXPECT_TRUE(all.warnings.empty()) << Joined(all.warnings);
   ASSERT_EQ(all.neighbors.size(), 5u);
   EXPECT_EQ(all.neighbors[0].local_interface(), "p1");
@@ -82,12 +82,12 @@ TEST(LldpTest, RealSwitchWithSeveralInterfaces) {
 }
 
 TEST(LldpTest, RealHeadAndNoNeighbour) {
-  LldpNeighbors head = ParseLldpcliJson(Fixture("lldpcli_head.json"));
+  LldpNeighbors head = ParseLldpcliJson(LldpFixture("lldpcli_head.json"));
   ASSERT_EQ(head.neighbors.size(), 1u);
   EXPECT_EQ(head.neighbors[0].port_id(), "p0");
 
   // `"lldp": {}`: nothing heard is not a warning.
-  LldpNeighbors none = ParseLldpcliJson(Fixture("lldpcli_no_neighbor.json"));
+  LldpNeighbors none = ParseLldpcliJson(LldpFixture("lldpcli_no_neighbor.json"));
   EXPECT_TRUE(none.neighbors.empty());
   EXPECT_TRUE(none.warnings.empty()) << Joined(none.warnings);
   std::vector<std::string> warnings;
@@ -160,7 +160,7 @@ TEST(LldpTest, SubtypeNames) {
 }
 
 TEST(LldpTest, BadJsonIsAWarningNotACrash) {
-  const std::string real = Fixture("lldpcli_switch_several_neighbors.json");
+  const std::string real = LldpFixture("lldpcli_switch_several_neighbors.json");
   const std::vector<std::string> bad = {
       "",
       "not json",

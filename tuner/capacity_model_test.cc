@@ -16,8 +16,6 @@ namespace {
 
 using testing::BuildTopology;
 
-RankTree Build(const Topology& t) { return testing::BuildRankTree(t); }
-
 // The example: 2 leaves x 16 hosts x 16 ranks, hosts 25G, 100G between the leaves.
 Topology TwoLeaves() {
   std::vector<testing::HostSpec> hosts;
@@ -30,7 +28,7 @@ Topology TwoLeaves() {
 }
 
 TEST(CapacityModel, TheRingOverrunsTheInterLeafLink64Fold) {
-  RankTree tree = Build(TwoLeaves());
+  RankTree tree = testing::BuildRankTree(TwoLeaves());
   const int n = tree.num_ranks();
   ASSERT_EQ(n, 512);
   Schedule ring;
@@ -49,7 +47,7 @@ TEST(CapacityModel, TheRingOverrunsTheInterLeafLink64Fold) {
 }
 
 TEST(CapacityModel, LinkCapacitiesOfTheExample) {
-  RankTree tree = Build(TwoLeaves());
+  RankTree tree = testing::BuildRankTree(TwoLeaves());
   std::vector<LinkCapacity> links = LinkCapacities(tree);
   ASSERT_EQ(links.size(), 33u);  // 32 host links and the inter-leaf link; no intra-host edge.
   int inter = 0;
@@ -78,7 +76,7 @@ TEST(CapacityModel, ALagCarriesFourFlowsEachAtOneMembersSpeed) {
                               {"b", "leaf0", 100e9},
                               {"c", "leaf1", 100e9},
                               {"d", "leaf1", 100e9}});
-  RankTree tree = Build(t);
+  RankTree tree = testing::BuildRankTree(t);
   EXPECT_DOUBLE_EQ(MessageDemand(tree, 0, 2), 25e9);
   EXPECT_DOUBLE_EQ(MessageDemand(tree, 0, 1), 100e9);
   for (const LinkCapacity& l : LinkCapacities(tree)) {
@@ -110,14 +108,14 @@ TEST(CapacityModel, ALagCarriesFourFlowsEachAtOneMembersSpeed) {
                                   {"b", "leaf0", 100e9},
                                   {"c", "leaf1", 100e9},
                                   {"d", "leaf1", 100e9}});
-  EXPECT_GT(Verify(s, Build(plain), opt).contention_count, 0);
+  EXPECT_GT(Verify(s, testing::BuildRankTree(plain), opt).contention_count, 0);
 }
 
 // Two hosts on one switch, 1 Gbit/s: a phase lasts as long as its most loaded
 // link needs, plus alpha; a message inside a host costs nothing.
 TEST(CapacityModel, ModelledTimeByHand) {
-  RankTree tree =
-      Build(BuildTopology({"s0", "s1"}, {{"a", 2}, {"b", 1}}, {{"a", "s0", 1e9}, {"b", "s1", 1e9}, {"s0", "s1", 4e9}}));
+  RankTree tree = testing::BuildRankTree(
+      BuildTopology({"s0", "s1"}, {{"a", 2}, {"b", 1}}, {{"a", "s0", 1e9}, {"b", "s1", 1e9}, {"s0", "s1", 4e9}}));
   Schedule s;
   s.collective = "alltoall";
   s.num_ranks = 3;
@@ -144,19 +142,19 @@ TEST(CapacityModel, WhyBelowTargetNamesTheLatencyLimit) {
     hosts.push_back({"h" + std::to_string(h), 1});
     links.push_back({hosts.back().name, "s0", 100e9});
   }
-  RankTree fast = Build(BuildTopology({"s0"}, hosts, links));
+  RankTree fast = testing::BuildRankTree(BuildTopology({"s0"}, hosts, links));
   auto why = WhyBelowTarget(fast, {}, 0.9);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find(">= 7 phases"), std::string::npos) << *why;
   // 16 ranks per host at 25G: no latency excuse.
-  EXPECT_FALSE(WhyBelowTarget(Build(TwoLeaves()), {}, 0.9).has_value());
+  EXPECT_FALSE(WhyBelowTarget(testing::BuildRankTree(TwoLeaves()), {}, 0.9).has_value());
 }
 
 TEST(CapacityModel, LowerBoundCountsWhatWholeMessagesCanFill) {
   // Two leaves joined at 40G, each with two 25G hosts of 8 ranks: no two
   // 25G messages fit on the 40G link together, so it carries one at a time.
   // Across it per direction: 4 host pairs of 64 blocks, at most one at once.
-  RankTree tree = Build(
+  RankTree tree = testing::BuildRankTree(
       BuildTopology({"l0", "l1"}, {{"a", 8}, {"b", 8}, {"c", 8}, {"d", 8}},
                     {{"a", "l0", 25e9}, {"b", "l0", 25e9}, {"l0", "l1", 40e9}, {"c", "l1", 25e9}, {"d", "l1", 25e9}}));
   const ModelOptions o;
@@ -174,7 +172,7 @@ TEST(CapacityModel, LowerBoundCountsWhatWholeMessagesCanFill) {
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("filled to only 25 Gbit/s"), std::string::npos) << *why;
   // The 2x16x16 example is limited by nothing but its bound and 64 phases.
-  const CapacityLimit ex = CapacityLowerBound(Build(TwoLeaves()), o);
+  const CapacityLimit ex = CapacityLowerBound(testing::BuildRankTree(TwoLeaves()), o);
   EXPECT_EQ(ex.transfer_edge, -1);
   EXPECT_EQ(ex.phases, 64);
 }
@@ -183,7 +181,7 @@ TEST(CapacityModel, LowerBoundAddsDemandGroupsThatCannotShareALink) {
   // a and c (8 ranks, 25G) and b (2 ranks, 10G) on one switch. On a's 25G
   // link a 10G message to b and a 25G message to c never fit together, so
   // a -> b (16 blocks at 10G) and a -> c (64 blocks at 25G) take turns.
-  RankTree tree = Build(
+  RankTree tree = testing::BuildRankTree(
       BuildTopology({"s0"}, {{"a", 8}, {"b", 2}, {"c", 8}}, {{"a", "s0", 25e9}, {"b", "s0", 10e9}, {"c", "s0", 25e9}}));
   const ModelOptions o;
   const CapacityLimit lim = CapacityLowerBound(tree, o);
@@ -201,7 +199,7 @@ TEST(CapacityModel, LowerBoundCountsOneMessageAtATimeIntoASlowHost) {
   // Leaves joined at 25G: a, b (8 ranks, 25G) on one, c (8 ranks, 25G) and
   // d (2 ranks, 10G) on the other. Into the second leaf the 10G pairs a -> d
   // and b -> d never run together (d's link takes one), nor beside a 25G one.
-  RankTree tree = Build(
+  RankTree tree = testing::BuildRankTree(
       BuildTopology({"l0", "l1"}, {{"a", 8}, {"b", 8}, {"c", 8}, {"d", 2}},
                     {{"a", "l0", 25e9}, {"b", "l0", 25e9}, {"l0", "l1", 25e9}, {"c", "l1", 25e9}, {"d", "l1", 10e9}}));
   const ModelOptions o;
@@ -223,7 +221,8 @@ struct Combined {
 // a -- b): a -> b carries 2 blocks,
 // b -> a 2 blocks.
 Combined SmallCombined() {
-  Combined c{Build(BuildTopology({"s0"}, {{"a", 2}, {"b", 1}}, {{"a", "s0", 1e9}, {"b", "s0", 1e9}})), {}};
+  Combined c{testing::BuildRankTree(BuildTopology({"s0"}, {{"a", 2}, {"b", 1}}, {{"a", "s0", 1e9}, {"b", "s0", 1e9}})),
+             {}};
   c.s.collective = "alltoall";
   c.s.num_ranks = 3;
   c.s.host_combined = true;

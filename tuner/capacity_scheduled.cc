@@ -19,7 +19,7 @@
 namespace topotune {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 constexpr double kTol = 1e-9;
 constexpr int kMaxHosts = 8192;
 constexpr int kMaxPairOrderHosts = 128;
@@ -51,9 +51,9 @@ struct HostView {
   std::vector<int64_t> path_begin;
   std::vector<int> path_edges;
   std::vector<double> path_min;
-  std::vector<double> speed;  // Bytes/s per directed edge id: what the link carries.
-  std::vector<double> flow;   // Bytes/s one message gets on it (a LAG member's speed).
-  double min_demand = kInf;   // Smallest demand of any host pair.
+  std::vector<double> speed;       // Bytes/s per directed edge id: what the link carries.
+  std::vector<double> flow;        // Bytes/s one message gets on it (a LAG member's speed).
+  double min_demand = kUnlimited;  // Smallest demand of any host pair.
 
   double Demand(int h, int g) const {
     return std::min({up_speed[h], down_speed[g], path_min[static_cast<size_t>(group[h]) * num_groups + group[g]]});
@@ -105,8 +105,8 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   v.flow.resize(v.speed.size());
   for (int e = 0; e < tree.num_edges(); ++e) {
     const auto& ed = tree.edge(e);
-    v.speed[2 * e] = v.speed[2 * e + 1] = ed.intra_host ? kInf : ed.speed_bps / 8.0;
-    v.flow[2 * e] = v.flow[2 * e + 1] = ed.intra_host ? kInf : ed.flow_bps / 8.0;
+    v.speed[2 * e] = v.speed[2 * e + 1] = ed.intra_host ? kUnlimited : ed.speed_bps / 8.0;
+    v.flow[2 * e] = v.flow[2 * e + 1] = ed.intra_host ? kUnlimited : ed.flow_bps / 8.0;
   }
   // Group = the node a host hangs from (its parent), or the host itself at the
   // root.
@@ -130,8 +130,8 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   v.ranks.resize(H);
   v.up.assign(H, -1);
   v.down.assign(H, -1);
-  v.up_speed.assign(H, kInf);
-  v.down_speed.assign(H, kInf);
+  v.up_speed.assign(H, kUnlimited);
+  v.down_speed.assign(H, kUnlimited);
   v.group.resize(H);
   v.group_begin.assign(L + 1, 0);
   for (int i = 0; i < H; ++i) {
@@ -154,13 +154,13 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   }
   for (int s = 0; s < L; ++s) v.group_begin[s + 1] += v.group_begin[s];
   v.path_begin.assign(static_cast<size_t>(L) * L + 1, 0);
-  v.path_min.assign(static_cast<size_t>(L) * L, kInf);
+  v.path_min.assign(static_cast<size_t>(L) * L, kUnlimited);
   std::vector<int> tmp;
   for (int s = 0; s < L; ++s) {
     for (int t = 0; t < L; ++t) {
       tmp.clear();
       if (s != t) tree.NodePath(group_nodes[s], group_nodes[t], &tmp);
-      double mn = kInf;
+      double mn = kUnlimited;
       for (int de : tmp) {
         const auto& ed = tree.edge(de / 2);
         if (!ed.intra_host && (!(ed.speed_bps > 0) || !std::isfinite(ed.speed_bps)))
@@ -177,10 +177,10 @@ StatusOr<HostView> BuildHostView(const RankTree& tree) {
   // Smallest demand of any pair: a link with less room than that can take no
   // further message in this phase.
   for (int s = 0; s < L; ++s) {
-    double up_min = kInf;
+    double up_min = kUnlimited;
     for (int h = v.group_begin[s]; h < v.group_begin[s + 1]; ++h) up_min = std::min(up_min, v.up_speed[h]);
     for (int t = 0; t < L; ++t) {
-      double down_min = kInf;
+      double down_min = kUnlimited;
       for (int g = v.group_begin[t]; g < v.group_begin[t + 1]; ++g) down_min = std::min(down_min, v.down_speed[g]);
       bool any_pair = s != t || v.group_begin[s + 1] - v.group_begin[s] >= 2;
       if (any_pair)
@@ -203,7 +203,7 @@ constexpr Order kOrders[] = {Order::kGroup, Order::kPair, Order::kPairBothEnds};
 
 struct Packed {
   Schedule schedule;
-  double seconds = kInf;
+  double seconds = kUnlimited;
 };
 
 // A host pair the pair order may place, with the keys it sorts by.
@@ -791,7 +791,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   for (Order order : kOrders) {
     if (order != Order::kGroup && v.num_hosts > kMaxPairOrderHosts) break;
     for (double tau : taus) {
-      auto r = Pack(v, options, tau, order, bound, best ? best->seconds : kInf, cancel);
+      auto r = Pack(v, options, tau, order, bound, best ? best->seconds : kUnlimited, cancel);
       if (!r.ok()) return r.status();
       if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
     }
@@ -800,7 +800,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
   // Open-shop phases (no fixed chunk length), as the pair order, for jobs of
   // at most kMaxPairOrderHosts hosts.
   if (H <= kMaxPairOrderHosts) {
-    auto r = PackOpenShop(v, options, best ? best->seconds : kInf, cancel);
+    auto r = PackOpenShop(v, options, best ? best->seconds : kUnlimited, cancel);
     if (!r.ok()) return r.status();
     if (r->has_value() && (!best || (*r)->seconds < best->seconds)) best = std::move(**r);
   }
@@ -839,7 +839,7 @@ StatusOr<Schedule> CapacityScheduled(const RankTree& tree, const CapacitySchedul
       for (Order order : kOrders) {
         if (order != Order::kGroup && H > kMaxPairOrderHosts) break;
         for (double tau : {class_longest, class_longest / 2, class_longest / 4}) {
-          auto r = Pack(v, options, tau, order, 0, part ? part->seconds : kInf, cancel, &only);
+          auto r = Pack(v, options, tau, order, 0, part ? part->seconds : kUnlimited, cancel, &only);
           if (!r.ok()) return r.status();
           if (r->has_value() && (!part || (*r)->seconds < part->seconds)) part = std::move(**r);
         }

@@ -19,15 +19,14 @@ namespace {
 
 using testing::BuildTopology;
 
-RankTree Build(const Topology& t) { return testing::BuildRankTree(t); }
-
 // A cluster of the capacity sweep (capacity_property_test.cc's seeds).
-RankTree SweepTree(int i) { return Build(testing::RandomClusterTree(0x63617061ull * 1000003ull + i)); }
+RankTree SweepTree(int i) { return testing::BuildRankTree(testing::RandomClusterTree(0x63617061ull * 1000003ull + i)); }
 
 TEST(FractionalBound, TwoHostsBothWaysAtOnce) {
   // a and b (4 ranks each, 25G) on one switch: 16 blocks each way, both
   // directions in one phase.
-  RankTree tree = Build(BuildTopology({"s"}, {{"a", 4}, {"b", 4}}, {{"a", "s", 25e9}, {"b", "s", 25e9}}));
+  RankTree tree =
+      testing::BuildRankTree(BuildTopology({"s"}, {{"a", 4}, {"b", 4}}, {{"a", "s", 25e9}, {"b", "s", 25e9}}));
   const ModelOptions o;
   auto fb = FractionalTransferBound(tree, o);
   ASSERT_TRUE(fb.ok()) << fb.status().ToString();
@@ -40,8 +39,8 @@ TEST(FractionalBound, SeveralMessagesOfOnePairShareALag) {
   // a -> c crosses a LAG of 2 x 25G: each message runs at one member's
   // 25G, and two fit at once, so the pair's 64 blocks need half their time
   // at 25G: the physical bound of the 50G LAG, not more.
-  RankTree tree = Build(BuildTopology({"l0", "l1"}, {{"a", 8}, {"c", 8}},
-                                      {{"a", "l0", 100e9}, {"l0", "l1", 50e9, 2}, {"c", "l1", 100e9}}));
+  RankTree tree = testing::BuildRankTree(BuildTopology(
+      {"l0", "l1"}, {{"a", 8}, {"c", 8}}, {{"a", "l0", 100e9}, {"l0", "l1", 50e9, 2}, {"c", "l1", 100e9}}));
   const ModelOptions o;
   auto fb = FractionalTransferBound(tree, o);
   ASSERT_TRUE(fb.ok()) << fb.status().ToString();

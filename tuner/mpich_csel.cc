@@ -17,7 +17,7 @@ namespace topotune {
 namespace {
 
 // Key order is MPICH's evaluation order, so never the sorting nlohmann::json.
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::string_view kMpichPrefix = "mpich:";
 constexpr std::string_view kOmpiPrefix = "ompi:";
@@ -146,18 +146,18 @@ std::string SegmentLabel(const Segment& s) {
 // Copies of the base's intra branch the segment's subtree holds.
 int IntraCopies(const Segment& s) { return s.algorithm == nullptr || s.algorithm->pow2_only ? 1 : 0; }
 
-Json Leaf(std::string_view function) {
-  Json leaf = Json::object();
-  leaf["algorithm=" + std::string(function)] = Json::object();
+OrderedJson Leaf(std::string_view function) {
+  OrderedJson leaf = OrderedJson::object();
+  leaf["algorithm=" + std::string(function)] = OrderedJson::object();
   return leaf;
 }
 
 // The subtree MPICH evaluates in a segment; `intra` is the base's intra
 // branch.
-Json SegmentTree(const Segment& s, const Json& intra) {
+OrderedJson SegmentTree(const Segment& s, const OrderedJson& intra) {
   if (s.algorithm == nullptr) return intra;
   if (!s.algorithm->pow2_only) return Leaf(s.algorithm->function);
-  Json guarded = Json::object();
+  OrderedJson guarded = OrderedJson::object();
   guarded["comm_size=pow2"] = Leaf(s.algorithm->function);
   guarded["comm_size=any"] = intra;
   return guarded;
@@ -247,12 +247,12 @@ StatusOr<std::vector<Segment>> BuildSegments(const OmpiRuleSet& set, const Mpich
 
 // The message-size chain of one set: its segments' subtrees behind
 // `avg_msg_size<B` or `total_msg_size<B` keys, ending in `=any`.
-Json SizeChain(const std::vector<Segment>& segments, const MpichCollective& coll, int comm_size, const Json& intra,
-               const std::string& where, std::vector<std::string>* notes) {
+OrderedJson SizeChain(const std::vector<Segment>& segments, const MpichCollective& coll, int comm_size,
+                      const OrderedJson& intra, const std::string& where, std::vector<std::string>* notes) {
   if (segments.size() == 1) return SegmentTree(segments.front(), intra);
   const std::string key = coll.size_key == SizeKey::kTotal ? "total_msg_size" : "avg_msg_size";
   const double scale = coll.size_key == SizeKey::kTotal ? comm_size : 1;
-  Json chain = Json::object();
+  OrderedJson chain = OrderedJson::object();
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment& s = segments[i];
     const double bound = s.hi * scale;
@@ -315,7 +315,7 @@ Status CheckTree(const nlohmann::json& tree, const std::string& path, int depth,
   return Status::Ok();
 }
 
-StatusOr<Json> ParseBase(std::string_view base_json) {
+StatusOr<OrderedJson> ParseBase(std::string_view base_json) {
   // Checked as a plain (key-sorted) json first: ordered_json finds a key by
   // a linear search, so reading an object of many keys takes quadratic time.
   nlohmann::json plain;
@@ -337,7 +337,7 @@ StatusOr<Json> ParseBase(std::string_view base_json) {
     return Status::InvalidArgument(
         "the MPICH base names no MPIR_ algorithm: it is not MPICH's MPIR tree (the CH4 tree of MPIDI_ compositions, "
         "also built into libmpich.so, is not a base)");
-  return Json::parse(base_json);  // In file order now; it parsed above.
+  return OrderedJson::parse(base_json);  // In file order now; it parsed above.
 }
 
 // One collective's sets, ascending in communicator size.
@@ -378,10 +378,11 @@ StatusOr<std::vector<CollectiveSets>> Group(const std::vector<OmpiRuleSet>& sets
 
 // The base's subtree of one collective with its intra branch replaced by
 // the tables of `group`.
-StatusOr<Json> CollectiveTree(const CollectiveSets& group, const Json& base_tree, std::vector<std::string>* notes) {
+StatusOr<OrderedJson> CollectiveTree(const CollectiveSets& group, const OrderedJson& base_tree,
+                                     std::vector<std::string>* notes) {
   const MpichCollective& coll = *group.collective;
   const bool has_intra = base_tree.contains(kIntraKey);
-  const Json& intra = has_intra ? base_tree.at(kIntraKey) : base_tree;
+  const OrderedJson& intra = has_intra ? base_tree.at(kIntraKey) : base_tree;
 
   // The segments of every set first: the intra branch is copied into the
   // file once per segment of MPICH's own choice, which must stay bounded.
@@ -400,7 +401,7 @@ StatusOr<Json> CollectiveTree(const CollectiveSets& group, const Json& base_tree
         "MPICH's MPIR tree?",
         coll.name, intra_bytes, has_intra ? kIntraKey : "collective", copies, kMaxMpichCselBytes));
 
-  Json replaced = Json::object();
+  OrderedJson replaced = OrderedJson::object();
   if (coll.in_place_branch) replaced[kInPlaceKey] = intra.contains(kInPlaceKey) ? intra.at(kInPlaceKey) : intra;
   for (size_t i = 0; i < group.sets.size(); ++i) {
     const OmpiRuleSet& set = *group.sets[i];
@@ -416,11 +417,11 @@ StatusOr<Json> CollectiveTree(const CollectiveSets& group, const Json& base_tree
                   coll.name, group.sets.back()->comm_size));
 
   if (has_intra) {
-    Json tree = base_tree;
+    OrderedJson tree = base_tree;
     tree[kIntraKey] = std::move(replaced);  // Keeps the key's place.
     return tree;
   }
-  Json tree = Json::object();
+  OrderedJson tree = OrderedJson::object();
   tree[kIntraKey] = std::move(replaced);
   tree["comm_type=inter"] = base_tree;
   return tree;

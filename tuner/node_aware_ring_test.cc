@@ -21,8 +21,6 @@ using testing::BuildTopology;
 using testing::HostSpec;
 using testing::LinkSpec;
 
-RankTree Build(const Topology& t) { return testing::BuildRankTree(t); }
-
 // L leaves of H hosts with the given ranks each; hosts at `host`, the leaves
 // joined by one switch over links of `up`.
 Topology Leaves(int leaves, int hosts_per_leaf, const std::vector<int>& ranks, double host, double up) {
@@ -55,7 +53,7 @@ double Judge(const char* name, const RankTree& tree, const Schedule& s) {
 TEST(NodeAwareRing, TwoLeaves16Hosts16Ranks) {
   // The example: 31 phases of 16 blocks each, against 511 phases of
   // one block for the rank-level switch-ordered ring.
-  RankTree tree = Build(Leaves(2, 16, {16}, 25e9, 100e9));
+  RankTree tree = testing::BuildRankTree(Leaves(2, 16, {16}, 25e9, 100e9));
   auto s = NodeAwareRing(tree);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->collective, "allgather");
@@ -69,7 +67,7 @@ TEST(NodeAwareRing, TwoLeaves16Hosts16Ranks) {
 }
 
 TEST(NodeAwareRing, OneRankPerHostIsTheSwitchOrderedRing) {
-  RankTree tree = Build(Leaves(3, 4, {1}, 1e9, 1e9));
+  RankTree tree = testing::BuildRankTree(Leaves(3, 4, {1}, 1e9, 1e9));
   auto s = NodeAwareRing(tree, {.msize_bytes = 1024});
   ASSERT_TRUE(s.ok());
   Schedule so = SwitchOrderedRingSchedule(tree);
@@ -88,7 +86,7 @@ TEST(NodeAwareRing, OneRankPerHostIsTheSwitchOrderedRing) {
 TEST(NodeAwareRing, UnevenRanksPipelineThroughTheRing) {
   // 1, 2, 4, 8 and 16 ranks per host: chunks keep every hop busy (0.79 of
   // the bound at 64 KiB; whole shares per phase would wait for the largest).
-  RankTree tree = Build(Leaves(2, 10, {1, 2, 4, 8, 16}, 25e9, 100e9));
+  RankTree tree = testing::BuildRankTree(Leaves(2, 10, {1, 2, 4, 8, 16}, 25e9, 100e9));
   auto s = NodeAwareRing(tree);
   ASSERT_TRUE(s.ok());
   EXPECT_GE(Judge("uneven 1..16 ranks, 2 x 10 hosts", tree, *s), 0.75);
@@ -98,14 +96,14 @@ TEST(NodeAwareRing, MixedHostSpeeds) {
   Topology topo =
       BuildTopology({"s0", "s1"}, {{"a", 8}, {"b", 8}, {"c", 8}, {"d", 8}},
                     {{"a", "s0", 10e9}, {"b", "s0", 25e9}, {"s0", "s1", 100e9}, {"c", "s1", 25e9}, {"d", "s1", 10e9}});
-  RankTree tree = Build(topo);
+  RankTree tree = testing::BuildRankTree(topo);
   auto s = NodeAwareRing(tree);
   ASSERT_TRUE(s.ok());
   Judge("mixed 10G/25G hosts", tree, *s);
 }
 
 TEST(NodeAwareRing, SingleHostHasNoPhases) {
-  RankTree tree = Build(BuildTopology({"s0"}, {{"a", 4}}, {{"a", "s0"}}));
+  RankTree tree = testing::BuildRankTree(BuildTopology({"s0"}, {{"a", 4}}, {{"a", "s0"}}));
   auto s = NodeAwareRing(tree);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->num_phases(), 0);
@@ -113,7 +111,7 @@ TEST(NodeAwareRing, SingleHostHasNoPhases) {
 }
 
 TEST(NodeAwareRing, InvalidOptions) {
-  RankTree tree = Build(Leaves(1, 2, {2}, 1e9, 1e9));
+  RankTree tree = testing::BuildRankTree(Leaves(1, 2, {2}, 1e9, 1e9));
   EXPECT_EQ(NodeAwareRing(tree, {.msize_bytes = 0}).status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(NodeAwareRing(tree, {.alpha_s = -1}).status().code(), Status::Code::kInvalidArgument);
 }
@@ -122,7 +120,7 @@ TEST(NodeAwareRing, RandomClustersAreCompleteAndRespectCapacity) {
   double worst = 1;
   for (int i = 0; i < 300; ++i) {
     SCOPED_TRACE(::testing::Message() << "cluster " << i);
-    RankTree tree = Build(testing::RandomClusterTree(0x72696e67ull + static_cast<uint64_t>(i)));
+    RankTree tree = testing::BuildRankTree(testing::RandomClusterTree(0x72696e67ull + static_cast<uint64_t>(i)));
     auto s = NodeAwareRing(tree);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     VerifyReport rep = Verify(*s, tree);
@@ -143,8 +141,8 @@ struct Small {
 
 // Hosts a (ranks 0, 1), b (rank 2), c (rank 3) on one switch.
 Small ThreeHosts(std::vector<std::vector<Message>> phases) {
-  Small x{Build(BuildTopology({"s0"}, {{"a", 2}, {"b", 1}, {"c", 1}},
-                              {{"a", "s0", 1e9}, {"b", "s0", 1e9}, {"c", "s0", 1e9}})),
+  Small x{testing::BuildRankTree(BuildTopology({"s0"}, {{"a", 2}, {"b", 1}, {"c", 1}},
+                                               {{"a", "s0", 1e9}, {"b", "s0", 1e9}, {"c", "s0", 1e9}})),
           {}};
   x.s.collective = "allgather";
   x.s.num_ranks = 4;

@@ -487,16 +487,16 @@ Status Parser::ParseLinks(const YAML::Node& list, SourcePos list_pos) {
 // decimal that reads back to the same double: first in the unit a person would
 // pick ("1.2345678us"), and if the unit's scaling rounds differently, in the
 // base unit, which reads back exactly.
-struct Unit {
+struct TextUnit {
   double scale;
   const char* name;
 };
 
 // `units` run from largest to smallest; `base` has scale 1.
 std::string ExactText(double value, std::string formatted, std::optional<double> (*parse)(std::string_view),
-                      std::initializer_list<Unit> units, const char* base) {
+                      std::initializer_list<TextUnit> units, const char* base) {
   if (parse(formatted) == value) return formatted;
-  for (const Unit& u : units) {
+  for (const TextUnit& u : units) {
     if (value >= u.scale) {
       std::string s = fmt::format("{}{}", value / u.scale, u.name);
       if (parse(s) == value) return s;

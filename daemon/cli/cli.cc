@@ -736,4 +736,13 @@ int Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   }
 }
 
+int Fail(std::ostream& err, std::string_view message) {
+  err << "topotune: " << message << "\n";
+  return kExitFailure;
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
 }  // namespace topotune::cli

@@ -31,8 +31,10 @@
 // concurrently with different streams.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "tuner/capacity_model.h"
 #include "tuner/rank_tree.h"
@@ -48,6 +50,11 @@ inline constexpr int kExitUsage = 2;
 // sysexits.h EX_UNAVAILABLE: the server cannot be reached (not listening, no
 // answer in time, TLS handshake failed).
 inline constexpr int kExitUnavailable = 69;
+
+// Writes "topotune: <message>" and a newline to `err`; returns kExitFailure.
+int Fail(std::ostream& err, std::string_view message);
+// "1 <one>" or "<n> <many>".
+std::string Plural(int64_t n, std::string_view one, std::string_view many);
 
 // Runs the command line `argv[0..argc)`. Normal output goes to `out`, errors
 // and warnings to `err`; neither is retained after the call. Returns the exit

@@ -105,7 +105,7 @@ std::string PointName(std::string_view collective, std::string_view pattern) {
 
 // In ms, three significant digits (at least the units): 1.2345 s -> "1235",
 // 0.1234 -> "123", 0.01234 -> "12.3", 0.0001234 -> "0.123", 1.19e-6 -> "0.00119".
-std::string Ms(double seconds) {
+std::string MsSignificant(double seconds) {
   const double ms = seconds * 1e3;
   if (!(ms > 0)) return "0";
   const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(ms))), 0, 6);
@@ -141,11 +141,6 @@ OrderedJson SideJson(const CompareSide& s) {
   j["p95_s"] = s.summary.p95;
   j["fraction_of_bound"] = s.fraction_of_bound ? Json(*s.fraction_of_bound) : Json(nullptr);
   return j;
-}
-
-int Fail(std::ostream& err, std::string_view message) {
-  err << "topotune: " << message << "\n";
-  return kExitFailure;
 }
 
 }  // namespace
@@ -383,11 +378,12 @@ std::string FormatCompareTable(const std::vector<CompareRow>& rows, const Compar
     std::string ran = stats == nullptr         ? "?"
                       : row.algorithms.empty() ? "-"
                                                : fmt::format("{}", fmt::join(row.algorithms, ","));
-    cells.push_back({name, FormatBytes(static_cast<double>(row.msize)), row.bound_s ? Ms(*row.bound_s) : "-",
-                     Ms(row.baseline.summary.mean), Ms(row.baseline.summary.median), Ms(row.baseline.summary.p95),
-                     Fraction(row.baseline.fraction_of_bound), Ms(row.candidate.summary.mean),
-                     Ms(row.candidate.summary.median), Ms(row.candidate.summary.p95),
-                     Fraction(row.candidate.fraction_of_bound), ran, VerdictText(row)});
+    cells.push_back({name, FormatBytes(static_cast<double>(row.msize)), row.bound_s ? MsSignificant(*row.bound_s) : "-",
+                     MsSignificant(row.baseline.summary.mean), MsSignificant(row.baseline.summary.median),
+                     MsSignificant(row.baseline.summary.p95), Fraction(row.baseline.fraction_of_bound),
+                     MsSignificant(row.candidate.summary.mean), MsSignificant(row.candidate.summary.median),
+                     MsSignificant(row.candidate.summary.p95), Fraction(row.candidate.fraction_of_bound), ran,
+                     VerdictText(row)});
   }
   std::array<size_t, kColumns> width{};
   for (const auto& line : cells)

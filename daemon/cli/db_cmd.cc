@@ -174,11 +174,6 @@ StatusOr<int> CopyAndCheck(db::Connection& from, const std::string& tmp) {
   return *version;
 }
 
-int Fail(std::ostream& err, std::string_view message) {
-  err << "topotune: " << message << "\n";
-  return kExitFailure;
-}
-
 int RunBackup(const DbCommands& c, std::ostream& out, std::ostream& err) {
   auto path = ResolveDatabase(c.backup_db);
   if (!path.ok()) return Fail(err, path.status().message());

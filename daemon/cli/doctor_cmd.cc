@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::string Ms(double seconds) { return fmt::format("{:.1f} ms", seconds * 1000); }
+std::string MsOneDecimal(double seconds) { return fmt::format("{:.1f} ms", seconds * 1000); }
 
 // "3 h", "12 min", "40 s".
 std::string Age(double seconds) {
@@ -267,8 +267,8 @@ bool Doctor::CheckDaemon() {
   if (code != kExitOk) {
     if (error.find("UNAVAILABLE") != std::string::npos) {
       Add(Level::kWarn, "daemon",
-          fmt::format("topotuned at {}{} answers in {} but has no topology yet ({})", server_.server, tls, Ms(took),
-                      error),
+          fmt::format("topotuned at {}{} answers in {} but has no topology yet ({})", server_.server, tls,
+                      MsOneDecimal(took), error),
           "set topology_file or discovery.seeds in the configuration, or run 'topotune discover --remote'");
     } else {
       Add(Level::kFail, "daemon",
@@ -280,7 +280,7 @@ bool Doctor::CheckDaemon() {
   topology_ = topo;
   Add(Level::kOk, "daemon",
       fmt::format("topotuned at {}{} answers in {}; topology version {} ({} switches, {} hosts, from {})",
-                  server_.server, tls, Ms(took), topo.version(), topo.num_switches(), topo.num_hosts(),
+                  server_.server, tls, MsOneDecimal(took), topo.version(), topo.num_switches(), topo.num_hosts(),
                   topo.origin() == v1::TOPOLOGY_ORIGIN_DISCOVERY ? "discovery" : topo.source()));
   return true;
 }
@@ -305,7 +305,8 @@ void Doctor::CheckMetrics() {
   }
   metrics_ = std::move(body).value();
   Add(Level::kOk, "metrics",
-      fmt::format("http://{}/metrics answers in {} ({} bytes)", address, Ms(SecondsSince(start)), metrics_->size()));
+      fmt::format("http://{}/metrics answers in {} ({} bytes)", address, MsOneDecimal(SecondsSince(start)),
+                  metrics_->size()));
 }
 
 void Doctor::CheckDatabase() {
@@ -445,7 +446,7 @@ void Doctor::CheckSnmp() {
     }
     std::string finding = fmt::format(
         "sysName {}, chassis {}, {} LLDP neighbour{} ({})", a.sys_name.empty() ? "(none)" : a.sys_name,
-        a.chassis.empty() ? "(none)" : a.chassis, a.neighbours, a.neighbours == 1 ? "" : "s", Ms(a.seconds));
+        a.chassis.empty() ? "(none)" : a.chassis, a.neighbours, a.neighbours == 1 ? "" : "s", MsOneDecimal(a.seconds));
     if (a.neighbours == 0) {
       Add(Level::kWarn, name, finding + ": no LLDP neighbours",
           "enable LLDP on the switch and its ports (and lldpd on the hosts); discovery follows LLDP links");
@@ -657,7 +658,8 @@ void Doctor::CheckPlanLatency() {
   const double p50 = Percentile(times, 0.5), p99 = Percentile(times, 0.99);
   const std::string finding =
       fmt::format("GetPlan alltoall over {} hosts x 1 rank: p50 {}, p99 {} of {} calls (first call {}); threshold {}",
-                  req.rank_hosts_size(), Ms(p50), Ms(p99), times.size(), Ms(cold), Ms(args_.plan_threshold_ms / 1000));
+                  req.rank_hosts_size(), MsOneDecimal(p50), MsOneDecimal(p99), times.size(), MsOneDecimal(cold),
+                  MsOneDecimal(args_.plan_threshold_ms / 1000));
   if (p99 * 1000 > args_.plan_threshold_ms) {
     Add(Level::kWarn, "plan latency", finding,
         "jobs wait this long at MPI_Init: check topotuned's CPU load and plan_cache_bytes, and the network between "

@@ -39,10 +39,6 @@ size_t Width(std::string_view s) {
   return w;
 }
 
-std::string Plural(int64_t n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::string LinkName(const RankTree& tree, int e) {
   const auto& edge = tree.edge(e);
   return fmt::format("{} -- {}", tree.node(edge.a).name, tree.node(edge.b).name);

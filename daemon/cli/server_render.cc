@@ -18,10 +18,6 @@
 namespace topotune::cli {
 namespace {
 
-std::string Plural(int64_t n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::string CollectiveLabel(v1::Collective c) {
   std::string_view name = v1::CollectiveName(c);
   return name.empty() ? fmt::format("collective {}", static_cast<int>(c)) : std::string(name);

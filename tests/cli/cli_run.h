@@ -1,12 +1,16 @@
 // Helpers of the tests that drive the `topotune` command line in-process
 // (cli::Run): one run's exit status and streams, an example topology's path,
-// and an environment variable set for a scope.
+// an environment variable set for a scope, and a temporary file.
 //
 // Thread-safety: RunCli shares no state; ScopedEnv changes the process's
 // environment, so no other thread may read it meanwhile.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -64,6 +68,21 @@ class ScopedEnv {
  private:
   const char* name_;
   std::optional<std::string> old_;
+};
+
+// A file in the test's temporary directory holding `text`, removed at the end.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text) : path_(::testing::TempDir() + "/cli_test_" + name) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 }  // namespace topotune::cli::testing

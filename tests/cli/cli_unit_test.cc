@@ -25,6 +25,7 @@ using cli::testing::Example;
 using cli::testing::Result;
 using cli::testing::RunCli;
 using cli::testing::ScopedEnv;
+using cli::testing::TempFile;
 
 TEST(CliFormatTest, FormatSecondsPicksAUnit) {
   EXPECT_EQ(FormatSeconds(0), "0 s");
@@ -142,19 +143,6 @@ TEST(CliRunTest, ExitCodes) {
 }
 
 // --- topotune compare ---------------------------------------------------------
-
-// A file in the test's temporary directory, removed at the end.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& text) : path_(::testing::TempDir() + "/cli_unit_test_" + name) {
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // `n` call times around `mean_s`, spread uniformly over +-10 %, from a fixed
 // seed (a 64-bit LCG, so every platform draws the same).

@@ -34,20 +34,7 @@ using cli::testing::Example;
 using cli::testing::Result;
 using cli::testing::RunCli;
 using cli::testing::ScopedEnv;
-
-// A file in the test's temporary directory, removed at the end.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& text)
-      : path_(::testing::TempDir() + "/server_cmd_test_" + name) {
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using cli::testing::TempFile;
 
 google::protobuf::Timestamp Time(int64_t seconds) {
   google::protobuf::Timestamp t;

@@ -22,6 +22,7 @@
 
 #include "db/store.h"
 #include "tests/daemon/daemon_process.h"
+#include "tests/daemon/example_topology.h"
 #include "tests/daemon/sweep_feed.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
@@ -40,7 +41,7 @@ using testing::ScratchDir;
 using testing::WaitForSweep;
 using testing::WaitForTask;
 
-const std::string kTopology = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/two-switch-4x4.yaml";
+using testing::kTopology;
 
 std::string WriteConfig(const ScratchDir& dir, double job_timeout_s = 60) {
   std::string path = dir.File("topotuned.yaml");

@@ -42,6 +42,7 @@
 #include "db/store.h"
 #include "proto/limits.h"
 #include "tests/daemon/daemon_process.h"
+#include "tests/daemon/example_topology.h"
 #include "tests/daemon/sweep_feed.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
@@ -77,7 +78,7 @@ using ::testing::StartsWith;
 using testing::WaitForTask;
 
 const std::string kExamples = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/";
-const std::string kTopology = kExamples + "two-switch-4x4.yaml";
+using testing::kTopology;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A UDP socket bound on 127.0.0.1 that never answers: SNMP requests to its

@@ -32,6 +32,7 @@
 #include "db/store.h"
 #include "proto/status_names.h"
 #include "tests/daemon/daemon_process.h"
+#include "tests/daemon/example_topology.h"
 #include "topotune/v1/admin.grpc.pb.h"
 #include "topotune/v1/agents.grpc.pb.h"
 #include "topotune/v1/plans.grpc.pb.h"
@@ -46,7 +47,7 @@ using testing::DaemonProcess;
 using ::testing::HasSubstr;
 using testing::ScratchDir;
 
-const std::string kTopology = std::string(TOPOTUNE_SOURCE_DIR) + "/deploy/examples/two-switch-4x4.yaml";
+using testing::kTopology;
 const std::string kToken = "topotune-test-token-4f1c9e";
 constexpr int kClients = 64;
 
