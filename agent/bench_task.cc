@@ -62,6 +62,9 @@ StatusOr<bench::BenchOptions> TaskToOptions(const v1::BenchTask& task) {
   o.margin = task.margin();
   if (task.alpha() > 0) o.alpha = task.alpha();
   o.aa_control = task.aa_control();
+  o.race = task.race();
+  if (task.has_candidate_timeout()) o.candidate_limit_s = DurationSeconds(task.candidate_timeout());
+  o.slow_warmup_factor = task.slow_warmup_factor();
   // Tuning weighs an alltoallv kernel with the agreement the library makes
   // before it, and native without (its calls defer theirs).
   o.alltoallv_agreement = true;
@@ -96,6 +99,8 @@ v1::BenchSample SampleToProto(const bench::Sample& s, std::vector<std::string>* 
   p.set_verified(s.verified);
   p.set_verify_errors(s.verify_errors);
   p.set_fallbacks(s.fallbacks);
+  p.set_dropped(s.dropped.substr(0, static_cast<size_t>(v1::limits::kMaxDroppedBytes)));
+  p.set_size_seconds(s.size_seconds);
   if (s.times_s.size() > static_cast<size_t>(v1::limits::kMaxTimesPerSample)) {
     if (warnings) {
       warnings->push_back(fmt::format(
@@ -300,7 +305,8 @@ int RunBenchTask(const BenchCommand& command, MPI_Comm comm) {
         watchdog->Disarm();
       }
     };
-    // With interleave, a point is one round (agents.proto's point_timeout).
+    // With interleave, a point is one algorithm's warm-up or its call in a
+    // round (agents.proto's point_timeout).
     options->round_started = [&](const std::string& what) {
       if (watchdog) watchdog->Arm(what);
     };

@@ -50,6 +50,9 @@ v1::BenchTask FullTask() {
   t.set_alpha(0.01);
   t.set_aa_control(true);
   t.set_order_seed(77);
+  t.set_race(true);
+  *t.mutable_candidate_timeout() = TimeUtil::SecondsToDuration(20);
+  t.set_slow_warmup_factor(3.5);
   return t;
 }
 
@@ -77,6 +80,9 @@ TEST(BenchTaskTest, TaskToOptionsFieldByField) {
   EXPECT_DOUBLE_EQ(o->alpha, 0.01);
   EXPECT_TRUE(o->aa_control);
   EXPECT_EQ(o->order_seed, 77u);
+  EXPECT_TRUE(o->race);
+  EXPECT_DOUBLE_EQ(o->candidate_limit_s, 20);
+  EXPECT_DOUBLE_EQ(o->slow_warmup_factor, 3.5);
 }
 
 TEST(BenchTaskTest, TaskToOptionsInterleaveNeedsRounds) {
@@ -139,6 +145,8 @@ bench::Sample FullSample() {
   s.times_s = {0.004, 0.001, 0.002};
   s.mean_s = 0.007 / 3;
   s.order_seed = 5;
+  s.dropped = "cannot beat native: mean ratio 1.2 [1.1, 1.3] after 5 calls";
+  s.size_seconds = 12.5;
   return s;
 }
 
@@ -174,9 +182,11 @@ TEST(BenchTaskTest, SampleToProtoFieldByField) {
   EXPECT_DOUBLE_EQ(p.times_s(2), 0.002);
   EXPECT_DOUBLE_EQ(p.mean_s(), 0.007 / 3);
   EXPECT_EQ(p.order_seed(), 5u);
+  EXPECT_EQ(p.dropped(), "cannot beat native: mean ratio 1.2 [1.1, 1.3] after 5 calls");
+  EXPECT_DOUBLE_EQ(p.size_seconds(), 12.5);
 
   // Every field of the proto is set above; a new field fails this count.
-  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 22);
+  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 24);
 }
 
 TEST(BenchTaskTest, SampleToProtoUnsetOptionalsAndOtherCollectives) {

@@ -186,6 +186,21 @@ INSERT INTO decisions_v5 (id, topology_version, collective, nprocs, ranks_per_no
 DROP TABLE decisions;
 ALTER TABLE decisions_v5 RENAME TO decisions;
 )sql"},
+
+    {6, "sample notes: why an algorithm left a size early, and what the size cost", R"sql(
+-- One row per (run, algorithm, size) that has something to say beyond its
+-- times: why it left the size's rounds early (racing, the candidate time
+-- limit, a warm-up far slower than native; '' when it ran every round) and
+-- the size's wall time in that run (warm-up and every round).
+CREATE TABLE sample_notes (
+  run_id INTEGER NOT NULL REFERENCES bench_runs(id) ON DELETE CASCADE,
+  algorithm TEXT NOT NULL,
+  msize REAL NOT NULL CHECK (msize >= 0),
+  dropped TEXT NOT NULL DEFAULT '',
+  size_seconds REAL NOT NULL DEFAULT 0 CHECK (size_seconds >= 0),
+  PRIMARY KEY (run_id, algorithm, msize)
+) WITHOUT ROWID;
+)sql"},
 };
 
 // Guards against a gap or a wrong number when a migration is appended.

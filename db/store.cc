@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -79,7 +80,9 @@ std::string ChoicesToJson(std::span<const SizeChoice> choices) {
                             {"median", k.median},
                             {"p95", k.p95},
                             {"ratio", IntervalToJson(k.ratio)},
-                            {"p_faster", k.p_faster}});
+                            {"p_faster", k.p_faster},
+                            {"pairs", k.pairs},
+                            {"dropped", k.dropped}});
     }
     out.push_back({{"msize", c.msize},
                    {"chosen", c.chosen},
@@ -100,6 +103,9 @@ std::string ChoicesToJson(std::span<const SizeChoice> choices) {
                    {"calls", c.calls},
                    {"aa", c.aa_measured ? IntervalToJson(c.aa) : json(nullptr)},
                    {"noisy", c.noisy},
+                   {"failed", c.failed},
+                   {"failure", c.failure},
+                   {"tuning_seconds", c.tuning_seconds},
                    {"candidates", std::move(candidates)}});
   }
   return out.dump();
@@ -142,11 +148,15 @@ std::vector<SizeChoice> ChoicesFromJson(const std::string& text) {
     s.aa_measured = c.contains("aa") && !c.at("aa").is_null();
     s.aa = IntervalFromJson(c, "aa");
     s.noisy = c.value("noisy", false);
+    s.failed = c.value("failed", false);
+    s.failure = c.value("failure", std::string());
+    s.tuning_seconds = c.value("tuning_seconds", 0.0);
     if (auto it = c.find("candidates"); it != c.end()) {
       for (const json& k : *it) {
         s.candidates.push_back({k.at("algorithm").get<std::string>(), k.at("calls").get<int64_t>(),
                                 k.at("mean").get<double>(), k.at("median").get<double>(), k.at("p95").get<double>(),
-                                IntervalFromJson(k, "ratio"), k.value("p_faster", 1.0)});
+                                IntervalFromJson(k, "ratio"), k.value("p_faster", 1.0), k.value("pairs", int64_t{0}),
+                                k.value("dropped", std::string())});
       }
     }
     choices.push_back(std::move(s));
@@ -495,7 +505,8 @@ Status Store::AddSamples(int64_t run_id, std::span<const Sample> batch) {
   return AddSampleBatch(run_id, -1, batch).status();
 }
 
-StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch) {
+StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch,
+                                     const std::optional<SampleNote>& note) {
   std::lock_guard lock(impl_->mu);
   for (size_t i = 0; i < batch.size(); ++i) {
     const Sample& s = batch[i];
@@ -507,6 +518,14 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
     if (!std::isfinite(s.seconds) || s.seconds <= 0) {
       return impl_->Invalid(where + " has seconds " + Num(s.seconds) + "; it must be finite and > 0");
     }
+  }
+  if (note) {
+    const std::string where = "the note of the batch for run " + std::to_string(run_id);
+    if (note->algorithm.empty()) return impl_->Invalid(where + " has no algorithm");
+    if (!std::isfinite(note->msize) || note->msize < 0)
+      return impl_->Invalid(where + " has msize " + Num(note->msize) + "; it must be finite and >= 0");
+    if (!std::isfinite(note->size_seconds) || note->size_seconds < 0)
+      return impl_->Invalid(where + " has size_seconds " + Num(note->size_seconds) + "; it must be finite and >= 0");
   }
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn));
@@ -525,6 +544,13 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
   for (const Sample& s : batch) {
     TOPOTUNE_RETURN_IF_ERROR(insert.Reset().BindAll(run_id, s.algorithm, s.msize, s.seconds, now).Run());
   }
+  if (note) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement put, conn.Prepare(R"sql(
+        INSERT OR REPLACE INTO sample_notes (run_id, algorithm, msize, dropped, size_seconds)
+        VALUES (?, ?, ?, ?, ?))sql"));
+    TOPOTUNE_RETURN_IF_ERROR(
+        put.BindAll(run_id, note->algorithm, note->msize, note->dropped, note->size_seconds).Run());
+  }
   TOPOTUNE_RETURN_IF_ERROR(txn.Commit());
   return true;
 }
@@ -532,21 +558,74 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
 StatusOr<std::vector<SampleSet>> Store::Samples(const TuningKey& key) {
   std::lock_guard lock(impl_->mu);
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
-      SELECT s.algorithm, s.msize, s.seconds
+      SELECT s.algorithm, s.msize, s.seconds, s.run_id
       FROM bench_runs AS r JOIN samples AS s ON s.run_id = r.id
       WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
       ORDER BY s.msize, s.algorithm, s.id)sql"));
   st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
-  std::vector<SampleSet> out;
+  std::map<std::pair<double, std::string>, SampleSet> sets;
+  std::map<std::pair<double, std::string>, std::map<int64_t, int64_t>> places;  // Calls so far per run.
   for (;;) {
     TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    std::string algorithm = st.ColumnText(0);
-    double msize = st.ColumnDouble(1);
-    if (out.empty() || out.back().algorithm != algorithm || out.back().msize != msize) {
-      out.push_back({std::move(algorithm), msize, {}});
-    }
-    out.back().seconds.push_back(st.ColumnDouble(2));
+    std::pair<double, std::string> at{st.ColumnDouble(1), st.ColumnText(0)};
+    SampleSet& set = sets[at];
+    if (set.algorithm.empty()) set = {at.second, at.first, {}};
+    set.seconds.push_back(st.ColumnDouble(2));
+    const int64_t run = st.ColumnInt64(3);
+    set.rounds.push_back((run << 32) | places[at][run]++);
+  }
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement notes, impl_->conn->Prepare(R"sql(
+      SELECT n.algorithm, n.msize, n.dropped
+      FROM bench_runs AS r JOIN sample_notes AS n ON n.run_id = r.id
+      WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
+        AND n.dropped != ''
+      ORDER BY n.msize, n.algorithm, n.run_id)sql"));
+  notes.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, notes.Step());
+    if (!row) break;
+    std::pair<double, std::string> at{notes.ColumnDouble(1), notes.ColumnText(0)};
+    SampleSet& set = sets[at];
+    if (set.algorithm.empty()) set = {at.second, at.first, {}};
+    set.dropped += (set.dropped.empty() ? "" : "; ") + notes.ColumnText(2);
+  }
+  std::vector<SampleSet> out;
+  out.reserve(sets.size());
+  for (auto& [at, set] : sets) out.push_back(std::move(set));
+  return out;
+}
+
+StatusOr<std::vector<double>> Store::MeasuredSizes(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
+      SELECT msize FROM samples WHERE run_id = ?1 UNION SELECT msize FROM sample_notes WHERE run_id = ?1
+      ORDER BY 1)sql"));
+  st.Bind(1, run_id);
+  std::vector<double> out;
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.ColumnDouble(0));
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::pair<double, double>>> Store::SizeSeconds(const TuningKey& key) {
+  std::lock_guard lock(impl_->mu);
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
+      SELECT msize, sum(seconds) FROM (
+        SELECT n.msize AS msize, max(n.size_seconds) AS seconds
+        FROM bench_runs AS r JOIN sample_notes AS n ON n.run_id = r.id
+        WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
+        GROUP BY n.run_id, n.msize)
+      GROUP BY msize ORDER BY msize)sql"));
+  st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
+  std::vector<std::pair<double, double>> out;
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.emplace_back(st.ColumnDouble(0), st.ColumnDouble(1));
   }
   return out;
 }

@@ -117,6 +117,14 @@ struct Sample {
   double seconds = 0;  // > 0.
 };
 
+// What one (algorithm, size) of a run says beyond its times.
+struct SampleNote {
+  std::string algorithm;
+  double msize = 0;
+  std::string dropped;      // Why it left the size's rounds early; empty: it ran every round.
+  double size_seconds = 0;  // Wall time of the size in the run (every algorithm), >= 0.
+};
+
 // Where a decision table switches algorithm: ranges [.., msize) use
 // from_algorithm and [msize, ..) use to_algorithm.
 struct Crossover {
@@ -203,11 +211,26 @@ class Store {
   // its sequence are committed together, and a batch whose (run, sequence)
   // is already stored is not stored again. Returns true when stored, false
   // for such a duplicate.
-  StatusOr<bool> AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch);
+  // With `note`, its (algorithm, msize) note is stored with the batch (the
+  // batch may then be empty: an algorithm dropped before its first call).
+  StatusOr<bool> AddSampleBatch(int64_t run_id, int64_t sequence, std::span<const Sample> batch,
+                                const std::optional<SampleNote>& note = std::nullopt);
   // Every sample of every run with `key`, grouped by (algorithm, msize) as
   // ChooseBySize wants them: sizes ascending, then algorithms by name; times
-  // in the order they were recorded.
+  // in the order they were recorded, each with its round (the run's id in
+  // the high 32 bits, the call's place among the run's calls of that
+  // algorithm and size in the low 32: interleaved runs time every algorithm
+  // still in the race once per round, so the places are the rounds), and
+  // SampleSet::dropped from the notes (reasons of several runs joined by
+  // "; "); an algorithm dropped before its first call has a set without
+  // times.
   StatusOr<std::vector<SampleSet>> Samples(const TuningKey& key);
+  // Seconds of wall time spent per size over every run with `key` (the
+  // notes' size_seconds, one per run and size), sizes ascending.
+  StatusOr<std::vector<std::pair<double, double>>> SizeSeconds(const TuningKey& key);
+  // The sizes a run reported anything for (a time or a note), ascending:
+  // those it measured before it ended.
+  StatusOr<std::vector<double>> MeasuredSizes(int64_t run_id);
   // Runs matching `filter`, oldest first, with their sample counts.
   StatusOr<std::vector<BenchRun>> ListRuns(const RunFilter& filter = {});
 

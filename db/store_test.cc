@@ -258,6 +258,56 @@ TEST_F(StoreTest, SamplesAreGroupedBySizeAndAlgorithm) {
   EXPECT_TRUE(Must(store().Samples({version_, "allgather", 7, 1})).empty());
 }
 
+// Each call carries its round: the run's id high, its place among the run's
+// calls of that algorithm and size low, so the tuner pairs calls of one
+// round and never across runs; notes give the dropped reasons (an algorithm
+// dropped before its first call has a set without times) and the sizes'
+// wall times, summed over runs.
+TEST_F(StoreTest, SamplesCarryRoundsNotesAndSizeSeconds) {
+  TuningKey key{version_, "alltoall", 8, 1};
+  int64_t r1 = Must(store().StartRun(key));
+  int64_t r2 = Must(store().StartRun(key));
+  std::vector<Sample> native1 = {{"native", 4096, 1.0}, {"native", 4096, 1.1}, {"native", 4096, 1.2}};
+  std::vector<Sample> ring1 = {{"ring", 4096, 2.0}, {"ring", 4096, 2.1}};
+  EXPECT_TRUE(Must(store().AddSampleBatch(r1, 0, native1, SampleNote{"native", 4096, "", 20})));
+  EXPECT_TRUE(Must(store().AddSampleBatch(
+      r1, 1, ring1, SampleNote{"ring", 4096, "cannot beat native: mean ratio 1.8 [1.7, 1.9] after 2 calls", 20})));
+  EXPECT_TRUE(
+      Must(store().AddSampleBatch(r1, 2, {}, SampleNote{"bruck", 4096, "its fastest warm-up call took 9 s", 20})));
+  std::vector<Sample> native2 = {{"native", 4096, 1.3}};
+  EXPECT_TRUE(Must(store().AddSampleBatch(r2, 0, native2, SampleNote{"native", 4096, "", 7.5})));
+  std::vector<Sample> ring2 = {{"ring", 4096, 2.2}};
+  EXPECT_TRUE(Must(store().AddSampleBatch(r2, 1, ring2, SampleNote{"ring", 4096, "too slow", 7.5})));
+
+  std::vector<SampleSet> sets = Must(store().Samples(key));
+  ASSERT_EQ(sets.size(), 3u);
+  EXPECT_EQ(sets[0].algorithm, "bruck");
+  EXPECT_TRUE(sets[0].seconds.empty());
+  EXPECT_EQ(sets[0].dropped, "its fastest warm-up call took 9 s");
+  EXPECT_EQ(sets[1].algorithm, "native");
+  EXPECT_EQ(sets[1].seconds, (std::vector<double>{1.0, 1.1, 1.2, 1.3}));
+  EXPECT_EQ(sets[1].rounds, (std::vector<int64_t>{r1 << 32, (r1 << 32) | 1, (r1 << 32) | 2, r2 << 32}));
+  EXPECT_TRUE(sets[1].dropped.empty());
+  EXPECT_EQ(sets[2].rounds, (std::vector<int64_t>{r1 << 32, (r1 << 32) | 1, r2 << 32}));
+  EXPECT_EQ(sets[2].dropped, "cannot beat native: mean ratio 1.8 [1.7, 1.9] after 2 calls; too slow");
+  auto choices = ChooseBySize(sets);
+  ASSERT_TRUE(choices.ok()) << choices.status().message();
+  EXPECT_EQ(choices->front().chosen, "native");
+  for (const CandidateStats& c : choices->front().candidates)
+    if (c.algorithm == "ring") {
+      EXPECT_EQ(c.pairs, 3);
+    }
+  EXPECT_EQ(Must(store().SizeSeconds(key)), (std::vector<std::pair<double, double>>{{4096, 27.5}}));
+  EXPECT_EQ(Must(store().MeasuredSizes(r1)), std::vector<double>{4096});
+  EXPECT_TRUE(Must(store().MeasuredSizes(Must(store().StartRun(key)))).empty());
+  // A note is checked like the samples, and a bad one stores nothing of its batch.
+  EXPECT_EQ(store().AddSampleBatch(r2, 9, native2, SampleNote{"", 4096, "", 1}).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(store().AddSampleBatch(r2, 9, native2, SampleNote{"native", 4096, "", -1}).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(Must(store().Samples(key))[1].seconds.size(), 4u);
+}
+
 TEST_F(StoreTest, ResentBatchesAreStoredOnce) {
   TuningKey key{version_, "alltoall", 4, 1};
   int64_t run = Must(store().StartRun(key));

@@ -43,6 +43,8 @@ inline constexpr int kMaxCores = 65536;
 inline constexpr int64_t kMaxSamplesPerStream = int64_t{1} << 20;
 // Per-call times in one sample (BenchSample.times_s).
 inline constexpr int kMaxTimesPerSample = 100000;
+// BenchSample.dropped: why an algorithm left a size.
+inline constexpr int64_t kMaxDroppedBytes = 512;
 
 // --- Placements, collectives, sweeps --------------------------------------
 

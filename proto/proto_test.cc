@@ -452,6 +452,7 @@ TEST(ProtoLimits, ProtoCommentsQuoteLimitsH) {
       {"kMaxCores", limits::kMaxCores},
       {"kMaxSamplesPerStream", limits::kMaxSamplesPerStream},
       {"kMaxTimesPerSample", limits::kMaxTimesPerSample},
+      {"kMaxDroppedBytes", limits::kMaxDroppedBytes},
       {"kMaxRanks", limits::kMaxRanks},
       {"kMaxCollectives", limits::kMaxCollectives},
       {"kMaxAlgorithms", limits::kMaxAlgorithms},

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "tuner/topology.h"
 
@@ -23,8 +25,11 @@ struct SizeSets {
 StatusOr<std::vector<SizeSets>> GroupBySize(const std::vector<SampleSet>& samples) {
   std::map<double, std::vector<const SampleSet*>> by_size;
   for (const SampleSet& s : samples) {
-    if (s.seconds.empty())
+    if (s.seconds.empty() && s.dropped.empty())
       return Status::InvalidArgument(fmt::format("{} at {} bytes: no samples", s.algorithm, s.msize));
+    if (!s.rounds.empty() && s.rounds.size() != s.seconds.size())
+      return Status::InvalidArgument(fmt::format("{} at {} bytes: {} rounds for {} times; give one round per time",
+                                                 s.algorithm, s.msize, s.rounds.size(), s.seconds.size()));
     for (double t : s.seconds)
       if (!(t > 0) || !std::isfinite(t))
         return Status::InvalidArgument(
@@ -37,9 +42,65 @@ StatusOr<std::vector<SizeSets>> GroupBySize(const std::vector<SampleSet>& sample
     at.push_back(&s);
   }
   std::vector<SizeSets> out;
-  for (auto& [msize, sets] : by_size) out.push_back({msize, std::move(sets)});
+  for (auto& [msize, sets] : by_size) {
+    if (std::none_of(sets.begin(), sets.end(), [](const SampleSet* s) { return !s->seconds.empty(); }))
+      return Status::FailedPrecondition(
+          fmt::format("no algorithm at {} bytes has a timed call (every one was dropped)", msize));
+    out.push_back({msize, std::move(sets)});
+  }
   return out;
 }
+
+// The calls of two sets in the rounds both measured, in the first's order.
+struct Paired {
+  std::vector<double> a, b;
+};
+
+std::optional<Paired> PairRounds(const SampleSet& a, const SampleSet& b, const ChoiceOptions& options) {
+  if (!options.paired || a.rounds.empty() || b.rounds.empty()) return std::nullopt;
+  std::unordered_map<int64_t, size_t> in_b;
+  in_b.reserve(b.rounds.size());
+  for (size_t j = 0; j < b.rounds.size(); ++j) in_b.emplace(b.rounds[j], j);
+  Paired p;
+  for (size_t i = 0; i < a.rounds.size(); ++i) {
+    auto it = in_b.find(a.rounds[i]);
+    if (it == in_b.end()) continue;
+    p.a.push_back(a.seconds[i]);
+    p.b.push_back(b.seconds[it->second]);
+  }
+  if (p.a.size() < 2) return std::nullopt;
+  return p;
+}
+
+// Set `a` against set `b`: the interval of mean(a) / mean(b) and the
+// one-sided tests, paired over common rounds where both have rounds.
+class Against {
+ public:
+  Against(const SampleSet& a, const SampleSet& b, const ChoiceOptions& options, uint64_t seed)
+      : a_(a), b_(b), paired_(PairRounds(a, b, options)), seed_(seed) {
+    ratio_ = paired_ ? PairedRatioOfMeans(paired_->a, paired_->b, seed, 1 - options.alpha)
+                     : RatioOfMeans(a.seconds, b.seconds, seed, 1 - options.alpha);
+  }
+  const RatioInterval& ratio() const { return ratio_; }
+  int64_t pairs() const { return paired_ ? static_cast<int64_t>(paired_->a.size()) : 0; }
+  // p that mean(scale x a) < mean(b).
+  double PLess(double scale) const {
+    return paired_ ? SignFlipPLess(paired_->a, scale, paired_->b, seed_ + 1)
+                   : PermutationPLess(a_.seconds, scale, b_.seconds, seed_ + 1);
+  }
+  // p that mean(scale x b) < mean(a).
+  double PMore(double scale) const {
+    return paired_ ? SignFlipPLess(paired_->b, scale, paired_->a, seed_ + 2)
+                   : PermutationPLess(b_.seconds, scale, a_.seconds, seed_ + 2);
+  }
+
+ private:
+  const SampleSet& a_;
+  const SampleSet& b_;
+  std::optional<Paired> paired_;
+  uint64_t seed_;
+  RatioInterval ratio_;
+};
 
 // Rank of an algorithm in the preference order: native, the caller's list,
 // then the rest (by name, as the caller's sort leaves them).
@@ -51,39 +112,45 @@ size_t PreferenceRank(const std::string& name, const ChoiceOptions& options) {
 }
 
 // The reference of one size: native, else the most preferred measured
-// algorithm (never the A/A copy).
+// algorithm (never the A/A copy, never one without calls).
 const SampleSet* Reference(const SizeSets& size, const ChoiceOptions& options) {
   const SampleSet* best = nullptr;
   for (const SampleSet* s : size.sets) {
-    if (s->algorithm == kAaControlLabel) continue;
+    if (s->algorithm == kAaControlLabel || s->seconds.empty()) continue;
     if (!best || std::pair(PreferenceRank(s->algorithm, options), s->algorithm) <
                      std::pair(PreferenceRank(best->algorithm, options), best->algorithm))
       best = s;
   }
-  return best != nullptr ? best : size.sets.front();
+  if (best != nullptr) return best;
+  for (const SampleSet* s : size.sets)
+    if (!s->seconds.empty()) return s;
+  return size.sets.front();
 }
 
-// Every set of the size against the reference, by mean.
+// Every set of the size against the reference, by mean; sets without calls
+// (dropped before their first) last.
 std::vector<CandidateStats> Candidates(const SizeSets& size, const SampleSet& ref, const ChoiceOptions& options) {
   std::vector<CandidateStats> out;
   for (const SampleSet* s : size.sets) {
     TimeSummary t = SummarizeTimes(s->seconds);
-    CandidateStats c{s->algorithm, static_cast<int64_t>(t.calls), t.mean, t.median, t.p95, {}, 1};
-    if (s != &ref) {
-      const uint64_t seed = ComparisonSeed(options.seed, s->algorithm, size.msize);
-      c.ratio = RatioOfMeans(s->seconds, ref.seconds, seed, 1 - options.alpha);
+    CandidateStats c{s->algorithm, static_cast<int64_t>(t.calls), t.mean, t.median, t.p95, {}, 1, 0, s->dropped};
+    if (s != &ref && !s->seconds.empty()) {
+      const Against against(*s, ref, options, ComparisonSeed(options.seed, s->algorithm, size.msize));
+      c.ratio = against.ratio();
+      c.pairs = against.pairs();
       // Only worth the permutations where the interval already says faster.
-      if (c.ratio.hi < 1 - options.margin)
-        c.p_faster = PermutationPLess(s->seconds, 1 / (1 - options.margin), ref.seconds, seed + 1);
+      if (c.ratio.hi < 1 - options.margin) c.p_faster = against.PLess(1 / (1 - options.margin));
     }
     out.push_back(std::move(c));
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.mean < b.mean; });
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.calls == 0, a.mean) < std::pair(b.calls == 0, b.mean);
+  });
   return out;
 }
 
 bool Wins(const CandidateStats& c, const ChoiceOptions& options) {
-  return c.ratio.hi < 1 - options.margin && c.p_faster < options.test_alpha / 2;
+  return c.calls > 0 && c.ratio.hi < 1 - options.margin && c.p_faster < options.test_alpha / 2;
 }
 
 // The A/A copy differs from the reference: the interval outside the margin's
@@ -92,17 +159,21 @@ bool AaDiffers(const CandidateStats& copy, const SampleSet& copy_set, const Samp
                const ChoiceOptions& options, double msize) {
   const Difference d = Compare(copy.ratio, options.margin);
   if (d == Difference::kNoDifference) return false;
-  const uint64_t seed = ComparisonSeed(options.seed, "aa-test", msize);
-  const double p = d == Difference::kFaster
-                       ? PermutationPLess(copy_set.seconds, 1 / (1 - options.margin), ref.seconds, seed)
-                       : PermutationPLess(ref.seconds, 1 + options.margin, copy_set.seconds, seed);
+  const Against against(copy_set, ref, options, ComparisonSeed(options.seed, "aa-test", msize));
+  const double p =
+      d == Difference::kFaster ? against.PLess(1 / (1 - options.margin)) : against.PMore(1 + options.margin);
   return p < options.test_alpha / 2;
 }
-bool CannotWin(const CandidateStats& c, const ChoiceOptions& options) { return c.ratio.lo > 1 - options.margin; }
+
+// A candidate that cannot win: confidently no faster than 1 - margin, or
+// dropped before its first timed call.
+bool CannotWin(const CandidateStats& c, const ChoiceOptions& options) {
+  return c.calls == 0 || c.ratio.lo > 1 - options.margin;
+}
 
 bool SettledSize(const std::vector<CandidateStats>& candidates, const std::string& ref, const ChoiceOptions& options) {
   return std::all_of(candidates.begin(), candidates.end(), [&](const CandidateStats& c) {
-    return c.algorithm == ref || Wins(c, options) || CannotWin(c, options);
+    return c.algorithm == ref || !c.dropped.empty() || Wins(c, options) || CannotWin(c, options);
   });
 }
 
@@ -126,6 +197,7 @@ SizeChoice ChooseAt(const SizeSets& size, const ChoiceOptions& options) {
       c.noisy = AaDiffers(s, **aa, ref, options, size.msize);
       continue;
     }
+    if (s.calls == 0) continue;  // Dropped before its first call.
     if (!fastest) fastest = &s;  // `all` is by mean.
     if (s.algorithm == ref.algorithm)
       reference = &s;
@@ -186,6 +258,54 @@ SizeChoice FixedChoice(double msize, const std::string& algorithm, double second
   return c;
 }
 
+SizeChoice FailedChoice(double msize, const std::string& reference, const std::string& why) {
+  SizeChoice c;
+  c.msize = msize;
+  c.chosen = c.fastest = c.reference = reference;
+  c.failed = true;
+  c.failure = why;
+  return c;
+}
+
+std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options) {
+  std::vector<RaceExit> out;
+  auto sizes = GroupBySize(sets_of_one_size);
+  if (!sizes.ok() || sizes->size() != 1) return out;
+  const SizeSets& size = sizes->front();
+  const SampleSet& ref = *Reference(size, options);
+  auto racing = [&](const SampleSet* s) {
+    return s != &ref && s->algorithm != kAaControlLabel && s->dropped.empty() && s->seconds.size() >= 2;
+  };
+  const SampleSet* leader = nullptr;
+  double leader_mean = 0;
+  for (const SampleSet* s : size.sets) {
+    if (!racing(s)) continue;
+    const double mean = SummarizeTimes(s->seconds).mean;
+    if (!leader || mean < leader_mean) {
+      leader = s;
+      leader_mean = mean;
+    }
+  }
+  for (const SampleSet* s : size.sets) {
+    if (!racing(s)) continue;
+    const Against vs_ref(*s, ref, options, ComparisonSeed(options.seed, s->algorithm + ":race", size.msize));
+    const RatioInterval& r = vs_ref.ratio();
+    if (r.lo > 1 - options.margin) {
+      out.push_back({s->algorithm, fmt::format("cannot beat {}: mean ratio {:.3f} [{:.3f}, {:.3f}] after {} calls",
+                                               ref.algorithm, r.estimate, r.lo, r.hi, s->seconds.size())});
+      continue;
+    }
+    if (s == leader) continue;
+    const Against vs_leader(*s, *leader, options,
+                            ComparisonSeed(options.seed, s->algorithm + ":race:" + leader->algorithm, size.msize));
+    const RatioInterval& l = vs_leader.ratio();
+    if (l.lo > 1)
+      out.push_back({s->algorithm, fmt::format("slower than {}: mean ratio {:.3f} [{:.3f}, {:.3f}] after {} calls",
+                                               leader->algorithm, l.estimate, l.lo, l.hi, s->seconds.size())});
+  }
+  return out;
+}
+
 StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples, const ChoiceOptions& options) {
   auto sizes = GroupBySize(samples);
   if (!sizes.ok()) return sizes.status();
@@ -223,7 +343,7 @@ std::vector<double> RefinementSizes(const std::vector<SizeChoice>& choices, doub
   for (size_t i = 1; i < choices.size(); ++i) {
     const SizeChoice& lo = choices[i - 1];
     const SizeChoice& hi = choices[i];
-    if (lo.chosen == hi.chosen || !(lo.significant || hi.significant)) continue;
+    if (lo.chosen == hi.chosen || !(lo.significant || hi.significant) || lo.failed || hi.failed) continue;
     if (lo.msize <= 0 || hi.msize / lo.msize <= max_ratio) continue;
     double mid = std::round(std::sqrt(lo.msize * hi.msize));
     if (mid > lo.msize && mid < hi.msize && !measured.count(mid)) out.push_back(mid);

@@ -73,6 +73,15 @@ struct SampleSet {
   std::string algorithm;
   double msize = 0;  // Bytes, as the benchmark defines it (per block for alltoall).
   std::vector<double> seconds;
+  // The interleaved round of each call (seconds[i] was timed in rounds[i];
+  // any numbering, unique per set), so that a candidate's calls are paired
+  // with the reference's of the same rounds. Empty: unpaired (both sets of a
+  // comparison need rounds for it to be paired).
+  std::vector<int64_t> rounds = {};
+  // Why the algorithm left the size before its last round (racing, a call
+  // over the candidate time limit, a warm-up far slower than native), or
+  // empty. Such a set may have no calls; it never wins.
+  std::string dropped = {};
 };
 
 struct ChoiceOptions {
@@ -84,6 +93,9 @@ struct ChoiceOptions {
   // Algorithms not listed come after, by name.
   std::vector<std::string> preference;
   uint64_t seed = 1;  // Of the bootstrap resamples (ComparisonSeed per algorithm and size).
+  // Compare paired rounds where both sets have them (stats.h
+  // PairedRatioOfMeans, SignFlipPLess); false: always unpaired.
+  bool paired = true;
 };
 
 // One measured algorithm at one size, against the reference.
@@ -95,6 +107,8 @@ struct CandidateStats {
   // One-sided permutation p-value that the mean is below (1 - margin) x the
   // reference's (1 for the reference).
   double p_faster = 1;
+  int64_t pairs = 0;         // Rounds paired with the reference's; 0: compared unpaired.
+  std::string dropped = {};  // SampleSet::dropped: why it left the size early.
 };
 
 struct SizeChoice {
@@ -116,15 +130,25 @@ struct SizeChoice {
   RatioInterval aa;                        // The A/A copy's mean over the reference's, when measured.
   bool noisy = false;                      // The A/A copy differs from the reference with confidence.
   std::vector<CandidateStats> candidates;  // Every algorithm of the size, the A/A copy included, by mean.
+  // The size could not be measured (its runs failed, twice): the reference
+  // stays there, not a neighbour's choice, and `failure` says why.
+  bool failed = false;
+  std::string failure;
+  double tuning_seconds = 0;  // Wall time its runs spent at this size (0: not known).
 };
 
 // A confident choice of `algorithm` (the reference too) whose every time is
 // `seconds`: for fixtures and tests that store decisions without samples.
 SizeChoice FixedChoice(double msize, const std::string& algorithm, double seconds);
 
+// A size whose measurement failed: `reference` (native) is kept there, with
+// the reason, never a neighbour's choice.
+SizeChoice FailedChoice(double msize, const std::string& reference, const std::string& why);
+
 // One choice per measured size, sizes ascending. InvalidArgument when a set
-// has no samples, a time is not positive and finite, or an algorithm appears
-// twice at one size.
+// has no samples (and was not dropped), a time is not positive and finite,
+// rounds are given but not one per time, or an algorithm appears twice at
+// one size; FailedPrecondition when a size's reference has no samples.
 StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples,
                                                const ChoiceOptions& options = {});
 
@@ -133,6 +157,22 @@ StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& sam
 // below or wholly above 1 - margin. The sets must be valid (as ChooseBySize
 // wants them); a size with one algorithm is settled.
 bool Settled(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options = {});
+
+// Racing (successive elimination) within a size: the candidates that
+// should leave the rounds now, each with its reason, from the sets measured
+// so far (every set's calls numbered by round). A candidate leaves when its
+// interval of its mean ratio to the reference lies wholly above 1 - margin
+// (it cannot win), or its interval against the leader (the candidate of
+// lowest mean still racing) lies wholly above 1 (it is slower than one that
+// stays). The reference, the A/A copy and sets already dropped never leave;
+// so samples go to native, the A/A copy and the contenders, and the
+// decision rule's guarantee against false wins is untouched (a candidate
+// that leaves only loses). Sets as ChooseBySize wants them, of one size.
+struct RaceExit {
+  std::string algorithm;
+  std::string reason;  // "cannot beat native: mean ratio 1.214 [1.052, 1.401] after 6 calls"
+};
+std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options = {});
 
 struct DecisionRange {
   double min_msize = 0;  // Inclusive, bytes.

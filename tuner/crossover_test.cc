@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
+
+#include "tuner/round_rule.h"
 
 namespace topotune {
 namespace {
@@ -230,6 +233,212 @@ TEST(DecisionRule, ReferenceWithoutNative) {
   EXPECT_EQ(c->front().reference, "ring");
   EXPECT_EQ(c->front().chosen, "tree_scheduled");
   EXPECT_NEAR(c->front().ratio.estimate, 0.5, 0.01);
+}
+
+// --- Paired rounds and racing, as the driver runs a size ---------------------
+
+// One label of a simulated size: its call time given the round's drift
+// (common to every call of the round: load, a neighbour, the clock).
+struct Label {
+  std::string name;
+  std::function<double(double drift, std::mt19937_64&)> call;
+};
+
+// A call of `base` seconds with 2 % noise, of which a fraction `stall_p`
+// takes `stall_factor` times as long.
+std::function<double(double, std::mt19937_64&)> Stalling(double base, double stall_p, double stall_factor) {
+  return [=](double drift, std::mt19937_64& rng) {
+    std::lognormal_distribution<double> noise(0.0, 0.02);
+    std::bernoulli_distribution stall(stall_p);
+    return base * drift * noise(rng) * (stall(rng) ? stall_factor : 1.0);
+  };
+}
+
+// One size measured as bench.h's interleaved rounds do it: each round
+// times every label still racing, the round's drift drawn for all; the
+// RoundRule (minimum rounds, the budget on the simulated clock, racing)
+// decides after each round. Returns the sets, calls numbered by round.
+std::vector<SampleSet> SimulateSize(const std::vector<Label>& labels, const RoundRuleOptions& options, double msize,
+                                    std::mt19937_64& rng, double drift_sigma = 0.05) {
+  std::vector<SampleSet> sets;
+  for (const Label& l : labels) sets.push_back({l.name, msize, {}});
+  RoundRule rule(options);
+  std::lognormal_distribution<double> drift(0.0, drift_sigma);
+  double clock = 0;
+  for (int round = 0;; ++round) {
+    const double d = drift(rng);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (!sets[i].dropped.empty()) continue;
+      const double t = labels[i].call(d, rng);
+      sets[i].seconds.push_back(t);
+      sets[i].rounds.push_back(round);
+      clock += t + 1e-3;  // A barrier and a reduction per call.
+    }
+    if (!rule.GoOn(round + 1, clock, &sets)) break;
+  }
+  return sets;
+}
+
+// The demo's size: 30 s of budget, at least 5 rounds, 13 labels whose calls
+// last as long as at 64 KiB on the 4+4 testbed (native's mean 137 ms).
+RoundRuleOptions DemoRounds(uint64_t seed, bool race) {
+  RoundRuleOptions o;
+  o.min_rounds = 5;
+  o.max_rounds = 2000;
+  o.budget_s = 30;
+  o.race = race;
+  o.choice.seed = seed;
+  return o;
+}
+
+// native and its A/A copy stall on 10 % of calls (+100 %); the contender
+// never stalls and its mean is 25 % below native's; ten others range from
+// native's speed to 2.5 times slower, stalling as native does.
+std::vector<Label> DemoLabels() {
+  const double base = 0.137 / 1.1;  // Native's mean, stalls included, is 137 ms.
+  std::vector<Label> labels = {{"native", Stalling(base, 0.1, 2.0)},
+                               {std::string(kAaControlLabel), Stalling(base, 0.1, 2.0)},
+                               {"tree_scheduled", Stalling(0.75 * 0.137, 0, 1)}};
+  const double slower[] = {1.0, 1.02, 1.05, 1.1, 1.2, 1.3, 1.5, 1.8, 2.0, 2.5};
+  for (size_t i = 0; i < std::size(slower); ++i)
+    labels.push_back({"other" + std::to_string(i), Stalling(base * slower[i], 0.1, 2.0)});
+  return labels;
+}
+
+// How much rounds differ from each other on the emulated testbed (a
+// neighbour's burst, the host's other work): lognormal sigma of a factor
+// common to every call of a round.
+constexpr double kDemoDrift = 0.2;
+
+// The power test: within the demo's budget, the steady contender
+// wins in at least 95 % of seeds with racing and paired analysis. Without
+// them (every label every round, unpaired statistics) the same calls decide
+// far less often: the test states both rates.
+TEST(PairedAnalysis, SteadyContenderWinsWithinTheDemosBudget) {
+  const int seeds = 200;
+  int wins = 0, wins_before = 0;
+  int64_t contender_calls = 0, contender_calls_before = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    for (bool now : {true, false}) {
+      std::mt19937_64 rng(seed);
+      RoundRuleOptions o = DemoRounds(seed, /*race=*/now);
+      std::vector<SampleSet> sets = SimulateSize(DemoLabels(), o, 65536, rng, kDemoDrift);
+      ChoiceOptions choice = o.choice;
+      choice.paired = now;
+      auto c = ChooseBySize(sets, choice);
+      ASSERT_TRUE(c.ok()) << c.status().message();
+      const bool won = c->front().chosen == "tree_scheduled";
+      (now ? wins : wins_before) += won;
+      (now ? contender_calls : contender_calls_before) += static_cast<int64_t>(sets[2].seconds.size());
+      EXPECT_FALSE(c->front().noisy) << "seed " << seed;
+    }
+  }
+  RecordProperty("wins_racing_paired", wins);
+  RecordProperty("wins_before", wins_before);
+  std::printf("steady contender won %d of %d seeds racing and paired (%.1f calls each), %d of %d before (%.1f calls)\n",
+              wins, seeds, static_cast<double>(contender_calls) / seeds, wins_before, seeds,
+              static_cast<double>(contender_calls_before) / seeds);
+  EXPECT_GE(wins, seeds * 95 / 100);
+  EXPECT_GT(contender_calls, 2 * contender_calls_before);  // The samples went to the contender.
+}
+
+// Racing takes the losers out after the minimum rounds, with their reasons,
+// and never the reference or the A/A copy.
+TEST(PairedAnalysis, RacingDropsTheLosersWithReasons) {
+  std::mt19937_64 rng(7);
+  RoundRuleOptions o = DemoRounds(7, true);
+  std::vector<SampleSet> sets = SimulateSize(DemoLabels(), o, 65536, rng);
+  EXPECT_TRUE(sets[0].dropped.empty());
+  EXPECT_TRUE(sets[1].dropped.empty());
+  EXPECT_TRUE(sets[2].dropped.empty());
+  int dropped = 0;
+  for (size_t i = 3; i < sets.size(); ++i) {
+    if (sets[i].dropped.empty()) continue;
+    ++dropped;
+    EXPECT_TRUE(sets[i].dropped.starts_with("cannot beat native") || sets[i].dropped.starts_with("slower than"))
+        << sets[i].dropped;
+    EXPECT_LT(sets[i].seconds.size(), sets[0].seconds.size()) << sets[i].algorithm;
+    EXPECT_GE(sets[i].seconds.size(), 5u) << sets[i].algorithm;  // Never before the minimum rounds.
+  }
+  EXPECT_GE(dropped, 7);  // The clearly slower ones, at least.
+  auto c = ChooseBySize(sets, o.choice);
+  ASSERT_TRUE(c.ok());
+  int listed = 0;
+  for (const CandidateStats& k : c->front().candidates) {
+    listed += !k.dropped.empty();
+    if (k.algorithm == "tree_scheduled") {
+      EXPECT_GT(k.pairs, 10);
+    }
+  }
+  EXPECT_EQ(listed, dropped);
+}
+
+// The guarantees against false wins hold with racing and paired rounds:
+// an A/A pair shows no difference in at least 999 of 1,000 seeds, and a
+// candidate truly 2 % slower than native never wins, whatever the rounds'
+// drift, the stalls and the number of rounds.
+TEST(PairedAnalysis, NoFalseWinsWithRacing) {
+  int aa_differs = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    std::mt19937_64 rng(seed);
+    const double stall_p = std::vector<double>{0, 0.02, 0.1}[seed % 3];
+    const double base = std::vector<double>{0.002, 0.02, 0.137}[seed % 3 == 0 ? 0 : (seed / 3) % 3];
+    RoundRuleOptions o = DemoRounds(seed, true);
+    o.min_rounds = std::vector<int>{5, 20}[seed % 2];
+    o.max_rounds = 300;
+    std::vector<Label> labels = {{"native", Stalling(base, stall_p, 2.0)},
+                                 {std::string(kAaControlLabel), Stalling(base, stall_p, 2.0)},
+                                 {"ring", Stalling(base * 1.02, stall_p, 2.0)},
+                                 {"bruck", Stalling(base * 1.5, stall_p, 2.0)}};
+    std::vector<SampleSet> sets = SimulateSize(labels, o, 4096, rng, seed % 2 ? 0.05 : 0.3);
+    auto c = ChooseBySize(sets, o.choice);
+    ASSERT_TRUE(c.ok());
+    aa_differs += c->front().noisy;
+    EXPECT_EQ(c->front().chosen, "native") << "seed " << seed;
+  }
+  EXPECT_LE(aa_differs, 1);
+}
+
+// A size whose benchmark failed keeps native, says why, and takes no
+// neighbour's choice: the decision table has native's own range there, and
+// refinement never bisects towards it.
+TEST(DecisionRule, FailedSizeKeepsNative) {
+  std::mt19937_64 rng(4);
+  auto c = ChooseBySize(
+      {{"native", 1 << 20, Calls(30, 1.0, 0, 0, rng)}, {"tree_scheduled", 1 << 20, Calls(30, 0.7, 0, 0, rng)}});
+  ASSERT_TRUE(c.ok());
+  std::vector<SizeChoice> choices = *c;
+  ASSERT_EQ(choices[0].chosen, "tree_scheduled");
+  choices.push_back(FailedChoice(4 << 20, "native", "the benchmark failed twice at 4 MiB"));
+  std::vector<DecisionRange> table = DecisionTable(choices);
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(table[1].algorithm, "native");
+  EXPECT_EQ(table[1].min_msize, 2 << 20);
+  EXPECT_TRUE(RefinementSizes(choices).empty());
+  EXPECT_TRUE(choices[1].failed);
+  EXPECT_FALSE(choices[1].significant);
+}
+
+// A candidate dropped before its first call is listed with its reason and
+// never chosen; rounds must match times; a size where nothing was timed is
+// refused.
+TEST(DecisionRule, DroppedSetsAndRounds) {
+  std::mt19937_64 rng(6);
+  SampleSet dropped{"bruck", 1024, {}};
+  dropped.dropped = "its fastest warm-up call took 3.1 s, 4.2x native's";
+  auto c = ChooseBySize({{"native", 1024, Calls(10, 1.0, 0, 0, rng)}, dropped});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->front().chosen, "native");
+  EXPECT_EQ(c->front().fastest, "native");
+  ASSERT_EQ(c->front().candidates.size(), 2u);
+  EXPECT_EQ(c->front().candidates.back().calls, 0);
+  EXPECT_EQ(c->front().candidates.back().dropped, dropped.dropped);
+  EXPECT_TRUE(c->front().significant);
+  SampleSet bad{"native", 8, {1e-3, 2e-3}, {0}};
+  EXPECT_FALSE(ChooseBySize({bad}).ok());
+  auto none = ChooseBySize({dropped});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Status::Code::kFailedPrecondition);
 }
 
 }  // namespace

@@ -59,6 +59,14 @@ double NormalQuantile(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
+// The q-quantile of sorted, non-empty values, interpolated between ranks.
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t i = static_cast<size_t>(pos);
+  const double frac = pos - static_cast<double>(i);
+  return i + 1 < sorted.size() ? sorted[i] * (1 - frac) + sorted[i + 1] * frac : sorted[i];
+}
+
 }  // namespace
 
 TimeSummary SummarizeTimes(std::span<const double> times) {
@@ -108,15 +116,9 @@ RatioInterval RatioOfMeans(std::span<const double> a, std::span<const double> b,
     ratios.push_back(rb > 0 ? ra / rb : r.estimate);
   }
   std::sort(ratios.begin(), ratios.end());
-  auto at = [&](double q) {
-    const double pos = q * static_cast<double>(ratios.size() - 1);
-    const size_t i = static_cast<size_t>(pos);
-    const double frac = pos - static_cast<double>(i);
-    return i + 1 < ratios.size() ? ratios[i] * (1 - frac) + ratios[i + 1] * frac : ratios[i];
-  };
   // The point estimate always lies inside its own interval.
-  r.lo = std::min(at(tail), r.estimate);
-  r.hi = std::max(at(1 - tail), r.estimate);
+  r.lo = std::min(Percentile(ratios, tail), r.estimate);
+  r.hi = std::max(Percentile(ratios, 1 - tail), r.estimate);
   return r;
 }
 
@@ -152,6 +154,82 @@ double PermutationPLess(std::span<const double> a, double a_scale, std::span<con
       sa += pooled[i];
     }
     at_most += diff(sa) <= observed + tolerance;
+  }
+  return static_cast<double>(1 + at_most) / static_cast<double>(1 + permutations);
+}
+
+RatioInterval PairedRatioOfMeans(std::span<const double> a, std::span<const double> b, uint64_t seed, double level,
+                                 int resamples) {
+  RatioInterval r;
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return r;
+  a = a.first(n);
+  b = b.first(n);
+  const double ma = Mean(a), mb = Mean(b);
+  if (!(mb > 0)) return r;
+  r.estimate = ma / mb;
+  r.lo = r.hi = r.estimate;
+  if (n < 2) return r;
+  const double tail = (1 - level) / 2;
+  if (2 * n > kMaxBootstrapCalls || resamples < 10) {
+    // Var(mean(a) - R mean(b)) / mb^2 over the rounds' residuals.
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double e = a[i] - r.estimate * b[i];
+      s += e * e;
+    }
+    const double se = std::sqrt(s / static_cast<double>(n - 1) / static_cast<double>(n)) / mb;
+    const double z = NormalQuantile(1 - tail);
+    r.lo = std::max(0.0, r.estimate - z * se);
+    r.hi = r.estimate + z * se;
+    return r;
+  }
+  SplitMix64 rng{seed};
+  std::vector<double> ratios;
+  ratios.reserve(static_cast<size_t>(resamples));
+  for (int k = 0; k < resamples; ++k) {
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t j = rng.Below(n);
+      sa += a[j];
+      sb += b[j];
+    }
+    ratios.push_back(sb > 0 ? sa / sb : r.estimate);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  r.lo = std::min(Percentile(ratios, tail), r.estimate);
+  r.hi = std::max(Percentile(ratios, 1 - tail), r.estimate);
+  return r;
+}
+
+double SignFlipPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,
+                     int permutations) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return 1;
+  std::vector<double> d(n);
+  for (size_t i = 0; i < n; ++i) d[i] = a_scale * a[i] - b[i];
+  const double observed = std::accumulate(d.begin(), d.end(), 0.0);
+  if (2 * n > kMaxBootstrapCalls || permutations < 10) {
+    const double mean = observed / static_cast<double>(n);
+    const double se = std::sqrt(Variance(d, mean) / static_cast<double>(n));
+    if (!(se > 0)) return mean < 0 ? 0.0 : 1.0;
+    return 0.5 * std::erfc(-(mean / se) / std::sqrt(2.0));  // The normal CDF at mean / se.
+  }
+  SplitMix64 rng{seed};
+  // Ties count as "at most", so differences of zero give p near 1.
+  double scale = 0;
+  for (double x : d) scale = std::max(scale, std::abs(x));
+  const double tolerance = 1e-12 * scale * static_cast<double>(n);
+  int64_t at_most = 0;
+  for (int k = 0; k < permutations; ++k) {
+    double sum = 0;
+    uint64_t bits = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (i % 64 == 0) bits = rng.Next();
+      sum += (bits & 1) ? d[i] : -d[i];
+      bits >>= 1;
+    }
+    at_most += sum <= observed + tolerance;
   }
   return static_cast<double>(1 + at_most) / static_cast<double>(1 + permutations);
 }

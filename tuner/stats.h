@@ -26,6 +26,17 @@
 // kMaxBootstrapCalls: Welch's normal approximation). Decisions require both
 // (crossover.h).
 //
+// Paired data. The tuner's rounds are blocks: each round times every
+// candidate once, in a random order, so drift, a neighbour's burst or a
+// slow host hit every algorithm of the round alike. PairedRatioOfMeans and
+// SignFlipPLess keep that pairing: the interval resamples whole rounds (a
+// pair's two calls together), and the test flips, at random, which side of
+// each round is which (under the null hypothesis the two calls of a round
+// are exchangeable). What the rounds share cancels in both, so the same
+// calls decide with fewer rounds; where the rounds share nothing the paired
+// forms cost nothing against the unpaired ones (crossover_test's
+// PairedAnalysis tests show both).
+//
 // Every result is deterministic: the resampling draws from SplitMix64
 // seeded by the caller (pass the same seed to get the same interval).
 //
@@ -73,6 +84,22 @@ RatioInterval RatioOfMeans(std::span<const double> a, std::span<const double> b,
 // a_scale = 1 / (1 - m), a small p says mean(a) < (1 - m) mean(b).
 double PermutationPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,
                         int permutations = kDefaultPermutations);
+
+// The interval of mean(a) / mean(b) from paired calls: a[i] and b[i] were
+// measured in one round (a.size() == b.size() >= 1). The percentile
+// bootstrap resamples rounds; above kMaxBootstrapCalls calls, the delta
+// method on the rounds' residuals a[i] - R b[i].
+RatioInterval PairedRatioOfMeans(std::span<const double> a, std::span<const double> b, uint64_t seed,
+                                 double level = 0.95, int resamples = kDefaultResamples);
+
+// The one-sided p-value of a sign-flip permutation test, over paired calls,
+// that mean(a_scale x a) is lower than mean(b) by more than chance: the
+// differences d[i] = a_scale a[i] - b[i] have their signs flipped at random
+// `permutations` times, and the observed mean of d is ranked among the
+// flips' ((1 + count) / (1 + permutations)). Above kMaxBootstrapCalls
+// calls: the normal approximation of the mean of d.
+double SignFlipPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,
+                     int permutations = kDefaultPermutations);
 
 // What an interval of mean(a) / mean(b) says about a against b, with a
 // relative margin m >= 0 (0.02: differences under 2 % do not count):

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace topotune {
@@ -57,6 +59,81 @@ TEST(RatioOfMeans, CoverageNearTheLevel) {
     }
     EXPECT_NEAR(covered / double(trials), 0.95, n > 1000 ? 0.06 : 0.04) << "n = " << n;
   }
+}
+
+// Paired rounds: a drift common to both calls of a round cancels, so the
+// paired interval is far narrower than the unpaired one on the same calls,
+// and it still covers the true ratio about 95 % of the time.
+TEST(PairedRatioOfMeans, CommonDriftCancels) {
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> drift(0.0, 0.3), noise(0.0, 0.02);
+  int covered = 0;
+  double paired_width = 0, unpaired_width = 0;
+  const int trials = 300;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> a, b;
+    for (int i = 0; i < 30; ++i) {
+      const double round = drift(rng);
+      a.push_back(0.8 * round * noise(rng));
+      b.push_back(1.0 * round * noise(rng));
+    }
+    RatioInterval p = PairedRatioOfMeans(a, b, static_cast<uint64_t>(t));
+    RatioInterval u = RatioOfMeans(a, b, static_cast<uint64_t>(t));
+    EXPECT_LE(p.lo, p.estimate);
+    EXPECT_GE(p.hi, p.estimate);
+    covered += p.lo <= 0.8 && 0.8 <= p.hi;
+    paired_width += p.hi - p.lo;
+    unpaired_width += u.hi - u.lo;
+  }
+  EXPECT_NEAR(covered / double(trials), 0.95, 0.04);
+  EXPECT_LT(paired_width, unpaired_width / 5);
+  // One pair: [R, R]; the normal approximation on many pairs agrees with the bootstrap.
+  RatioInterval one = PairedRatioOfMeans(std::vector<double>{3}, std::vector<double>{2}, 1);
+  EXPECT_DOUBLE_EQ(one.lo, 1.5);
+  EXPECT_DOUBLE_EQ(one.hi, 1.5);
+  std::vector<double> a, b;
+  for (int i = 0; i < 12000; ++i) {
+    const double round = drift(rng);
+    a.push_back(0.8 * round * noise(rng));
+    b.push_back(round * noise(rng));
+  }
+  RatioInterval normal = PairedRatioOfMeans(a, b, 1);
+  RatioInterval boot = PairedRatioOfMeans(std::span(a).first(9000), std::span(b).first(9000), 1);
+  EXPECT_LT(normal.lo, 0.8);
+  EXPECT_GT(normal.hi, 0.8);
+  EXPECT_NEAR(normal.hi - normal.lo, (boot.hi - boot.lo) * std::sqrt(9000.0 / 12000), 0.2 * (boot.hi - boot.lo));
+}
+
+// The sign-flip test: exact where every round says the same (n rounds all
+// faster give p near 2^-n, bounded below by the permutations), near 1 for a
+// candidate that is never faster, and valid (p < 0.05 about 5 % of the
+// time) under exchangeable calls.
+TEST(SignFlipPLess, ExactAtTheExtremesValidUnderTheNull) {
+  std::vector<double> fast(12, 1.0), slow(12, 2.0);
+  EXPECT_LT(SignFlipPLess(fast, 1.0, slow, 1), 0.001);
+  EXPECT_GT(SignFlipPLess(slow, 1.0, fast, 1), 0.99);
+  EXPECT_GT(SignFlipPLess(fast, 1.0, fast, 1), 0.99);  // Ties are never a signal.
+  std::vector<double> three = {1, 1, 1}, six = {2, 2, 2};
+  EXPECT_NEAR(SignFlipPLess(three, 1.0, six, 1), 1.0 / 8, 0.02);  // 1 of 2^3 sign patterns.
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> drift(0.0, 0.3), noise(0.0, 0.05);
+  int rejected = 0;
+  const int trials = 1000;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> a, b;
+    for (int i = 0; i < 20; ++i) {
+      const double round = drift(rng);
+      a.push_back(round * noise(rng));
+      b.push_back(round * noise(rng));
+    }
+    rejected += SignFlipPLess(a, 1.0, b, static_cast<uint64_t>(t), 2000) < 0.05;
+  }
+  EXPECT_NEAR(rejected / double(trials), 0.05, 0.025);
+  // Above kMaxBootstrapCalls: the normal approximation.
+  std::vector<double> big_a(11000, 1.0), big_b(11000, 1.1);
+  big_a[0] = 1.5;
+  EXPECT_LT(SignFlipPLess(big_a, 1.0, big_b, 1), 1e-6);
+  EXPECT_GT(SignFlipPLess(big_b, 1.0, big_a, 1), 0.999);
 }
 
 TEST(Compare, MarginDecides) {

@@ -17,6 +17,7 @@
 #include "bench_kernels/driver/tcp_counters.h"
 #include "tuner/bounds.h"
 #include "tuner/crossover.h"
+#include "tuner/round_rule.h"
 #include "tuner/stats.h"
 #include "tuner/topology_io.h"
 
@@ -133,6 +134,8 @@ std::string SampleToJson(const Sample& s, bool with_times) {
   if (s.tcp_timeouts) j["tcp_timeouts"] = *s.tcp_timeouts;
   if (s.tcp_retrans_segs) j["tcp_retrans_segs"] = *s.tcp_retrans_segs;
   if (with_times) j["times_s"] = s.times_s;
+  if (!s.dropped.empty()) j["dropped"] = s.dropped;
+  if (s.size_seconds > 0) j["size_seconds"] = s.size_seconds;
   return j.dump();
 }
 
@@ -440,6 +443,7 @@ struct Entry {
   long long fallbacks = 0;
   long long tcp_timeouts = 0, tcp_retrans_segs = 0;  // This rank's share (tcp_counters).
   std::string first_error;
+  std::string dropped;  // Why it left the size's rounds (rank 0's words; every rank knows that it left).
 };
 
 // The order of one round: a Fisher-Yates shuffle drawn from the seed, the
@@ -453,49 +457,55 @@ void RoundOrder(uint64_t seed, int64_t msize, int round, std::vector<size_t>* or
   }
 }
 
-// Rank 0's stopping rule of interleaved rounds (bench.h).
-class RoundRule {
+// Rank 0's rule of a size's interleaved rounds (tuner/round_rule.h) on
+// the entries: the size's wall time from its first round, the calls
+// numbered by round, and who leaves the race.
+class EntryRounds {
  public:
-  RoundRule(const BenchOptions& o, int64_t msize)
-      : min_rounds_(std::max(1, o.iterations)),
-        max_rounds_(std::max({min_rounds_, o.max_rounds, 1})),
-        budget_s_(o.size_budget_s),
-        msize_(msize),
-        next_check_(min_rounds_),
-        start_s_(MPI_Wtime()) {
-    options_.alpha = o.alpha;
-    options_.margin = o.margin;
-    options_.seed = o.order_seed;
-  }
+  EntryRounds(const BenchOptions& o, int64_t msize) : rule_(RuleOptions(o)), msize_(msize), start_s_(MPI_Wtime()) {}
 
-  // Rounds where the rule is evaluated (and progress reported): the first,
-  // then the checkpoints.
-  bool IsCheckpoint(int round) const { return round == 0 || round == checked_at_; }
+  bool IsCheckpoint(int round) const { return rule_.IsCheckpoint(round); }
 
-  // Whether to run another round after `rounds` rounds.
-  int GoOn(int rounds, const std::vector<Entry>& entries) {
-    if (rounds < min_rounds_) return 1;
-    if (rounds >= max_rounds_ || !(budget_s_ > 0)) return 0;
-    // Wall time, barriers and reductions included: what the budget buys.
-    if (MPI_Wtime() - start_s_ >= budget_s_) return 0;
-    if (rounds < next_check_) return 1;
-    // Checkpoints grow by half, so the bootstrap runs O(log rounds) times.
-    next_check_ = std::max(rounds + 1, rounds + rounds / 2);
-    checked_at_ = rounds;
+  // Whether to run another round after `rounds` rounds; the entries that
+  // leave the race get their reason in Entry::dropped.
+  bool GoOn(int rounds, std::vector<Entry>* entries) {
     std::vector<SampleSet> sets;
-    for (const Entry& e : entries) sets.push_back({e.name, static_cast<double>(msize_), e.times});
-    return Settled(sets, options_) ? 0 : 1;
+    for (const Entry& e : *entries) {
+      SampleSet s{e.name, static_cast<double>(msize_), e.times, ConsecutiveRounds(e.times.size())};
+      s.dropped = e.dropped;
+      sets.push_back(std::move(s));
+    }
+    // Wall time, barriers and reductions included: what the budget buys.
+    const bool go_on = rule_.GoOn(rounds, MPI_Wtime() - start_s_, &sets);
+    for (size_t i = 0; i < entries->size(); ++i) (*entries)[i].dropped = sets[i].dropped;
+    return go_on;
   }
 
  private:
-  int min_rounds_, max_rounds_;
-  double budget_s_;
+  static RoundRuleOptions RuleOptions(const BenchOptions& o) {
+    RoundRuleOptions r;
+    r.min_rounds = std::max(1, o.iterations);
+    r.max_rounds = o.max_rounds;
+    r.budget_s = o.size_budget_s;
+    r.race = o.race;
+    r.choice.alpha = o.alpha;
+    r.choice.margin = o.margin;
+    r.choice.seed = o.order_seed;
+    r.unraced = {std::string(kViaMpiAlgorithm)};
+    return r;
+  }
+
+  RoundRule rule_;
   int64_t msize_;
-  int next_check_;
-  int checked_at_ = -1;
   double start_s_;
-  ChoiceOptions options_;
 };
+
+// "1.23 s", "45.6 ms": a call's time in a reason.
+std::string FormatSeconds(double s) { return s >= 1 ? fmt::format("{:.3g} s", s) : fmt::format("{:.3g} ms", s * 1e3); }
+
+// Whether an entry can leave a size early: a kernel other than native (the
+// reference) and its A/A copy; the public MPI function is only timed beside.
+bool Raced(const Entry& e) { return e.k != nullptr && e.k->name != "native"; }
 
 std::string MpiErrorString(int rc) {
   char text[MPI_MAX_ERROR_STRING];
@@ -644,6 +654,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
   int64_t call = 0;  // Numbers every call, so that each call's data differ.
 
   for (int64_t msize : sizes) {
+    const double size_start = MPI_Wtime();
     Workload w;
     if (std::string err = w.Init(collective, rank, n, msize, options.pattern, options.seed, options.fold_buffers);
         !err.empty())
@@ -687,8 +698,10 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       return options.alltoallv_agreement && collective == Collective::kAlltoallv && e.k != nullptr &&
              e.k->name != "native";
     };
-    // One call of `e`; a timed one adds its time (max over ranks) to e.times.
-    auto one_call = [&](Entry& e, bool timed) {
+    // One call of `e`; a timed one adds its time (max over ranks) to e.times
+    // and returns it (a measured one only returns it; else 0).
+    auto one_call = [&](Entry& e, bool timed, bool measured = false) {
+      measured = measured || timed;
       ++call;
       if (options.verify) {
         w.FillSend(call);
@@ -696,14 +709,14 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       }
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
       const std::optional<TcpCounters> tcp_before = timed && counts_tcp ? ReadTcpCounters() : std::nullopt;
-      if (timed) MPI_Barrier(comm);
+      if (measured) MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
       rc = agree(e) ? w.Agree(comm) : MPI_SUCCESS;
       if (rc == MPI_SUCCESS) rc = w.Call(e.k, comm, holder.context(), &fallback_log);
       const double t = MPI_Wtime() - t0;
+      double elapsed = 0;
+      if (measured) MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
       if (timed) {
-        double elapsed = 0;
-        MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
         e.times.push_back(elapsed);
         e.fallbacks += TotalFallbacks(fallback_log) - fallbacks_before;
         // After the allreduce every rank's call is over: its retransmissions are counted.
@@ -721,6 +734,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         if (bad > 0 && e.first_error.empty()) e.first_error = fmt::format("call {}: {}", call, what);
         e.verify_errors += bad;
       }
+      return elapsed;
     };
     auto progress = [&](int done, const std::string& what) {
       if (rank == 0 && options.progress)
@@ -747,30 +761,69 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       }
     } else {
       progress(step, "warm-up of every algorithm at");
-      for (Entry& e : entries) {
+      // Native first, so that its warm-up is known when a candidate's is judged.
+      std::vector<size_t> warm_order(entries.size());
+      std::iota(warm_order.begin(), warm_order.end(), size_t{0});
+      std::stable_partition(warm_order.begin(), warm_order.end(),
+                            [&](size_t i) { return entries[i].k != nullptr && entries[i].k->name == "native"; });
+      const bool judged = options.candidate_limit_s > 0 || options.slow_warmup_factor > 0;
+      std::optional<double> native_warm;  // Native's fastest warm-up call.
+      for (size_t i : warm_order) {
+        Entry& e = entries[i];
+        if (rank == 0 && options.round_started)
+          options.round_started(fmt::format("{} {} warm-up at {}", cname, e.label, FormatBytes(msize)));
         if (!set_plan(e)) break;
-        for (int i = 0; i < options.warmup && rc == MPI_SUCCESS; ++i) one_call(e, false);
+        std::optional<double> fastest;
+        for (int c = 0; c < options.warmup && rc == MPI_SUCCESS; ++c) {
+          const double t = one_call(e, false, judged);
+          fastest = std::min(t, fastest.value_or(t));
+          if (Raced(e) && options.candidate_limit_s > 0 && t > options.candidate_limit_s) {
+            e.dropped = fmt::format("a warm-up call took {}, over the candidate time limit of {}", FormatSeconds(t),
+                                    FormatSeconds(options.candidate_limit_s));
+            break;
+          }
+        }
         clear_plan();
         if (rc != MPI_SUCCESS) break;
+        if (!fastest) continue;
+        if (e.k != nullptr && e.k->name == "native" && e.name == e.k->name) native_warm = fastest;
+        if (Raced(e) && e.dropped.empty() && native_warm && options.slow_warmup_factor > 0 &&
+            *fastest > kSlowWarmupFloorS && *fastest > options.slow_warmup_factor * *native_warm)
+          e.dropped = fmt::format("its fastest warm-up call took {}, {:.1f}x native's {} (over {:.1f}x)",
+                                  FormatSeconds(*fastest), *fastest / *native_warm, FormatSeconds(*native_warm),
+                                  options.slow_warmup_factor);
       }
-      RoundRule rule(options, msize);
+      EntryRounds rule(options, msize);
       std::vector<size_t> order(entries.size());
       for (int round = 0; rc == MPI_SUCCESS; ++round) {
         const std::string what = fmt::format("round {} of every algorithm at", round + 1);
         if (rule.IsCheckpoint(round)) progress(step, what);
-        if (rank == 0 && options.round_started)
-          options.round_started(fmt::format("{} {} {}", cname, what, FormatBytes(msize)));
         RoundOrder(options.order_seed, msize, round, &order);
         for (size_t i : order) {
-          if (!set_plan(entries[i])) break;
-          one_call(entries[i], true);
+          Entry& e = entries[i];
+          if (!e.dropped.empty()) continue;
+          if (rank == 0 && options.round_started)
+            options.round_started(
+                fmt::format("{} {} in round {} at {}", cname, e.label, round + 1, FormatBytes(msize)));
+          if (!set_plan(e)) break;
+          const double t = one_call(e, true);
           clear_plan();
           if (rc != MPI_SUCCESS) break;
+          if (Raced(e) && options.candidate_limit_s > 0 && t > options.candidate_limit_s)
+            e.dropped = fmt::format("a call in round {} took {}, over the candidate time limit of {}", round + 1,
+                                    FormatSeconds(t), FormatSeconds(options.candidate_limit_s));
         }
         if (rc != MPI_SUCCESS) break;
-        int go_on = rank == 0 ? rule.GoOn(round + 1, entries) : 0;
-        MPI_Bcast(&go_on, 1, MPI_INT, 0, comm);
-        if (!go_on) break;
+        // Rank 0's verdict: another round or not, and who leaves the race.
+        std::vector<int> verdict(entries.size() + 1, 0);
+        if (rank == 0) {
+          verdict[0] = rule.GoOn(round + 1, &entries);
+          for (size_t i = 0; i < entries.size(); ++i) verdict[i + 1] = entries[i].dropped.empty() ? 0 : 1;
+        }
+        MPI_Bcast(verdict.data(), static_cast<int>(verdict.size()), MPI_INT, 0, comm);
+        for (size_t i = 0; i < entries.size(); ++i)
+          if (verdict[i + 1] && entries[i].dropped.empty()) entries[i].dropped = "left the race (rank 0's verdict)";
+        if (!verdict[0]) break;
       }
       step += static_cast<int>(entries.size());
     }
@@ -780,6 +833,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       return kExitFailure;
     }
 
+    const double size_seconds = MPI_Wtime() - size_start;
     for (Entry& e : entries) {
       long long fallbacks = e.fallbacks, max_fallbacks = 0, all_errors = 0, verify_errors = e.verify_errors;
       MPI_Allreduce(&fallbacks, &max_fallbacks, 1, MPI_LONG_LONG, MPI_MAX, comm);
@@ -823,6 +877,8 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         s.tcp_retrans_segs = tcp_sum[1];
       }
       s.times_s = std::move(e.times);
+      s.dropped = e.dropped;
+      s.size_seconds = size_seconds;
       if (sink) sink(s);
     }
   }

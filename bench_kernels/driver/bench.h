@@ -20,7 +20,20 @@
 // by half each time, and more rounds run until it holds, until size_budget_s
 // of wall time has passed since the size's first round, or until
 // max_rounds; rank 0
-// broadcasts the verdict. With aa_control, native is timed twice per round,
+// broadcasts the verdict. With race, the same checkpoints also race the
+// candidates (tuner/crossover.h RaceExits: successive elimination): one
+// that cannot beat native, or is slower than the leader, leaves the size's
+// rounds, and the rounds that follow time only native, the A/A copy and the
+// candidates still racing (each call still in a round's random order, so
+// the calls of one round stay paired). A candidate also leaves when one of
+// its calls (warm-up or round, max over ranks) takes longer than
+// candidate_limit_s, or, before its rounds, when its fastest warm-up call
+// is more than slow_warmup_factor times native's fastest and over
+// kSlowWarmupFloorS: a size's large messages then cost native's time, not a
+// slow small-message algorithm's, and the size goes on. Whatever leaves is
+// reported with Sample::dropped, its times those of its rounds so far.
+// A point (BenchOptions::round_started) is then one algorithm's call in a
+// round or its warm-up. With aa_control, native is timed twice per round,
 // the second copy labelled kAaControlLabel ("native:aa"): the A/A control.
 // With alltoallv_agreement, an alltoallv kernel's timed call includes the
 // agreement that libtopotune-mpi.so adds before it.
@@ -60,6 +73,10 @@ namespace topotune::bench {
 // kernel of the registry but the MPI library's public entry point, and
 // whatever intercepts it.
 inline constexpr std::string_view kViaMpiAlgorithm = "mpi";
+
+// A warm-up call faster than this (seconds) never drops its algorithm as
+// too slow against native: calls that short cost a size little.
+inline constexpr double kSlowWarmupFloorS = 0.05;
 
 // Exit statuses of topotune-bench, also returned by RunBench.
 inline constexpr int kExitOk = 0;
@@ -114,13 +131,16 @@ struct BenchOptions {
   // library loaded into the job (libtopotune-mpi.so) then runs what it
   // chooses, so that what a job gets from it is timed like a kernel.
   std::string via_mpi_label;
-  bool interleave = false;    // Rounds in random order (see above); needs iterations >= 1.
-  double size_budget_s = 0;   // interleave: wall time of a size's rounds beyond which none follow; 0: none.
-  int max_rounds = 0;         // interleave: rounds per size at most; below iterations: iterations.
-  double margin = 0.01;       // interleave: the stopping rule's decision margin.
-  double alpha = 0.05;        // interleave: 1 - the confidence level of the stopping rule.
-  bool aa_control = false;    // Also time native a second time, labelled "native:aa".
-  bool tcp_counters = false;  // Count each algorithm's TCP timeouts and retransmissions (tcp_counters.h).
+  bool interleave = false;        // Rounds in random order (see above); needs iterations >= 1.
+  double size_budget_s = 0;       // interleave: wall time of a size's rounds beyond which none follow; 0: none.
+  int max_rounds = 0;             // interleave: rounds per size at most; below iterations: iterations.
+  double margin = 0.01;           // interleave: the stopping rule's decision margin.
+  double alpha = 0.05;            // interleave: 1 - the confidence level of the stopping rule.
+  bool aa_control = false;        // Also time native a second time, labelled "native:aa".
+  bool race = false;              // interleave: successive elimination at the checkpoints (see above).
+  double candidate_limit_s = 0;   // interleave, > 0: a call longer than this drops its algorithm from the size.
+  double slow_warmup_factor = 0;  // interleave, > 0: a warm-up this many times native's drops its algorithm.
+  bool tcp_counters = false;      // Count each algorithm's TCP timeouts and retransmissions (tcp_counters.h).
   // alltoallv: time every kernel but native with the agreement
   // libtopotune-mpi.so makes before a call that runs it (this rank's pattern
   // features, summed by one allreduce of six integers; shim/runtime.h), so
@@ -130,9 +150,10 @@ struct BenchOptions {
   // Called on rank 0 before each (algorithm, size): done so far, the total,
   // and what runs next ("alltoall ring 64KiB"); after the last, with done == total.
   std::function<void(int done, int total, const std::string& what)> progress;
-  // interleave: called on rank 0 as each round starts ("alltoall round 12
-  // of every algorithm at 256KiB"); progress is called only at the first
-  // round and at the stopping rule's checkpoints. A watchdog's point.
+  // interleave: called on rank 0 as each algorithm's warm-up and each of
+  // its calls in a round starts ("alltoall ring in round 12 at 256KiB");
+  // progress is called only at the first round and at the stopping rule's
+  // checkpoints. A watchdog's point.
   std::function<void(const std::string& what)> round_started;
   // Diagnostics, one line each without a newline: fallback reasons (rank 0,
   // once per reason), verification mismatches and MPI errors (the rank that
@@ -168,6 +189,10 @@ struct Sample {
   // rank per host reads its namespace's counters around each call).
   std::optional<int64_t> tcp_timeouts, tcp_retrans_segs;
   std::vector<double> times_s;  // Every timed iteration, in order (max over ranks).
+  // Why the algorithm left the size before its last round (racing, the
+  // candidate time limit, a slow warm-up); empty: it ran every round.
+  std::string dropped;
+  double size_seconds = 0;  // Wall time of the whole size, every algorithm (rank 0's clock).
 };
 
 // The sample as one JSON object on one line (no newline), keys in the order

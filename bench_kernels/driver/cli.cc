@@ -58,7 +58,11 @@ constexpr const char* kFooterTop =
     "  every algorithm alike; --iterations is the number of rounds. With --size-budget, more rounds\n"
     "  follow until every algorithm's 95 % interval of its mean ratio to native lies wholly below or\n"
     "  above 1 - --margin, until the size's rounds have taken the budget (wall time), or until\n"
-    "  --max-rounds.\n"
+    "  --max-rounds. --race races the candidates at the same checkpoints: one whose interval says it\n"
+    "  cannot beat native by the margin, or that it is slower than the fastest still racing, leaves the\n"
+    "  size, and its sample says why (\"dropped\"). --candidate-limit S drops a candidate whose call takes\n"
+    "  longer than S seconds; --slow-warmup-factor F one whose fastest warm-up call is over F times\n"
+    "  native's (and over 50 ms). A size's wall time is in every sample (\"size_seconds\").\n"
     "  --aa-control times native twice per round (the second labelled native:aa): two runs of one\n"
     "  algorithm, whose ratio must show no difference (topotune compare).\n"
     "\n"
@@ -278,6 +282,20 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
       ->check(CLI::Range(0.0, 0.5))
       ->needs(interleave_opt)
       ->option_text("FRACTION (default: 0.01)");
+  app.add_flag("--race", o.race,
+               "With --size-budget: successive elimination at the stopping rule's checkpoints (see TIMING)")
+      ->needs(interleave_opt);
+  app.add_option("--candidate-limit", o.candidate_limit_s,
+                 "With --interleave: a candidate whose warm-up or round call takes longer leaves the size")
+      ->check(CLI::PositiveNumber)
+      ->needs(interleave_opt)
+      ->option_text("SECONDS");
+  app.add_option("--slow-warmup-factor", o.slow_warmup_factor,
+                 "With --interleave: a candidate whose fastest warm-up call is over F times native's (and over 50 ms) "
+                 "leaves the size before its rounds")
+      ->check(CLI::Range(1.0, 1000.0))
+      ->needs(interleave_opt)
+      ->option_text("F");
   app.add_option("--order-seed", o.order_seed, "With --interleave: seed of the rounds' random orders")
       ->needs(interleave_opt)
       ->option_text("N (default: 1)");

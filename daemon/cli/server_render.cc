@@ -173,20 +173,33 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
                        Plural(d.num_samples(), "sample", "samples"), FormatTimestamp(d.updated_at()));
     out += FormatDecisionTable(d.table(), 2);
     if (d.choices().empty()) continue;
-    std::vector<std::vector<std::string>> rows{
-        {"measured", "chosen", "mean", "median", "p95", "vs native", "best other", "calls", "A/A", "sampling"}};
+    std::vector<std::vector<std::string>> rows{{"measured", "chosen", "mean", "median", "p95", "vs native",
+                                                "best other", "calls", "A/A", "sampling", "tuned in"}};
     int noisy = 0;
+    std::string left;  // Who left each size early, and why.
     for (const v1::SizeChoice& c : d.choices()) {
       noisy += c.noisy();
-      rows.push_back({FormatBytes(static_cast<double>(c.msize())), c.chosen(),
-                      c.chosen_mean_s() > 0 ? FormatSeconds(c.chosen_mean_s()) : "-",
+      const std::string size = FormatBytes(static_cast<double>(c.msize()));
+      if (c.failed()) {
+        rows.push_back({size, c.chosen() + " (failed)", "-", "-", "-", "-", "-", "-", "-", "-",
+                        c.tuning_seconds() > 0 ? FormatSeconds(c.tuning_seconds()) : "-"});
+        left += fmt::format("  {}: FAILED, {} runs there: {}\n", size, c.chosen(), c.failure());
+        continue;
+      }
+      for (const v1::CandidateStats& k : c.candidates())
+        if (!k.dropped().empty())
+          left += fmt::format("  {}: {} left after {}: {}\n", size, k.algorithm(), Plural(k.calls(), "call", "calls"),
+                              k.dropped());
+      rows.push_back({size, c.chosen(), c.chosen_mean_s() > 0 ? FormatSeconds(c.chosen_mean_s()) : "-",
                       FormatSeconds(c.chosen_median_s()), c.chosen_p95_s() > 0 ? FormatSeconds(c.chosen_p95_s()) : "-",
                       c.chosen() == c.reference() || c.reference().empty() ? "-" : FormatInterval(c.ratio()),
                       BestOther(c), c.calls() > 0 ? std::to_string(c.calls()) : "-",
                       !c.has_aa() ? "-" : (c.noisy() ? "NOISY " : "") + FormatInterval(c.aa()),
-                      c.reference().empty() ? "-" : (c.settled() ? "settled" : "budget")});
+                      c.reference().empty() ? "-" : (c.settled() ? "settled" : "budget"),
+                      c.tuning_seconds() > 0 ? FormatSeconds(c.tuning_seconds()) : "-"});
     }
     out += Columns(rows, 2);
+    if (!left.empty()) out += "  left early (racing, the candidate time limit, a slow warm-up) or failed:\n" + left;
     if (noisy > 0)
       out += fmt::format(
           "  NOISY at {}: the A/A control (native measured twice) differed with confidence, so the run was too\n"
@@ -198,7 +211,7 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
         "\nmean, median, p95: the chosen algorithm's time per call; vs native: its mean over native's with the 95 % "
         "interval;\nbest other: where native stays, the fastest other algorithm and its interval; A/A: native "
         "measured twice, whose\nratio must show no difference; sampling: settled (every interval excludes the "
-        "margin) or budget (time ran out)\n";
+        "margin) or budget (time ran out);\ntuned in: the wall time tuning spent at the size\n";
   return out;
 }
 

@@ -209,6 +209,9 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"size_budget", Seconds(&t.size_budget_s, 0, 86400)},
       {"max_rounds", Number<int>(&t.max_rounds, 1, 100000)},
       {"aa_control", Bool(&t.aa_control)},
+      {"race", Bool(&t.race)},
+      {"candidate_timeout", Seconds(&t.candidate_timeout_s, 0, 86400)},
+      {"slow_warmup_factor", Number<double>(&t.slow_warmup_factor, 0, 1000)},
   };
   Status s = r.Map(root, "",
                    {
@@ -249,6 +252,10 @@ StatusOr<Config> LoadConfig(const std::string& path) {
 
 std::string ListenHost(std::string_view listen) { return std::string(listen.substr(0, listen.rfind(':'))); }
 
+double CandidateLimit(const TuningConfig& t) {
+  return t.candidate_timeout_s > 0 ? std::min(t.candidate_timeout_s, t.point_timeout_s / 2) : 0;
+}
+
 Status ValidateConfig(const Config& c) {
   auto bad = [&](const std::string& what) { return Status::InvalidArgument(fmt::format("{}: {}", c.source, what)); };
   if (c.tls_cert.empty() != c.tls_key.empty()) return bad("tls_cert and tls_key go together: give both or neither");
@@ -263,6 +270,11 @@ Status ValidateConfig(const Config& c) {
   for (const std::string& p : c.tuning.alltoallv_patterns)
     if (std::find(kPatternClasses.begin(), kPatternClasses.end(), p) == kPatternClasses.end())
       return bad(fmt::format("tuning.alltoallv_patterns: '{}' is not one of {}", p, fmt::join(kPatternClasses, ", ")));
+  if (c.tuning.slow_warmup_factor > 0 && c.tuning.slow_warmup_factor < 1)
+    return bad(
+        fmt::format("tuning.slow_warmup_factor {} is below 1 (it would drop candidates faster than native); "
+                    "give 0 (never) or at least 1",
+                    c.tuning.slow_warmup_factor));
   if (c.tuning.launcher.find("{command}") == std::string::npos)
     return bad("tuning.launcher must contain {command}, where the benchmark command goes");
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};

@@ -59,10 +59,22 @@ struct TuningConfig {
   double size_budget_s = 30;
   int max_rounds = 2000;
   bool aa_control = true;  // Time native a second time as "native:aa" (the A/A control).
+  // Racing: at adaptive sampling's checkpoints a candidate that cannot beat
+  // native, or is slower than the leader, leaves the size's rounds, which
+  // then go to native, the A/A copy and the contenders.
+  bool race = true;
+  // A candidate whose call (warm-up or round) takes longer leaves the size;
+  // 0: no limit. At most half of point_timeout_s is used (CandidateLimit).
+  double candidate_timeout_s = 60;
+  // A candidate whose fastest warm-up call is this many times native's (and
+  // over 50 ms) leaves the size before its rounds; 0: never.
+  double slow_warmup_factor = 3;
   // Node counts swept when StartTuning names none: powers of two from 2 up to
   // the live hosts, and the live hosts themselves.
   std::vector<int> node_counts;
-  double point_timeout_s = 300;   // One point (with interleaved rounds: a round) running longer aborts the job.
+  // One point running longer aborts the job: with interleaved rounds, one
+  // algorithm's warm-up or its call in a round.
+  double point_timeout_s = 300;
   int max_refinement_rounds = 4;  // Bisection rounds per crossover search.
   // The benchmark program; "" means topotune-agent beside the topotuned
   // executable (else on PATH).
@@ -74,6 +86,11 @@ struct TuningConfig {
   // certificate against; "" means tls_cert itself (self-signed).
   std::string agent_tls_ca;
 };
+
+// The per-candidate time limit tuning jobs get: candidate_timeout_s, at most
+// half of point_timeout_s (so that a slow candidate leaves the size before
+// its point aborts the job); 0 when candidate_timeout_s is 0.
+double CandidateLimit(const TuningConfig& t);
 
 struct Config {
   std::string source;                             // The file loaded, or "(defaults)".

@@ -36,6 +36,35 @@ TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
   EXPECT_EQ(c->tuning.job_timeout_s, d->tuning.job_timeout_s);
   EXPECT_TRUE(c->discovery.exclude_switches.empty());
   EXPECT_EQ(c->discovery.data_vlan, 0);
+  EXPECT_EQ(c->tuning.race, d->tuning.race);
+  EXPECT_EQ(c->tuning.candidate_timeout_s, d->tuning.candidate_timeout_s);
+  EXPECT_EQ(c->tuning.slow_warmup_factor, d->tuning.slow_warmup_factor);
+}
+
+// Racing and the per-candidate limits: on by default; the candidate limit
+// is at most half of point_timeout, and a slow-warm-up factor below 1 would
+// drop candidates faster than native.
+TEST(Config, RacingAndCandidateLimits) {
+  auto d = ParseConfig("", "t.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->tuning.race);
+  EXPECT_DOUBLE_EQ(d->tuning.candidate_timeout_s, 60);
+  EXPECT_DOUBLE_EQ(d->tuning.slow_warmup_factor, 3);
+  auto c = ParseConfig("tuning:\n  race: false\n  candidate_timeout: 0s\n  slow_warmup_factor: 0\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->tuning.race);
+  EXPECT_EQ(c->tuning.candidate_timeout_s, 0);
+  EXPECT_EQ(c->tuning.slow_warmup_factor, 0);
+  // The limit jobs get is at most half the point timeout.
+  EXPECT_DOUBLE_EQ(CandidateLimit(d->tuning), 60);
+  auto over = ParseConfig("tuning:\n  point_timeout: 30s\n  candidate_timeout: 120s\n", "t.yaml");
+  ASSERT_TRUE(over.ok()) << over.status().message();
+  EXPECT_DOUBLE_EQ(CandidateLimit(over->tuning), 15);
+  EXPECT_EQ(CandidateLimit(c->tuning), 0);
+  auto factor = ParseConfig("tuning:\n  slow_warmup_factor: 0.5\n", "t.yaml");
+  ASSERT_FALSE(factor.ok());
+  EXPECT_NE(factor.status().message().find("give 0 (never) or at least 1"), std::string::npos)
+      << factor.status().message();
 }
 
 // discovery.exclude_switches (a list, or "a,b") and discovery.data_vlan

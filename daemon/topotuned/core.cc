@@ -813,6 +813,9 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
       sc->set_calls(c.calls);
       if (c.aa_measured) IntervalToProto(c.aa, sc->mutable_aa());
       sc->set_noisy(c.noisy);
+      sc->set_failed(c.failed);
+      sc->set_failure(c.failure);
+      sc->set_tuning_seconds(c.tuning_seconds);
       for (const CandidateStats& k : c.candidates) {
         v1::CandidateStats* kc = sc->add_candidates();
         kc->set_algorithm(k.algorithm);
@@ -821,6 +824,8 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
         kc->set_median_s(k.median);
         kc->set_p95_s(k.p95);
         IntervalToProto(k.ratio, kc->mutable_ratio());
+        kc->set_pairs(k.pairs);
+        kc->set_dropped(k.dropped);
       }
     }
     if (auto n = samples.find({d.key.collective, d.key.nprocs, d.key.ranks_per_node, d.key.pattern});

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <ranges>
 #include <set>
 
 #include "daemon/topotuned/core.h"
@@ -273,8 +274,13 @@ grpc::Status Tuner::Stream::Add(const v1::ReportSamplesRequest& msg) {
   std::vector<db::Sample> batch;
   auto add = [&](double t) { batch.push_back({algorithm, static_cast<double>(s.msize()), std::max(t, 1e-9)}); };
   for (double t : s.times_s()) add(t);
-  if (batch.empty()) add(s.median_s());
-  auto stored = tuner_->core_->store().AddSampleBatch(run_id_, msg.sequence(), batch);
+  // A summary without its times stands as one call; an algorithm dropped
+  // before its first call has neither, only its note.
+  if (batch.empty() && s.iterations() > 0) add(s.median_s());
+  std::optional<db::SampleNote> note;
+  if (!s.dropped().empty() || s.size_seconds() > 0)
+    note = db::SampleNote{algorithm, static_cast<double>(s.msize()), s.dropped(), s.size_seconds()};
+  auto stored = tuner_->core_->store().AddSampleBatch(run_id_, msg.sequence(), batch, note);
   if (!stored.ok()) return ToGrpc(stored.status());
   if (!*stored) {
     result_.set_duplicates(result_.duplicates() + 1);
@@ -389,41 +395,18 @@ void Tuner::RunSweep(const std::string& sweep_id) {
     db::TuningKey key{topo->stored.version, run.collective, run.nodes * run.ranks_per_node, run.ranks_per_node,
                       run.pattern};
     std::vector<int64_t> sizes = first_sizes;
-    std::vector<std::string> algorithms;  // Empty: every kernel.
+    std::vector<std::string> algorithms;         // Empty: every kernel.
+    std::map<double, std::string> failed_sizes;  // Failed twice: native runs there, with the reason.
     for (int round = 0;; ++round) {
       Progress(
           sweep_id,
           fmt::format("{}{} sizes {}", what, round ? fmt::format(" refinement {}", round) : "", fmt::join(sizes, ",")),
           0, 0);
-      int64_t run_id = 0;
-      auto [state, message] =
-          RunJob(sweep_id, run, hosts, topo->stored.version, topo->stored.yaml, sizes, algorithms, iterations, &run_id);
-      if (state != static_cast<int>(db::RunState::kDone)) failures.push_back(fmt::format("{}: {}", what, message));
+      const bool measured = MeasureSizes(sweep_id, run, hosts, topo->stored.version, topo->stored.yaml, sizes,
+                                         algorithms, iterations, &failed_sizes, &failures);
       // Decide from every sample of the key, including earlier rounds and runs.
-      auto sets = core_->store().Samples(key);
-      std::vector<SizeChoice> choices;
-      if (sets.ok() && !sets->empty()) {
-        ChoiceOptions options;
-        options.alpha = tc.alpha;
-        options.margin = tc.margin;
-        options.preference = KernelsByPreference(run.collective);
-        auto chosen = ChooseBySize(*sets, options);
-        if (chosen.ok()) {
-          choices = std::move(*chosen);
-          std::vector<DecisionRange> table = DecisionTable(choices);
-          auto put = core_->store().PutDecision(key, table, choices);
-          if (put.ok()) {
-            core_->DecisionsChanged(key.topology_version);
-            spdlog::info("{} {}: {}", sweep_id, what, FormatDecisionTable(table));
-          } else {
-            spdlog::error("{} {}: storing the decision: {}", sweep_id, what, put.status().message());
-          }
-        } else {
-          spdlog::error("{} {}: {}", sweep_id, what, chosen.status().message());
-        }
-      }
-      bool last = state != static_cast<int>(db::RunState::kDone) || req.skip_refinement() ||
-                  round >= tc.max_refinement_rounds || choices.empty();
+      std::vector<SizeChoice> choices = Decide(sweep_id, what, key, failed_sizes);
+      bool last = !measured || req.skip_refinement() || round >= tc.max_refinement_rounds || choices.empty();
       std::vector<double> next;
       if (!last) next = RefinementSizes(choices);
       {
@@ -465,6 +448,107 @@ void Tuner::RunSweep(const std::string& sweep_id) {
                   static_cast<double>(s.finished_ms) / 1000);
   m.SetSweepRunning(false);
   spdlog::info("{} {}", sweep_id, s.message);
+}
+
+bool Tuner::MeasureSizes(const std::string& sweep_id, const Run& run, const std::vector<std::string>& hosts,
+                         int64_t topology_version, const std::string& topology_yaml, const std::vector<int64_t>& sizes,
+                         const std::vector<std::string>& algorithms, int iterations,
+                         std::map<double, std::string>* failed_sizes, std::vector<std::string>* failures) {
+  const std::string what = fmt::format("{}{} {}x{}", run.collective, run.pattern.empty() ? "" : " " + run.pattern,
+                                       run.nodes, run.ranks_per_node);
+  std::vector<int64_t> pending = sizes;
+  std::map<int64_t, int> attempts;  // Failed runs that ended at each size.
+  int empty_runs = 0;               // Failed runs in a row that measured nothing.
+  while (!pending.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return false;
+    }
+    int64_t run_id = 0;
+    auto [state, message] =
+        RunJob(sweep_id, run, hosts, topology_version, topology_yaml, pending, algorithms, iterations, &run_id);
+    if (state == static_cast<int>(db::RunState::kDone)) return true;
+    if (message.starts_with("cancelled")) {
+      failures->push_back(fmt::format("{}: {}", what, message));
+      return false;
+    }
+    auto done = core_->store().MeasuredSizes(run_id);
+    std::set<int64_t> measured;
+    if (done.ok())
+      for (double m : *done) measured.insert(static_cast<int64_t>(m));
+    // The run ended at the first size it did not measure: that size failed.
+    auto at = std::find_if(pending.begin(), pending.end(), [&](int64_t m) { return !measured.count(m); });
+    if (at == pending.end()) return true;  // Every size is in, whatever the launcher said at the end.
+    const int64_t size = *at;
+    empty_runs = measured.empty() ? empty_runs + 1 : 0;
+    std::erase_if(pending, [&](int64_t m) { return measured.count(m) > 0; });
+    if (++attempts[size] < 2 && empty_runs < 2) {
+      spdlog::warn("{} {}: the run ended at {} ({}); trying {} once more", sweep_id, what, FormatBytes(size), message,
+                   pending.size() == 1 ? "it" : fmt::format("it and the {} sizes after it", pending.size() - 1));
+      Progress(sweep_id, fmt::format("{}: {} failed once; trying it again", what, FormatBytes(size)), 0, 0);
+      continue;
+    }
+    // Failed twice (or nothing measured twice in a row: the launcher itself
+    // fails): native stays at those sizes, and the sweep says so.
+    std::vector<int64_t> given_up = {size};
+    if (empty_runs >= 2) given_up = pending;
+    for (int64_t m : given_up) {
+      (*failed_sizes)[static_cast<double>(m)] =
+          fmt::format("the benchmark failed twice at {}: {}", FormatBytes(m), message);
+      failures->push_back(fmt::format("{} at {}: failed twice, native runs there: {}", what, FormatBytes(m), message));
+      std::erase(pending, m);
+    }
+    spdlog::error("{} {}: {} failed twice; native runs there", sweep_id, what,
+                  fmt::join(given_up | std::views::transform([](int64_t m) { return FormatBytes(m); }), ", "));
+  }
+  return true;
+}
+
+std::vector<SizeChoice> Tuner::Decide(const std::string& sweep_id, const std::string& what, const db::TuningKey& key,
+                                      const std::map<double, std::string>& failed_sizes) {
+  const TuningConfig& tc = core_->config().tuning;
+  auto sets = core_->store().Samples(key);
+  if (!sets.ok()) {
+    spdlog::error("{} {}: reading the samples: {}", sweep_id, what, sets.status().message());
+    return {};
+  }
+  std::vector<SizeChoice> choices;
+  if (!sets->empty()) {
+    ChoiceOptions options;
+    options.alpha = tc.alpha;
+    options.margin = tc.margin;
+    options.preference = KernelsByPreference(key.collective);
+    auto chosen = ChooseBySize(*sets, options);
+    if (!chosen.ok()) {
+      spdlog::error("{} {}: {}", sweep_id, what, chosen.status().message());
+      return {};
+    }
+    choices = std::move(*chosen);
+  }
+  // A size that failed twice keeps native, said so, unless another run measured it.
+  for (const auto& [msize, why] : failed_sizes)
+    if (std::none_of(choices.begin(), choices.end(), [&](const SizeChoice& c) { return c.msize == msize; }))
+      choices.push_back(FailedChoice(msize, "native", why));
+  std::sort(choices.begin(), choices.end(), [](const SizeChoice& a, const SizeChoice& b) { return a.msize < b.msize; });
+  if (choices.empty()) return choices;
+  std::vector<std::string> cost;
+  if (auto seconds = core_->store().SizeSeconds(key); seconds.ok())
+    for (const auto& [msize, s] : *seconds)
+      for (SizeChoice& c : choices)
+        if (c.msize == msize) {
+          c.tuning_seconds = s;
+          cost.push_back(fmt::format("{} {:.1f} s", FormatBytes(msize), s));
+        }
+  std::vector<DecisionRange> table = DecisionTable(choices);
+  auto put = core_->store().PutDecision(key, table, choices);
+  if (!put.ok()) {
+    spdlog::error("{} {}: storing the decision: {}", sweep_id, what, put.status().message());
+    return choices;
+  }
+  core_->DecisionsChanged(key.topology_version);
+  spdlog::info("{} {}: {}", sweep_id, what, FormatDecisionTable(table));
+  if (!cost.empty()) spdlog::info("{} {}: tuning time per size: {}", sweep_id, what, fmt::join(cost, ", "));
+  return choices;
 }
 
 std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run& run,
@@ -524,6 +608,10 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   task.set_margin(tc.margin);
   task.set_alpha(tc.alpha);
   task.set_aa_control(tc.aa_control);
+  task.set_race(tc.race);
+  if (const double limit = CandidateLimit(tc); limit > 0)
+    *task.mutable_candidate_timeout() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(limit * 1000));
+  task.set_slow_warmup_factor(tc.slow_warmup_factor);
   task.set_order_seed(static_cast<uint64_t>(run_id));
   if (Status v = Validate(task); !v.ok()) return finish(db::RunState::kFailed, "task: " + v.message());
   {

@@ -40,8 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "db/store.h"
 #include "topotune/v1/admin.pb.h"
 #include "topotune/v1/agents.pb.h"
+#include "tuner/crossover.h"
 
 namespace topotune::daemon {
 
@@ -123,6 +125,20 @@ class Tuner {
                                      int64_t topology_version, const std::string& topology_yaml,
                                      const std::vector<int64_t>& msizes, const std::vector<std::string>& algorithms,
                                      int iterations, int64_t* run_id_out);
+  // Measures `sizes` in one job; when a job ends at a size it did not
+  // measure, that size and those after it are tried once more, and a size
+  // that fails twice (every pending size, when two jobs in a row measure
+  // nothing) goes into failed_sizes with its reason, and into failures.
+  // False when nothing more should be measured (cancelled).
+  bool MeasureSizes(const std::string& sweep_id, const Run& run, const std::vector<std::string>& hosts,
+                    int64_t topology_version, const std::string& topology_yaml, const std::vector<int64_t>& sizes,
+                    const std::vector<std::string>& algorithms, int iterations,
+                    std::map<double, std::string>* failed_sizes, std::vector<std::string>* failures);
+  // Chooses per size from every sample of `key` (sizes that failed twice
+  // keep native, FailedChoice), with each size's tuning time, stores the
+  // decision table and logs it; returns the choices (empty: nothing stored).
+  std::vector<SizeChoice> Decide(const std::string& sweep_id, const std::string& what, const db::TuningKey& key,
+                                 const std::map<double, std::string>& failed_sizes);
   // The run id of a task id, from memory or ("run-<id>") the store; 0 if unknown.
   int64_t RunOfTask(const std::string& task_id);
   void Progress(const std::string& sweep_id, const std::string& message, int done_delta, int total_delta);

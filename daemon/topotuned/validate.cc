@@ -451,7 +451,10 @@ Status CheckSample(const Field& f, const v1::BenchSample& s) {
       CheckRange(f.Sub("ranks_per_node"), s.ranks_per_node(), 1, Limit(s.nprocs(), "nprocs")),
       CheckRange(f.Sub("msize"), s.msize(), 1, TOPOTUNE_LIMIT(kMaxMsizeBytes)),
       // Not bounded by kMaxIterations: with a time budget the count is measured, not asked for.
-      CheckRange(f.Sub("iterations"), iterations, 1, kUnbounded),
+      // An algorithm dropped before its first timed call has none.
+      CheckRange(f.Sub("iterations"), iterations, s.dropped().empty() ? 1 : 0, kUnbounded),
+      CheckString(f.Sub("dropped"), s.dropped(), 0, TOPOTUNE_LIMIT(kMaxDroppedBytes)),
+      CheckTime(f.Sub("size_seconds"), s.size_seconds()),
       CheckTime(min_s, s.min_s()),
       CheckTime(median_s, s.median_s()),
       CheckTime(p95_s, s.p95_s()),
@@ -599,6 +602,13 @@ Status Validate(const v1::BenchTask& task) {
       CheckRange("max_rounds", task.max_rounds(), 0, TOPOTUNE_LIMIT(kMaxIterations)),
       CheckFraction("margin", task.margin(), 0.5),
       CheckFraction("alpha", task.alpha(), 0.5),
+      task.has_candidate_timeout() && (task.candidate_timeout().seconds() != 0 || task.candidate_timeout().nanos() != 0)
+          ? CheckDuration("candidate_timeout", task.candidate_timeout())
+          : Status::Ok(),
+      !std::isfinite(task.slow_warmup_factor()) ||
+              (task.slow_warmup_factor() != 0 && (task.slow_warmup_factor() < 1 || task.slow_warmup_factor() > 1000))
+          ? Invalid("slow_warmup_factor", fmt::format("{} is not 0 or 1 to 1000", task.slow_warmup_factor()))
+          : Status::Ok(),
   });
 }
 

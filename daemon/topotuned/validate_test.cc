@@ -512,6 +512,34 @@ TEST(ValidateReportSamples, ValidPasses) {
   EXPECT_TRUE(Passes(Validate(r)));
 }
 
+// An algorithm dropped before its first timed call reports no calls, with
+// its reason; without a reason a sample needs a call. The reason has a limit.
+TEST(ValidateReportSamples, DroppedSamples) {
+  v1::ReportSamplesRequest r = ValidReportSamples();
+  auto* s = r.mutable_sample();
+  s->clear_times_s();
+  s->set_iterations(0);
+  s->set_min_s(0);
+  s->set_median_s(0);
+  s->set_p95_s(0);
+  s->set_max_s(0);
+  s->set_mean_s(0);
+  s->clear_bytes_per_s();
+  s->clear_fraction_of_bound();
+  s->clear_bound_s();
+  s->set_fallbacks(0);
+  s->set_size_seconds(12.5);
+  EXPECT_TRUE(Fails(Validate(r), {"sample.iterations: 0, less than 1"}));
+  s->set_dropped("its fastest warm-up call took 9 s, 4.1x native's 2.2 s (over 3.0x)");
+  EXPECT_TRUE(Passes(Validate(r)));
+  using R = v1::ReportSamplesRequest;
+  ExpectStringLimits<R>(
+      ValidReportSamples(), "sample.dropped", [](R& m, const std::string& v) { m.mutable_sample()->set_dropped(v); }, 0,
+      512, Lim("kMaxDroppedBytes", 512));
+  s->set_size_seconds(-1);
+  EXPECT_TRUE(Fails(Validate(r), {"sample.size_seconds: -1 is negative"}));
+}
+
 TEST(ValidateReportSamples, RequestLimits) {
   using R = v1::ReportSamplesRequest;
   const R v = ValidReportSamples();
@@ -679,6 +707,18 @@ TEST(ValidateBenchTask, AdaptiveSamplingFields) {
   bad = t;
   bad.mutable_size_budget()->set_seconds(-3);
   EXPECT_TRUE(Fails(Validate(bad), {"size_budget"}));
+  t.set_race(true);
+  t.mutable_candidate_timeout()->set_seconds(60);
+  t.set_slow_warmup_factor(3);
+  EXPECT_TRUE(Passes(Validate(t)));
+  bad = t;
+  bad.set_slow_warmup_factor(0.5);
+  EXPECT_TRUE(Fails(Validate(bad), {"slow_warmup_factor: 0.5 is not 0 or 1 to 1000"}));
+  bad.set_slow_warmup_factor(0);
+  EXPECT_TRUE(Passes(Validate(bad)));
+  bad = t;
+  bad.mutable_candidate_timeout()->set_seconds(-1);
+  EXPECT_TRUE(Fails(Validate(bad), {"candidate_timeout"}));
 }
 
 TEST(ValidateBenchTask, StringLimits) {

@@ -91,6 +91,18 @@ v1::Decision AlltoallDecision() {
   choice(1024, "native", "pairwise", 12.5e-6, 12e-6, false);
   choice(65536, "pairwise", "pairwise", 0.0021, 0.0021, true);
   choice(4 << 20, "tree_scheduled", "tree_scheduled", 0.25, 0.25, true);
+  d.mutable_choices(1)->set_tuning_seconds(31.25);
+  v1::CandidateStats* left = d.mutable_choices(1)->add_candidates();  // Raced out.
+  left->set_algorithm("bruck");
+  left->set_calls(5);
+  left->set_dropped("cannot beat native: mean ratio 1.450 [1.300, 1.620] after 5 calls");
+  v1::SizeChoice* failed = d.add_choices();  // Failed twice: native stays.
+  failed->set_msize(8 << 20);
+  failed->set_chosen("native");
+  failed->set_reference("native");
+  failed->set_failed(true);
+  failed->set_failure("the benchmark failed twice at 8MiB: launcher failed (exit status 1)");
+  failed->set_tuning_seconds(250);
   d.mutable_choices(2)->set_noisy(true);  // Its A/A control differed.
   d.mutable_choices(2)->mutable_aa()->set_estimate(1.2);
   d.mutable_choices(2)->mutable_aa()->set_lo(1.1);
@@ -118,25 +130,36 @@ TEST(ServerRenderTest, DecisionsAsTables) {
             "  0B - 2.829102KiB    native\n"
             "  2.829102KiB - 1MiB  pairwise\n"
             "  1MiB and up         tree_scheduled\n"
-            "  measured  chosen          mean        median      p95         vs native             best other       "
-            "              calls  A/A                         sampling\n"
-            "  1KiB      native          13.750 us   12.500 us   25.000 us   -                     pairwise 0.960 "
-            "[0.900, 1.020]  40     1.010 [0.980, 1.040]        budget\n"
-            "  64KiB     pairwise        2.310 ms    2.100 ms    4.200 ms    0.667 [0.600, 0.700]  -                "
-            "              40     1.010 [0.980, 1.040]        settled\n"
-            "  4MiB      tree_scheduled  275.000 ms  250.000 ms  500.000 ms  0.667 [0.600, 0.700]  -                "
-            "              40     NOISY 1.200 [1.100, 1.300]  settled\n"
-            "  NOISY at 1 size: the A/A control (native measured twice) differed with confidence, so the run was too\n"
+            "  measured  chosen           mean        median      p95         vs native             best other   "
+            "                  calls  A/A                         sampling  tuned in\n"
+            "  1KiB      native           13.750 us   12.500 us   25.000 us   -                     pairwise 0.96"
+            "0 [0.900, 1.020]  40     1.010 [0.980, 1.040]        budget    -\n"
+            "  64KiB     pairwise         2.310 ms    2.100 ms    4.200 ms    0.667 [0.600, 0.700]  -            "
+            "                  40     1.010 [0.980, 1.040]        settled   31.250 s\n"
+            "  4MiB      tree_scheduled   275.000 ms  250.000 ms  500.000 ms  0.667 [0.600, 0.700]  -            "
+            "                  40     NOISY 1.200 [1.100, 1.300]  settled   -\n"
+            "  8MiB      native (failed)  -           -           -           -                     -            "
+            "                  -      -                           -         250.000 s\n"
+            "  left early (racing, the candidate time limit, a slow warm-up) or failed:\n"
+            "  64KiB: bruck left after 5 calls: cannot beat native: mean ratio 1.450 [1.300, 1.620] after 5 calls"
+            "\n"
+            "  8MiB: FAILED, native runs there: the benchmark failed twice at 8MiB: launcher failed (exit status "
+            "1)\n"
+            "  NOISY at 1 size: the A/A control (native measured twice) differed with confidence, so the run was "
+            "too\n"
             "  noisy to trust these choices; tune again when the cluster is quiet\n"
             "\n"
             "allgather, 4 ranks, 1 per node, topology version 7: 1 sample, updated -\n"
             "  message size  algorithm\n"
             "  0B and up     native\n"
             "\n"
-            "mean, median, p95: the chosen algorithm's time per call; vs native: its mean over native's with the 95 % "
-            "interval;\nbest other: where native stays, the fastest other algorithm and its interval; A/A: native "
-            "measured twice, whose\nratio must show no difference; sampling: settled (every interval excludes the "
-            "margin) or budget (time ran out)\n");
+            "mean, median, p95: the chosen algorithm's time per call; vs native: its mean over native's with the "
+            "95 % interval;\n"
+            "best other: where native stays, the fastest other algorithm and its interval; A/A: native measured t"
+            "wice, whose\n"
+            "ratio must show no difference; sampling: settled (every interval excludes the margin) or budget (tim"
+            "e ran out);\n"
+            "tuned in: the wall time tuning spent at the size\n");
   EXPECT_EQ(FormatDecisions(v1::ListDecisionsResponse()), "no decisions\n");
 }
 

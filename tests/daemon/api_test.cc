@@ -589,6 +589,7 @@ TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
   v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
   EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED);
   EXPECT_THAT(done.message(), HasSubstr("job_timeout"));
+  EXPECT_THAT(done.message(), HasSubstr("failed twice, native runs there"));
   // The task is no longer runnable, and the daemon goes on serving.
   v1::FetchBenchTaskRequest fetch;
   fetch.set_task_id(task);
@@ -599,8 +600,81 @@ TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
   ASSERT_TRUE(store.ok());
   auto runs = store->ListRuns();
   ASSERT_TRUE(runs.ok());
-  ASSERT_EQ(runs->size(), 1u);
+  // Tried once more, then given up: every size keeps native, marked failed.
+  ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ((*runs)[0].state, db::RunState::kTimeout);
+  EXPECT_EQ((*runs)[1].state, db::RunState::kTimeout);
+  auto decision = store->GetDecision({1, "alltoall", 2, 1});
+  ASSERT_TRUE(decision.ok() && decision->has_value());
+  ASSERT_FALSE((*decision)->choices.empty());
+  for (const SizeChoice& choice : (*decision)->choices) {
+    EXPECT_TRUE(choice.failed) << choice.msize;
+    EXPECT_EQ(choice.chosen, "native");
+    EXPECT_THAT(choice.failure, HasSubstr("the benchmark failed twice at"));
+  }
+  ASSERT_EQ((*decision)->table.size(), 1u);
+  EXPECT_EQ((*decision)->table[0].algorithm, "native");
+}
+
+// A job that ends at a size it did not measure is run once more from that
+// size (the sizes it measured are not measured again); a size that fails
+// twice keeps native, marked failed with the reason, while the sizes
+// measured are decided, and the sweep says which size failed.
+TEST_F(ApiTest, AFailedSizeIsTriedOnceMoreThenKeepsNative) {
+  daemon_.Kill(SIGTERM);
+  config_ = WriteConfig(dir_, 4);  // job_timeout 4 s; the launcher never gets "go".
+  StartDaemon();
+  RegisterHosts({"h0", "h4"});
+  v1::StartTuningRequest req;
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  req.add_node_counts(2);
+  req.add_ranks_per_node(1);
+  req.add_msizes(1024);
+  req.add_msizes(65536);
+  req.set_skip_refinement(true);
+  v1::StartTuningResponse started;
+  auto ctx = Context();
+  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  auto sizes_of = [&](const std::string& task) {
+    v1::FetchBenchTaskRequest fetch;
+    fetch.set_task_id(task);
+    v1::FetchBenchTaskResponse fetched;
+    auto c = Context();
+    EXPECT_TRUE(agents_->FetchBenchTask(c.get(), fetch, &fetched).ok());
+    return std::vector<int64_t>(fetched.task().msizes().begin(), fetched.task().msizes().end());
+  };
+  // The first job measures 1 KiB, then hangs at 64 KiB until its timeout.
+  const std::string first = WaitForTask(dir_, 0);
+  EXPECT_THAT(sizes_of(first), ::testing::ElementsAre(1024, 65536));
+  v1::ReportSamplesResponse reported;
+  ASSERT_TRUE(testing::StreamSamples(
+                  *agents_,
+                  {SampleMessage(first, 0, "native", 1024, 1e-4), SampleMessage(first, 1, "ring", 1024, 3e-4)},
+                  &reported)
+                  .ok());
+  // The second job is given 64 KiB alone, and hangs too.
+  const std::string second = WaitForTask(dir_, 1);
+  EXPECT_THAT(sizes_of(second), ::testing::ElementsAre(65536));
+  v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
+  EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED);
+  EXPECT_THAT(done.message(), HasSubstr("alltoall 2x1 at 64KiB: failed twice, native runs there: killed after "
+                                        "job_timeout"));
+  auto store = db::Store::Open(daemon_.database());
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(store->ListRuns()->size(), 2u);
+  auto decision = store->GetDecision({1, "alltoall", 2, 1});
+  ASSERT_TRUE(decision.ok() && decision->has_value());
+  const std::vector<SizeChoice>& choices = (*decision)->choices;
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[0].msize, 1024);
+  EXPECT_FALSE(choices[0].failed);
+  EXPECT_EQ(choices[0].calls, 40);
+  EXPECT_EQ(choices[1].msize, 65536);
+  EXPECT_TRUE(choices[1].failed);
+  EXPECT_EQ(choices[1].chosen, "native");
+  EXPECT_THAT(choices[1].failure, HasSubstr("the benchmark failed twice at 64KiB"));
+  // Native's own range at 64 KiB, not the neighbour's choice.
+  EXPECT_EQ((*decision)->table.back().algorithm, "native");
 }
 
 // ListAgents: every registered agent with its liveness (a DRAINING heartbeat

@@ -690,9 +690,13 @@ TEST_F(CliTest, TuneStartWaitReportsAFailedSweepWithExit1) {
   EXPECT_EQ(r.code, kExitFailure);
   const std::string id = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(r.out, id + "\n");
-  std::string bench_log = std::filesystem::path(daemon_.database()).parent_path() / "bench-logs/run-1.log";
+  // Tried once more, then given up: native runs at 1 KiB.
+  std::string bench_log = std::filesystem::path(daemon_.database()).parent_path() / "bench-logs/run-2.log";
   const std::string message =
-      "1 of 1 runs failed: alltoall 2x1: killed after job_timeout (1 s); output in " + bench_log;
+      "1 of 1 runs failed: alltoall 2x1 at 1KiB: failed twice, native runs there: killed after job_timeout (1 s); "
+      "output in " +
+      bench_log;
+  EXPECT_THAT(r.err, HasSubstr("alltoall 2x1: 1KiB failed once; trying it again\n"));
   EXPECT_THAT(r.err, EndsWith("\nfailed    [########################] 1/1 runs  0 samples  " + message +
                               "\ntopotune: tuning " + id + " failed: " + message + "\n"));
   // tune status: the same verdict, with and without --watch.

@@ -4,7 +4,7 @@
 # Usage: bench_test.sh CASE BENCH TOPOLOGY WORK_DIR ALGORITHMS MPIRUN... NP_FLAG
 #   CASE        help | unknown_algorithm | bad_size | placement_mismatch |
 #               verify_alltoall | verify_alltoallv | verify_allgather |
-#               interleave_alltoallv
+#               interleave_alltoallv | race_alltoall
 #   BENCH       the topotune-bench executable
 #   TOPOLOGY    deploy/examples/two-switch-4x4.yaml (hosts h0..h3 on s0, h4..h7 on s1)
 #   WORK_DIR    scratch directory for outputs (recreated)
@@ -165,6 +165,55 @@ for size in (1000, 65537):
 print(f"{len(lines)} lines checked")
 EOF
       fail "the interleaved JSON Lines output does not check out"
+    ;;
+  race_*)
+    collective=${case_name#race_}
+    # Racing at the checkpoints (3, 4, 6, 9, ... rounds): whoever leaves,
+    # every rank leaves it at the same round (a rank that went on alone
+    # would hang the job), and every call's data is checked.
+    run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 4096,262144 --warmup 1 \
+      --interleave --iterations 3 --size-budget 20 --max-rounds 30 --race --order-seed 7 --aa-control \
+      --topology "$topology" --hosts h0,h1,h4,h5 --times --out "$work/race.jsonl"
+    expect_status 0
+    # A candidate time limit no call can meet: every candidate leaves at its
+    # first warm-up call, before its rounds; native and its A/A copy go on.
+    run "${mpirun[@]}" 4 "$bench" --collective "$collective" --verify --sizes 4096 --warmup 2 \
+      --interleave --iterations 3 --aa-control --candidate-limit 1e-9 \
+      --topology "$topology" --hosts h0,h1,h4,h5 --times --out "$work/limit.jsonl"
+    expect_status 0
+    "$python" - "$work/race.jsonl" "$work/limit.jsonl" "$algorithms" <<'EOF' ||
+import json, sys
+race, limit, algorithms = sys.argv[1:4]
+names = sorted(algorithms.split(",") + ["native:aa"])
+def load(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+lines = load(race)
+for size in (4096, 262144):
+    at = {o["label"]: o for o in lines if o["msize"] == size}
+    assert sorted(at) == names, f"{size}: labels {sorted(at)}"
+    rounds = at["native"]["iterations"]
+    assert rounds >= 3 and at["native:aa"]["iterations"] == rounds, f"{size}: native {rounds} rounds"
+    assert len({o["size_seconds"] for o in at.values()}) == 1 and at["native"]["size_seconds"] > 0, size
+    for label, o in at.items():
+        where = f"{label} at {size}"
+        assert o["verified"] is True and o["verify_errors"] == 0, f"{where}: not verified"
+        assert len(o["times_s"]) == o["iterations"], where
+        if "dropped" in o:
+            assert label not in ("native", "native:aa"), f"{where}: the reference left"
+            assert o["dropped"].startswith(("cannot beat native", "slower than ")), f"{where}: {o['dropped']}"
+            assert 3 <= o["iterations"] <= rounds, f"{where}: {o['iterations']} of {rounds} rounds"
+        else:
+            assert o["iterations"] == rounds, f"{where}: {o['iterations']} of {rounds} rounds"
+for o in load(limit):
+    where = o["label"]
+    if o["algorithm"] == "native":
+        assert "dropped" not in o and o["iterations"] == 3, where
+    else:
+        assert o["iterations"] == 0 and o["times_s"] == [], where
+        assert "over the candidate time limit" in o["dropped"], f"{where}: {o.get('dropped')}"
+print(f"{len(lines)} racing lines checked")
+EOF
+      fail "the racing JSON Lines output does not check out"
     ;;
   *)
     echo "bench_test.sh: unknown case '$case_name'" >&2
