@@ -65,6 +65,7 @@ StatusOr<bench::BenchOptions> TaskToOptions(const v1::BenchTask& task) {
   o.race = task.race();
   if (task.has_candidate_timeout()) o.candidate_limit_s = DurationSeconds(task.candidate_timeout());
   o.slow_warmup_factor = task.slow_warmup_factor();
+  o.matrices = std::max(1, task.matrices());
   // Tuning weighs an alltoallv kernel with the agreement the library makes
   // before it, and native without (its calls defer theirs).
   o.alltoallv_agreement = true;
@@ -101,6 +102,7 @@ v1::BenchSample SampleToProto(const bench::Sample& s, std::vector<std::string>* 
   p.set_fallbacks(s.fallbacks);
   p.set_dropped(s.dropped.substr(0, static_cast<size_t>(v1::limits::kMaxDroppedBytes)));
   p.set_size_seconds(s.size_seconds);
+  p.set_matrices(s.matrices);
   if (s.times_s.size() > static_cast<size_t>(v1::limits::kMaxTimesPerSample)) {
     if (warnings) {
       warnings->push_back(fmt::format(

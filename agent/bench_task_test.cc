@@ -53,6 +53,7 @@ v1::BenchTask FullTask() {
   t.set_race(true);
   *t.mutable_candidate_timeout() = TimeUtil::SecondsToDuration(20);
   t.set_slow_warmup_factor(3.5);
+  t.set_matrices(3);
   return t;
 }
 
@@ -83,6 +84,7 @@ TEST(BenchTaskTest, TaskToOptionsFieldByField) {
   EXPECT_TRUE(o->race);
   EXPECT_DOUBLE_EQ(o->candidate_limit_s, 20);
   EXPECT_DOUBLE_EQ(o->slow_warmup_factor, 3.5);
+  EXPECT_EQ(o->matrices, 3);
 }
 
 TEST(BenchTaskTest, TaskToOptionsInterleaveNeedsRounds) {
@@ -147,6 +149,7 @@ bench::Sample FullSample() {
   s.order_seed = 5;
   s.dropped = "cannot beat native: mean ratio 1.2 [1.1, 1.3] after 5 calls";
   s.size_seconds = 12.5;
+  s.matrices = 3;
   return s;
 }
 
@@ -184,9 +187,10 @@ TEST(BenchTaskTest, SampleToProtoFieldByField) {
   EXPECT_EQ(p.order_seed(), 5u);
   EXPECT_EQ(p.dropped(), "cannot beat native: mean ratio 1.2 [1.1, 1.3] after 5 calls");
   EXPECT_DOUBLE_EQ(p.size_seconds(), 12.5);
+  EXPECT_EQ(p.matrices(), 3);
 
   // Every field of the proto is set above; a new field fails this count.
-  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 24);
+  EXPECT_EQ(v1::BenchSample::descriptor()->field_count(), 25);
 }
 
 TEST(BenchTaskTest, SampleToProtoUnsetOptionalsAndOtherCollectives) {

@@ -190,14 +190,16 @@ ALTER TABLE decisions_v5 RENAME TO decisions;
     {6, "sample notes: why an algorithm left a size early, and what the size cost", R"sql(
 -- One row per (run, algorithm, size) that has something to say beyond its
 -- times: why it left the size's rounds early (racing, the candidate time
--- limit, a warm-up far slower than native; '' when it ran every round) and
--- the size's wall time in that run (warm-up and every round).
+-- limit, a warm-up far slower than native; '' when it ran every round),
+-- the size's wall time in that run (warm-up and every round) and the size
+-- matrices its rounds cycled through (alltoallv).
 CREATE TABLE sample_notes (
   run_id INTEGER NOT NULL REFERENCES bench_runs(id) ON DELETE CASCADE,
   algorithm TEXT NOT NULL,
   msize REAL NOT NULL CHECK (msize >= 0),
   dropped TEXT NOT NULL DEFAULT '',
   size_seconds REAL NOT NULL DEFAULT 0 CHECK (size_seconds >= 0),
+  matrices INTEGER NOT NULL DEFAULT 1 CHECK (matrices >= 1),  -- round r ran on matrix r mod this
   PRIMARY KEY (run_id, algorithm, msize)
 ) WITHOUT ROWID;
 )sql"},

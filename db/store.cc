@@ -106,6 +106,8 @@ std::string ChoicesToJson(std::span<const SizeChoice> choices) {
                    {"failed", c.failed},
                    {"failure", c.failure},
                    {"tuning_seconds", c.tuning_seconds},
+                   {"matrices", c.matrices},
+                   {"matrix_ratio", json::array({c.matrix_ratio_min, c.matrix_ratio_max})},
                    {"candidates", std::move(candidates)}});
   }
   return out.dump();
@@ -151,6 +153,11 @@ std::vector<SizeChoice> ChoicesFromJson(const std::string& text) {
     s.failed = c.value("failed", false);
     s.failure = c.value("failure", std::string());
     s.tuning_seconds = c.value("tuning_seconds", 0.0);
+    s.matrices = c.value("matrices", 1);
+    if (auto it = c.find("matrix_ratio"); it != c.end() && it->is_array() && it->size() == 2) {
+      s.matrix_ratio_min = it->at(0).get<double>();
+      s.matrix_ratio_max = it->at(1).get<double>();
+    }
     if (auto it = c.find("candidates"); it != c.end()) {
       for (const json& k : *it) {
         s.candidates.push_back({k.at("algorithm").get<std::string>(), k.at("calls").get<int64_t>(),
@@ -526,6 +533,8 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
       return impl_->Invalid(where + " has msize " + Num(note->msize) + "; it must be finite and >= 0");
     if (!std::isfinite(note->size_seconds) || note->size_seconds < 0)
       return impl_->Invalid(where + " has size_seconds " + Num(note->size_seconds) + "; it must be finite and >= 0");
+    if (note->matrices < 1)
+      return impl_->Invalid(where + " has matrices " + std::to_string(note->matrices) + "; it must be at least 1");
   }
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn));
@@ -546,10 +555,11 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
   }
   if (note) {
     TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement put, conn.Prepare(R"sql(
-        INSERT OR REPLACE INTO sample_notes (run_id, algorithm, msize, dropped, size_seconds)
-        VALUES (?, ?, ?, ?, ?))sql"));
-    TOPOTUNE_RETURN_IF_ERROR(
-        put.BindAll(run_id, note->algorithm, note->msize, note->dropped, note->size_seconds).Run());
+        INSERT OR REPLACE INTO sample_notes (run_id, algorithm, msize, dropped, size_seconds, matrices)
+        VALUES (?, ?, ?, ?, ?, ?))sql"));
+    TOPOTUNE_RETURN_IF_ERROR(put.BindAll(run_id, note->algorithm, note->msize, note->dropped, note->size_seconds,
+                                         static_cast<int64_t>(note->matrices))
+                                 .Run());
   }
   TOPOTUNE_RETURN_IF_ERROR(txn.Commit());
   return true;
@@ -557,42 +567,57 @@ StatusOr<bool> Store::AddSampleBatch(int64_t run_id, int64_t sequence, std::span
 
 StatusOr<std::vector<SampleSet>> Store::Samples(const TuningKey& key) {
   std::lock_guard lock(impl_->mu);
+  using At = std::pair<double, std::string>;  // (msize, algorithm): the sets' order.
+  std::map<At, SampleSet> sets;
+  auto set_at = [&](const At& at) -> SampleSet& {
+    SampleSet& set = sets[at];
+    if (set.algorithm.empty()) set = {at.second, at.first, {}};
+    return set;
+  };
+  // The notes first: the matrices each run's calls cycled through.
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement notes, impl_->conn->Prepare(R"sql(
+      SELECT n.algorithm, n.msize, n.dropped, n.run_id, n.matrices
+      FROM bench_runs AS r JOIN sample_notes AS n ON n.run_id = r.id
+      WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
+      ORDER BY n.msize, n.algorithm, n.run_id)sql"));
+  notes.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
+  std::map<std::pair<At, int64_t>, int64_t> matrices;  // ((msize, algorithm), run) -> matrices, where > 1.
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, notes.Step());
+    if (!row) break;
+    const At at{notes.ColumnDouble(1), notes.ColumnText(0)};
+    if (const std::string dropped = notes.ColumnText(2); !dropped.empty()) {
+      SampleSet& set = set_at(at);
+      set.dropped += (set.dropped.empty() ? "" : "; ") + dropped;
+    }
+    if (const int64_t k = notes.ColumnInt64(4); k > 1) matrices[{at, notes.ColumnInt64(3)}] = k;
+  }
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, impl_->conn->Prepare(R"sql(
       SELECT s.algorithm, s.msize, s.seconds, s.run_id
       FROM bench_runs AS r JOIN samples AS s ON s.run_id = r.id
       WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
       ORDER BY s.msize, s.algorithm, s.id)sql"));
   st.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
-  std::map<std::pair<double, std::string>, SampleSet> sets;
-  std::map<std::pair<double, std::string>, std::map<int64_t, int64_t>> places;  // Calls so far per run.
+  std::map<std::pair<At, int64_t>, int64_t> places;  // Calls so far per (size, algorithm) and run.
   for (;;) {
     TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    std::pair<double, std::string> at{st.ColumnDouble(1), st.ColumnText(0)};
-    SampleSet& set = sets[at];
-    if (set.algorithm.empty()) set = {at.second, at.first, {}};
-    set.seconds.push_back(st.ColumnDouble(2));
+    const At at{st.ColumnDouble(1), st.ColumnText(0)};
+    SampleSet& set = set_at(at);
     const int64_t run = st.ColumnInt64(3);
-    set.rounds.push_back((run << 32) | places[at][run]++);
-  }
-  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement notes, impl_->conn->Prepare(R"sql(
-      SELECT n.algorithm, n.msize, n.dropped
-      FROM bench_runs AS r JOIN sample_notes AS n ON n.run_id = r.id
-      WHERE r.topology_version = ? AND r.collective = ? AND r.nprocs = ? AND r.ranks_per_node = ? AND r.pattern = ?
-        AND n.dropped != ''
-      ORDER BY n.msize, n.algorithm, n.run_id)sql"));
-  notes.BindAll(key.topology_version, key.collective, key.nprocs, key.ranks_per_node, key.pattern);
-  for (;;) {
-    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, notes.Step());
-    if (!row) break;
-    std::pair<double, std::string> at{notes.ColumnDouble(1), notes.ColumnText(0)};
-    SampleSet& set = sets[at];
-    if (set.algorithm.empty()) set = {at.second, at.first, {}};
-    set.dropped += (set.dropped.empty() ? "" : "; ") + notes.ColumnText(2);
+    const int64_t place = places[{at, run}]++;
+    set.seconds.push_back(st.ColumnDouble(2));
+    set.rounds.push_back((run << 32) | place);
+    auto k = matrices.find({at, run});
+    set.matrix.push_back(k == matrices.end() ? 0 : static_cast<int32_t>(place % k->second));
   }
   std::vector<SampleSet> out;
   out.reserve(sets.size());
-  for (auto& [at, set] : sets) out.push_back(std::move(set));
+  for (auto& [at, set] : sets) {
+    // One matrix everywhere: nothing to tell apart.
+    if (std::all_of(set.matrix.begin(), set.matrix.end(), [](int32_t m) { return m == 0; })) set.matrix.clear();
+    out.push_back(std::move(set));
+  }
   return out;
 }
 

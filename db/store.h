@@ -123,6 +123,7 @@ struct SampleNote {
   double msize = 0;
   std::string dropped;      // Why it left the size's rounds early; empty: it ran every round.
   double size_seconds = 0;  // Wall time of the size in the run (every algorithm), >= 0.
+  int matrices = 1;         // Size matrices the rounds cycled through (round r on r mod this), >= 1.
 };
 
 // Where a decision table switches algorithm: ranges [.., msize) use
@@ -223,7 +224,8 @@ class Store {
   // still in the race once per round, so the places are the rounds), and
   // SampleSet::dropped from the notes (reasons of several runs joined by
   // "; "); an algorithm dropped before its first call has a set without
-  // times.
+  // times. SampleSet::matrix gives each call's size matrix (its place mod
+  // the note's matrices) where a run's rounds cycled through several.
   StatusOr<std::vector<SampleSet>> Samples(const TuningKey& key);
   // Seconds of wall time spent per size over every run with `key` (the
   // notes' size_seconds, one per run and size), sizes ascending.

@@ -299,6 +299,17 @@ TEST_F(StoreTest, SamplesCarryRoundsNotesAndSizeSeconds) {
     }
   EXPECT_EQ(Must(store().SizeSeconds(key)), (std::vector<std::pair<double, double>>{{4096, 27.5}}));
   EXPECT_EQ(Must(store().MeasuredSizes(r1)), std::vector<double>{4096});
+  // A run whose rounds cycled through 2 matrices: each call's matrix is its place mod 2.
+  int64_t r3 = Must(store().StartRun(key));
+  std::vector<Sample> three = {{"native", 8192, 1.0}, {"native", 8192, 1.1}, {"native", 8192, 1.2}};
+  EXPECT_TRUE(Must(store().AddSampleBatch(r3, 0, three, SampleNote{"native", 8192, "", 3, 2})));
+  sets = Must(store().Samples(key));
+  ASSERT_EQ(sets.size(), 4u);
+  EXPECT_EQ(sets[3].msize, 8192);
+  EXPECT_EQ(sets[3].matrix, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_TRUE(sets[1].matrix.empty());  // One matrix: nothing to tell apart.
+  EXPECT_EQ(store().AddSampleBatch(r3, 1, three, SampleNote{"native", 8192, "", 3, 0}).status().code(),
+            Status::Code::kInvalidArgument);
   EXPECT_TRUE(Must(store().MeasuredSizes(Must(store().StartRun(key)))).empty());
   // A note is checked like the samples, and a bad one stores nothing of its batch.
   EXPECT_EQ(store().AddSampleBatch(r2, 9, native2, SampleNote{"", 4096, "", 1}).status().code(),

@@ -45,6 +45,8 @@ inline constexpr int64_t kMaxSamplesPerStream = int64_t{1} << 20;
 inline constexpr int kMaxTimesPerSample = 100000;
 // BenchSample.dropped: why an algorithm left a size.
 inline constexpr int64_t kMaxDroppedBytes = 512;
+// BenchTask.matrices and BenchSample.matrices: size matrices per class.
+inline constexpr int kMaxMatrices = 16;
 
 // --- Placements, collectives, sweeps --------------------------------------
 

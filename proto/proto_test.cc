@@ -453,6 +453,7 @@ TEST(ProtoLimits, ProtoCommentsQuoteLimitsH) {
       {"kMaxSamplesPerStream", limits::kMaxSamplesPerStream},
       {"kMaxTimesPerSample", limits::kMaxTimesPerSample},
       {"kMaxDroppedBytes", limits::kMaxDroppedBytes},
+      {"kMaxMatrices", limits::kMaxMatrices},
       {"kMaxRanks", limits::kMaxRanks},
       {"kMaxCollectives", limits::kMaxCollectives},
       {"kMaxAlgorithms", limits::kMaxAlgorithms},

@@ -30,6 +30,9 @@ StatusOr<std::vector<SizeSets>> GroupBySize(const std::vector<SampleSet>& sample
     if (!s.rounds.empty() && s.rounds.size() != s.seconds.size())
       return Status::InvalidArgument(fmt::format("{} at {} bytes: {} rounds for {} times; give one round per time",
                                                  s.algorithm, s.msize, s.rounds.size(), s.seconds.size()));
+    if (!s.matrix.empty() && s.matrix.size() != s.seconds.size())
+      return Status::InvalidArgument(fmt::format("{} at {} bytes: {} matrices for {} times; give one per time",
+                                                 s.algorithm, s.msize, s.matrix.size(), s.seconds.size()));
     for (double t : s.seconds)
       if (!(t > 0) || !std::isfinite(t))
         return Status::InvalidArgument(
@@ -177,6 +180,34 @@ bool SettledSize(const std::vector<CandidateStats>& candidates, const std::strin
   });
 }
 
+// The calls of `s` on one size matrix, with their rounds.
+SampleSet OnMatrix(const SampleSet& s, int32_t m) {
+  SampleSet out{s.algorithm, s.msize, {}};
+  for (size_t i = 0; i < s.seconds.size(); ++i) {
+    if (s.matrix[i] != m) continue;
+    out.seconds.push_back(s.seconds[i]);
+    if (!s.rounds.empty()) out.rounds.push_back(s.rounds[i]);
+  }
+  return out;
+}
+
+// The spread between size matrices of `chosen` against `ref`: per matrix
+// both ran on, the ratio of means (paired where rounds are given).
+void MatrixSpread(const SampleSet& chosen, const SampleSet& ref, const ChoiceOptions& options, SizeChoice* c) {
+  if (chosen.matrix.empty() || ref.matrix.empty()) return;
+  std::set<int32_t> ms(chosen.matrix.begin(), chosen.matrix.end());
+  c->matrices = static_cast<int>(ms.size());
+  bool first = true;
+  for (int32_t m : ms) {
+    const SampleSet a = OnMatrix(chosen, m), b = OnMatrix(ref, m);
+    if (a.seconds.empty() || b.seconds.empty()) continue;
+    const double r = Against(a, b, options, ComparisonSeed(options.seed, "matrix", m)).ratio().estimate;
+    c->matrix_ratio_min = first ? r : std::min(c->matrix_ratio_min, r);
+    c->matrix_ratio_max = first ? r : std::max(c->matrix_ratio_max, r);
+    first = false;
+  }
+}
+
 SizeChoice ChooseAt(const SizeSets& size, const ChoiceOptions& options) {
   const SampleSet& ref = *Reference(size, options);
   std::vector<CandidateStats> all = Candidates(size, ref, options);
@@ -232,6 +263,8 @@ SizeChoice ChooseAt(const SizeSets& size, const ChoiceOptions& options) {
   c.significant = chosen != reference || std::all_of(all.begin(), all.end(), [&](const CandidateStats& s) {
                     return s.algorithm == ref.algorithm || s.algorithm == kAaControlLabel || CannotWin(s, options);
                   });
+  for (const SampleSet* s : size.sets)
+    if (s->algorithm == c.chosen) MatrixSpread(*s, ref, options, &c);
   c.candidates = std::move(all);
   return c;
 }

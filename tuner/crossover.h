@@ -82,6 +82,11 @@ struct SampleSet {
   // over the candidate time limit, a warm-up far slower than native), or
   // empty. Such a set may have no calls; it never wins.
   std::string dropped = {};
+  // The size matrix of each call (alltoallv classes measured over several
+  // seeded matrices, 0 to K-1), one per time; empty: one matrix. The choice
+  // rests on the mean over every call; SizeChoice gives the spread of the
+  // chosen algorithm's ratio between matrices.
+  std::vector<int32_t> matrix = {};
 };
 
 struct ChoiceOptions {
@@ -135,6 +140,11 @@ struct SizeChoice {
   bool failed = false;
   std::string failure;
   double tuning_seconds = 0;  // Wall time its runs spent at this size (0: not known).
+  // Where the calls ran on several size matrices (SampleSet::matrix): how
+  // many, and the lowest and highest ratio of the chosen algorithm's mean
+  // to the reference's within one matrix (paired where rounds are given).
+  int matrices = 1;
+  double matrix_ratio_min = 1, matrix_ratio_max = 1;
 };
 
 // A confident choice of `algorithm` (the reference too) whose every time is
@@ -147,8 +157,9 @@ SizeChoice FailedChoice(double msize, const std::string& reference, const std::s
 
 // One choice per measured size, sizes ascending. InvalidArgument when a set
 // has no samples (and was not dropped), a time is not positive and finite,
-// rounds are given but not one per time, or an algorithm appears twice at
-// one size; FailedPrecondition when a size's reference has no samples.
+// rounds or matrices are given but not one per time, or an algorithm
+// appears twice at one size; FailedPrecondition when a size's reference has
+// no samples.
 StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples,
                                                const ChoiceOptions& options = {});
 

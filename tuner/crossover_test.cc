@@ -399,6 +399,31 @@ TEST(PairedAnalysis, NoFalseWinsWithRacing) {
   EXPECT_LE(aa_differs, 1);
 }
 
+// A class measured over several size matrices is decided on the mean over
+// all of them, and the choice gives the spread between matrices: here the
+// candidate is 40 % faster on one matrix and 5 % slower on the other.
+TEST(DecisionRule, SpreadBetweenMatrices) {
+  std::mt19937_64 rng(8);
+  std::vector<SampleSet> s = {{"native", 4096, {}}, {"greedy_phased_l3", 4096, {}}};
+  for (int round = 0; round < 60; ++round) {
+    const int m = round % 2;
+    s[0].seconds.push_back(Calls(1, 1.0, 0, 0, rng)[0]);
+    s[1].seconds.push_back(Calls(1, m == 0 ? 0.6 : 1.05, 0, 0, rng)[0]);
+    for (SampleSet& set : s) {
+      set.rounds.push_back(round);
+      set.matrix.push_back(m);
+    }
+  }
+  auto c = ChooseBySize(s);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->front().chosen, "greedy_phased_l3");  // 0.825 of native's mean over both.
+  EXPECT_EQ(c->front().matrices, 2);
+  EXPECT_NEAR(c->front().matrix_ratio_min, 0.6, 0.02);
+  EXPECT_NEAR(c->front().matrix_ratio_max, 1.05, 0.02);
+  s[1].matrix.pop_back();
+  EXPECT_FALSE(ChooseBySize(s).ok());
+}
+
 // A size whose benchmark failed keeps native, says why, and takes no
 // neighbour's choice: the decision table has native's own range there, and
 // refinement never bisects towards it.

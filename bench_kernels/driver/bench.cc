@@ -136,6 +136,7 @@ std::string SampleToJson(const Sample& s, bool with_times) {
   if (with_times) j["times_s"] = s.times_s;
   if (!s.dropped.empty()) j["dropped"] = s.dropped;
   if (s.size_seconds > 0) j["size_seconds"] = s.size_seconds;
+  if (s.matrices > 1) j["matrices"] = s.matrices;
   return j.dump();
 }
 
@@ -503,6 +504,13 @@ class EntryRounds {
 // "1.23 s", "45.6 ms": a call's time in a reason.
 std::string FormatSeconds(double s) { return s >= 1 ? fmt::format("{:.3g} s", s) : fmt::format("{:.3g} ms", s * 1e3); }
 
+// The size matrices a size cycles through: BenchOptions::matrices for an
+// interleaved alltoallv whose pattern depends on the seed, else 1.
+int Matrices(const BenchOptions& o) {
+  const bool seeded = o.collective == Collective::kAlltoallv && o.pattern != Pattern::kUniform;
+  return o.interleave && seeded ? std::max(1, o.matrices) : 1;
+}
+
 // Whether an entry can leave a size early: a kernel other than native (the
 // reference) and its A/A copy; the public MPI function is only timed beside.
 bool Raced(const Entry& e) { return e.k != nullptr && e.k->name != "native"; }
@@ -655,13 +663,21 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
 
   for (int64_t msize : sizes) {
     const double size_start = MPI_Wtime();
-    Workload w;
-    if (std::string err = w.Init(collective, rank, n, msize, options.pattern, options.seed, options.fold_buffers);
-        !err.empty())
-      return fail(kExitUsage, err);
-    // Touch the pages outside the timed region.
-    w.FillSend(call);
-    std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
+    // The size's workloads: one, or with `matrices` an alltoallv size matrix
+    // per seed (seed, seed + 1, ...), round r calling on matrix r mod K.
+    const int matrices = Matrices(options);
+    std::vector<Workload> loads(static_cast<size_t>(matrices));
+    for (int m = 0; m < matrices; ++m) {
+      Workload& load = loads[static_cast<size_t>(m)];
+      if (std::string err = load.Init(collective, rank, n, msize, options.pattern,
+                                      options.seed + static_cast<uint64_t>(m), options.fold_buffers);
+          !err.empty())
+        return fail(kExitUsage, err);
+      // Touch the pages outside the timed region.
+      load.FillSend(call);
+      std::fill(load.recv.begin(), load.recv.end(), static_cast<char>(kRecvFill));
+    }
+    Workload* current = &loads.front();  // The workload the calls below use.
     std::optional<double> bound;
     if (job && rank == 0) {
       EdgeBound b;
@@ -674,9 +690,18 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
           b = AllgatherBound(job->tree, static_cast<double>(msize));
           if (b.edge >= 0) bound = b.seconds;
           break;
-        case Collective::kAlltoallv:
-          bound = PatternBound(job->tree, w.matrix);
+        case Collective::kAlltoallv: {
+          // The mean over the matrices, as the mean call is.
+          double sum = 0;
+          bool all = true;
+          for (const Workload& load : loads) {
+            const std::optional<double> one = PatternBound(job->tree, load.matrix);
+            all = all && one.has_value();
+            sum += one.value_or(0);
+          }
+          if (all) bound = sum / matrices;
           break;
+        }
       }
     }
 
@@ -686,7 +711,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     // The alltoallv plan of a topology-aware kernel, around its calls.
     auto set_plan = [&](const Entry& e) {
       if (collective != Collective::kAlltoallv || e.k == nullptr || !e.k->needs_context) return true;
-      rc = holder.SetAlltoallvPlanFor(w.AlltoallvShape(comm), e.k->name);
+      rc = holder.SetAlltoallvPlanFor(current->AlltoallvShape(comm), e.k->name);
       if (rc != MPI_SUCCESS) rc_what = "building the alltoallv plan";
       return rc == MPI_SUCCESS;
     };
@@ -703,16 +728,17 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     auto one_call = [&](Entry& e, bool timed, bool measured = false) {
       measured = measured || timed;
       ++call;
+      Workload& cw = *current;
       if (options.verify) {
-        w.FillSend(call);
-        std::fill(w.recv.begin(), w.recv.end(), static_cast<char>(kRecvFill));
+        cw.FillSend(call);
+        std::fill(cw.recv.begin(), cw.recv.end(), static_cast<char>(kRecvFill));
       }
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
       const std::optional<TcpCounters> tcp_before = timed && counts_tcp ? ReadTcpCounters() : std::nullopt;
       if (measured) MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
-      rc = agree(e) ? w.Agree(comm) : MPI_SUCCESS;
-      if (rc == MPI_SUCCESS) rc = w.Call(e.k, comm, holder.context(), &fallback_log);
+      rc = agree(e) ? cw.Agree(comm) : MPI_SUCCESS;
+      if (rc == MPI_SUCCESS) rc = cw.Call(e.k, comm, holder.context(), &fallback_log);
       const double t = MPI_Wtime() - t0;
       double elapsed = 0;
       if (measured) MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -730,7 +756,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       if (rc != MPI_SUCCESS) rc_what = std::string(e.name);
       if (options.verify && rc == MPI_SUCCESS) {
         std::string what;
-        int64_t bad = w.CheckRecv(call, &what);
+        int64_t bad = cw.CheckRecv(call, &what);
         if (bad > 0 && e.first_error.empty()) e.first_error = fmt::format("call {}: {}", call, what);
         e.verify_errors += bad;
       }
@@ -799,6 +825,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         const std::string what = fmt::format("round {} of every algorithm at", round + 1);
         if (rule.IsCheckpoint(round)) progress(step, what);
         RoundOrder(options.order_seed, msize, round, &order);
+        current = &loads[static_cast<size_t>(round % matrices)];
         for (size_t i : order) {
           Entry& e = entries[i];
           if (!e.dropped.empty()) continue;
@@ -862,11 +889,13 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       s.max_s = st.max;
       s.mean_s = st.mean;
       s.order_seed = options.interleave ? options.order_seed : 0;
-      s.bytes_per_call = w.bytes_per_call;
-      if (w.bytes_per_call == 0)
+      int64_t bytes = 0;  // The mean over the matrices.
+      for (const Workload& load : loads) bytes += load.bytes_per_call;
+      s.bytes_per_call = bytes / matrices;
+      if (s.bytes_per_call == 0)
         s.bytes_per_s = 0.0;
       else if (st.mean > 0)
-        s.bytes_per_s = static_cast<double>(w.bytes_per_call) / st.mean;
+        s.bytes_per_s = static_cast<double>(s.bytes_per_call) / st.mean;
       s.bound_s = bound;
       if (bound && st.mean > 0) s.fraction_of_bound = *bound / st.mean;
       s.verified = options.verify && all_errors == 0;
@@ -879,6 +908,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       s.times_s = std::move(e.times);
       s.dropped = e.dropped;
       s.size_seconds = size_seconds;
+      s.matrices = matrices;
       if (sink) sink(s);
     }
   }

@@ -113,6 +113,10 @@ struct BenchOptions {
   double time_budget_s = 0;             // > 0: time iterations until their sum reaches this (at least one).
   Pattern pattern = Pattern::kUniform;  // alltoallv only.
   uint64_t seed = 1;
+  // interleave, alltoallv with a seeded pattern (skewed, random, sparse):
+  // round r runs on the size matrix of seed + (r mod matrices), so that a
+  // decision rests on the class's mean over several matrices, not on one.
+  int matrices = 1;
   // Topology: the file's contents in topology_text (identical on every rank)
   // or, when that is empty, a path that rank 0 reads. Neither: no context,
   // and topology-aware kernels fall back (counted in Sample::fallbacks).
@@ -193,6 +197,10 @@ struct Sample {
   // candidate time limit, a slow warm-up); empty: it ran every round.
   std::string dropped;
   double size_seconds = 0;  // Wall time of the whole size, every algorithm (rank 0's clock).
+  // Size matrices the rounds cycled through (BenchOptions::matrices); the
+  // call of round r ran on matrix r mod matrices, and bytes_per_call and
+  // bound_s are the means over them.
+  int matrices = 1;
 };
 
 // The sample as one JSON object on one line (no newline), keys in the order

@@ -312,6 +312,11 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
       ->check(CLI::IsMember({"uniform", "skewed", "random", "sparse"}))
       ->option_text("uniform|skewed|random|sparse");
   app.add_option("--seed", o.seed, "Seed of the skewed, random and sparse patterns")->option_text("N (default: 1)");
+  app.add_option("--matrices", o.matrices,
+                 "With --interleave and a seeded --pattern: round r runs on the matrix of seed + (r mod K), so that "
+                 "every algorithm is timed over K matrices of the pattern")
+      ->check(CLI::Range(1, 16))
+      ->option_text("K (default: 1)");
   auto* topo_opt =
       app.add_option("--topology", o.topology_file, "Topology file: enables topology-aware kernels and bound_s")
           ->option_text("FILE");

@@ -186,6 +186,9 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
         left += fmt::format("  {}: FAILED, {} runs there: {}\n", size, c.chosen(), c.failure());
         continue;
       }
+      if (c.matrices() > 1)
+        left += fmt::format("  {}: {} over {} size matrices, {:.3f} to {:.3f} of {}'s mean within one\n", size,
+                            c.chosen(), c.matrices(), c.matrix_ratio_min(), c.matrix_ratio_max(), c.reference());
       for (const v1::CandidateStats& k : c.candidates())
         if (!k.dropped().empty())
           left += fmt::format("  {}: {} left after {}: {}\n", size, k.algorithm(), Plural(k.calls(), "call", "calls"),
@@ -199,7 +202,9 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
                       c.tuning_seconds() > 0 ? FormatSeconds(c.tuning_seconds()) : "-"});
     }
     out += Columns(rows, 2);
-    if (!left.empty()) out += "  left early (racing, the candidate time limit, a slow warm-up) or failed:\n" + left;
+    if (!left.empty())
+      out +=
+          "  left early (racing, the candidate time limit, a slow warm-up), failed, or over several matrices:\n" + left;
     if (noisy > 0)
       out += fmt::format(
           "  NOISY at {}: the A/A control (native measured twice) differed with confidence, so the run was too\n"

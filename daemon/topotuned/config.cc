@@ -202,6 +202,7 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"collectives", StrList(&t.collectives)},
       {"ranks_per_node", int_list(&t.ranks_per_node, 1, 1024)},
       {"alltoallv_patterns", StrList(&t.alltoallv_patterns)},
+      {"alltoallv_matrices", Number<int>(&t.alltoallv_matrices, 1, 16)},
       {"sizes", StrList(&t.sizes)},
       {"iterations", Number<int>(&t.iterations, 1, 100000)},
       {"alpha", Number<double>(&t.alpha, 1e-6, 0.5)},

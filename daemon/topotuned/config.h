@@ -47,6 +47,10 @@ struct TuningConfig {
   // The alltoallv size-pattern classes tuned, one run each; the library
   // gives each call the class of its counts and runs that class's table.
   std::vector<std::string> alltoallv_patterns = {"uniform", "skewed", "sparse"};
+  // The size matrices (seeds) a skewed or sparse class is measured over in
+  // one run, round r on matrix r mod this: the class's decision rests on its
+  // mean over them, and `decisions show` gives the spread between them.
+  int alltoallv_matrices = 3;
   std::vector<std::string> sizes = {"1KiB", "16KiB", "256KiB", "4MiB"};  // Before bisection.
   // Rounds per size before adaptive sampling decides whether to go on; each
   // round times every algorithm once, in a fresh random order.

@@ -816,6 +816,9 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
       sc->set_failed(c.failed);
       sc->set_failure(c.failure);
       sc->set_tuning_seconds(c.tuning_seconds);
+      sc->set_matrices(c.matrices);
+      sc->set_matrix_ratio_min(c.matrix_ratio_min);
+      sc->set_matrix_ratio_max(c.matrix_ratio_max);
       for (const CandidateStats& k : c.candidates) {
         v1::CandidateStats* kc = sc->add_candidates();
         kc->set_algorithm(k.algorithm);

@@ -278,8 +278,9 @@ grpc::Status Tuner::Stream::Add(const v1::ReportSamplesRequest& msg) {
   // before its first call has neither, only its note.
   if (batch.empty() && s.iterations() > 0) add(s.median_s());
   std::optional<db::SampleNote> note;
-  if (!s.dropped().empty() || s.size_seconds() > 0)
-    note = db::SampleNote{algorithm, static_cast<double>(s.msize()), s.dropped(), s.size_seconds()};
+  if (!s.dropped().empty() || s.size_seconds() > 0 || s.matrices() > 1)
+    note = db::SampleNote{algorithm, static_cast<double>(s.msize()), s.dropped(), s.size_seconds(),
+                          std::max(1, s.matrices())};
   auto stored = tuner_->core_->store().AddSampleBatch(run_id_, msg.sequence(), batch, note);
   if (!stored.ok()) return ToGrpc(stored.status());
   if (!*stored) {
@@ -612,6 +613,7 @@ std::pair<int, std::string> Tuner::RunJob(const std::string& sweep_id, const Run
   if (const double limit = CandidateLimit(tc); limit > 0)
     *task.mutable_candidate_timeout() = TimeUtil::MillisecondsToDuration(static_cast<int64_t>(limit * 1000));
   task.set_slow_warmup_factor(tc.slow_warmup_factor);
+  if (run.pattern == "skewed" || run.pattern == "sparse") task.set_matrices(tc.alltoallv_matrices);
   task.set_order_seed(static_cast<uint64_t>(run_id));
   if (Status v = Validate(task); !v.ok()) return finish(db::RunState::kFailed, "task: " + v.message());
   {

@@ -455,6 +455,7 @@ Status CheckSample(const Field& f, const v1::BenchSample& s) {
       CheckRange(f.Sub("iterations"), iterations, s.dropped().empty() ? 1 : 0, kUnbounded),
       CheckString(f.Sub("dropped"), s.dropped(), 0, TOPOTUNE_LIMIT(kMaxDroppedBytes)),
       CheckTime(f.Sub("size_seconds"), s.size_seconds()),
+      CheckRange(f.Sub("matrices"), s.matrices(), 0, TOPOTUNE_LIMIT(kMaxMatrices)),
       CheckTime(min_s, s.min_s()),
       CheckTime(median_s, s.median_s()),
       CheckTime(p95_s, s.p95_s()),
@@ -605,6 +606,7 @@ Status Validate(const v1::BenchTask& task) {
       task.has_candidate_timeout() && (task.candidate_timeout().seconds() != 0 || task.candidate_timeout().nanos() != 0)
           ? CheckDuration("candidate_timeout", task.candidate_timeout())
           : Status::Ok(),
+      CheckRange("matrices", task.matrices(), 0, TOPOTUNE_LIMIT(kMaxMatrices)),
       !std::isfinite(task.slow_warmup_factor()) ||
               (task.slow_warmup_factor() != 0 && (task.slow_warmup_factor() < 1 || task.slow_warmup_factor() > 1000))
           ? Invalid("slow_warmup_factor", fmt::format("{} is not 0 or 1 to 1000", task.slow_warmup_factor()))

@@ -446,6 +446,9 @@ TEST_F(ApiTest, AlltoallvIsTunedAndServedPerPatternClass) {
     auto fctx = Context();
     ASSERT_TRUE(agents_->FetchBenchTask(fctx.get(), fetch, &fetched).ok());
     EXPECT_EQ(fetched.task().pattern(), runs[k].first);
+    // A skewed class is measured over tuning.alltoallv_matrices (3) size matrices; uniform has one.
+    EXPECT_EQ(fetched.task().matrices(), runs[k].first == v1::ALLTOALLV_PATTERN_SKEWED ? 3 : 0);
+    EXPECT_TRUE(fetched.task().race());
     std::vector<v1::ReportSamplesRequest> msgs;
     for (const auto& [seq, algorithm, median] :
          {std::tuple{0, "native", runs[k].second.first}, std::tuple{1, "native:aa", runs[k].second.first},

@@ -142,6 +142,23 @@ EOF
     expect_status 0
     run "$bench" --time-budget 1 --interleave
     expect_status 2
+    if [[ $collective == alltoallv ]]; then
+      # A seeded pattern over 3 size matrices, round r on matrix r mod 3,
+      # every call's data checked against its own matrix.
+      run "${mpirun[@]}" 4 "$bench" --collective alltoallv --verify --sizes 4096 --warmup 1 --interleave \
+        --iterations 4 --pattern skewed --matrices 3 --alltoallv-agreement --topology "$topology" \
+        --hosts h0,h1,h4,h5 --times --out "$work/matrices.jsonl"
+      expect_status 0
+      "$python" - "$work/matrices.jsonl" <<'EOF' || fail "the 3-matrix output does not check out"
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+assert lines, "no lines"
+for o in lines:
+    assert o["matrices"] == 3 and o["iterations"] == 4 and o["verified"] is True, o["label"]
+    assert o["verify_errors"] == 0 and o["bound_s"] > 0, o["label"]
+print(f"{len(lines)} lines over 3 matrices checked")
+EOF
+    fi
     "$python" - "$work/out.jsonl" "$algorithms" <<'EOF' ||
 import json, sys
 path, algorithms = sys.argv[1:3]
