@@ -323,7 +323,10 @@ std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, 
     if (!racing(s)) continue;
     const Against vs_ref(*s, ref, options, ComparisonSeed(options.seed, s->algorithm + ":race", size.msize));
     const RatioInterval& r = vs_ref.ratio();
-    if (r.lo > 1 - options.margin) {
+    // The interval, and the permutation test in the same direction at alpha
+    // (one-sided): a bootstrap of a few rounds with a stall in one of them is
+    // overconfident, and a contender must not leave on it.
+    if (r.lo > 1 - options.margin && vs_ref.PMore(1 - options.margin) < options.alpha / 2) {
       out.push_back({s->algorithm, fmt::format("cannot beat {}: mean ratio {:.3f} [{:.3f}, {:.3f}] after {} calls",
                                                ref.algorithm, r.estimate, r.lo, r.hi, s->seconds.size())});
       continue;
@@ -332,7 +335,7 @@ std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, 
     const Against vs_leader(*s, *leader, options,
                             ComparisonSeed(options.seed, s->algorithm + ":race:" + leader->algorithm, size.msize));
     const RatioInterval& l = vs_leader.ratio();
-    if (l.lo > 1)
+    if (l.lo > 1 && vs_leader.PMore(1) < options.alpha / 2)
       out.push_back({s->algorithm, fmt::format("slower than {}: mean ratio {:.3f} [{:.3f}, {:.3f}] after {} calls",
                                                leader->algorithm, l.estimate, l.lo, l.hi, s->seconds.size())});
   }

@@ -175,7 +175,9 @@ bool Settled(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions
 // interval of its mean ratio to the reference lies wholly above 1 - margin
 // (it cannot win), or its interval against the leader (the candidate of
 // lowest mean still racing) lies wholly above 1 (it is slower than one that
-// stays). The reference, the A/A copy and sets already dropped never leave;
+// stays), each with the permutation test in that direction at alpha / 2 (a
+// few heavy-tailed rounds make the bootstrap overconfident; paired, no
+// candidate leaves before 6 rounds). The reference, the A/A copy and sets already dropped never leave;
 // so samples go to native, the A/A copy and the contenders, and the
 // decision rule's guarantee against false wins is untouched (a candidate
 // that leaves only loses). Sets as ChooseBySize wants them, of one size.

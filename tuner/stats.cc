@@ -67,6 +67,15 @@ double Percentile(const std::vector<double>& sorted, double q) {
   return i + 1 < sorted.size() ? sorted[i] * (1 - frac) + sorted[i + 1] * frac : sorted[i];
 }
 
+// `r` with the bootstrap's percentile interval (tail on each side) of the
+// resampled ratios; the point estimate always lies inside its own interval.
+RatioInterval WithPercentiles(std::vector<double> ratios, double tail, RatioInterval r) {
+  std::sort(ratios.begin(), ratios.end());
+  r.lo = std::min(Percentile(ratios, tail), r.estimate);
+  r.hi = std::max(Percentile(ratios, 1 - tail), r.estimate);
+  return r;
+}
+
 }  // namespace
 
 TimeSummary SummarizeTimes(std::span<const double> times) {
@@ -115,11 +124,7 @@ RatioInterval RatioOfMeans(std::span<const double> a, std::span<const double> b,
     const double ra = resample_mean(a), rb = resample_mean(b);
     ratios.push_back(rb > 0 ? ra / rb : r.estimate);
   }
-  std::sort(ratios.begin(), ratios.end());
-  // The point estimate always lies inside its own interval.
-  r.lo = std::min(Percentile(ratios, tail), r.estimate);
-  r.hi = std::max(Percentile(ratios, 1 - tail), r.estimate);
-  return r;
+  return WithPercentiles(std::move(ratios), tail, r);
 }
 
 double PermutationPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,
@@ -196,10 +201,7 @@ RatioInterval PairedRatioOfMeans(std::span<const double> a, std::span<const doub
     }
     ratios.push_back(sb > 0 ? sa / sb : r.estimate);
   }
-  std::sort(ratios.begin(), ratios.end());
-  r.lo = std::min(Percentile(ratios, tail), r.estimate);
-  r.hi = std::max(Percentile(ratios, 1 - tail), r.estimate);
-  return r;
+  return WithPercentiles(std::move(ratios), tail, r);
 }
 
 double SignFlipPLess(std::span<const double> a, double a_scale, std::span<const double> b, uint64_t seed,

@@ -73,6 +73,24 @@ class ApiTest : public ::testing::Test {
     plans_ = v1::Plans::NewStub(channel);
     admin_ = v1::Admin::NewStub(channel);
   }
+  // Restarts the daemon with `job_timeout_s` and starts an alltoall sweep on
+  // h0 and h4 at `msizes` (empty: the configured sizes; given: no
+  // refinement), whose launcher never gets "go": every job hangs until its
+  // timeout unless the test ends it.
+  void StartHungSweep(double job_timeout_s, const std::vector<int64_t>& msizes, v1::StartTuningResponse* started) {
+    daemon_.Kill(SIGTERM);
+    config_ = WriteConfig(dir_, job_timeout_s);
+    StartDaemon();
+    RegisterHosts({"h0", "h4"});
+    v1::StartTuningRequest req;
+    req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+    req.add_node_counts(2);
+    req.add_ranks_per_node(1);
+    for (int64_t m : msizes) req.add_msizes(m);
+    req.set_skip_refinement(!msizes.empty());
+    auto ctx = Context();
+    ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, started).ok());
+  }
   void RegisterHosts(const std::vector<std::string>& hosts) {
     for (size_t i = 0; i < hosts.size(); ++i) {
       v1::RegisterResponse resp;
@@ -577,17 +595,8 @@ TEST_F(ApiTest, KillNineMidIngestLosesNothingCommitted) {
 }
 
 TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
-  daemon_.Kill(SIGTERM);
-  config_ = WriteConfig(dir_, 2);  // job_timeout 2 s; the launcher never gets "go".
-  StartDaemon();
-  RegisterHosts({"h0", "h4"});
-  v1::StartTuningRequest req;
-  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
-  req.add_node_counts(2);
-  req.add_ranks_per_node(1);
   v1::StartTuningResponse started;
-  auto ctx = Context();
-  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  ASSERT_NO_FATAL_FAILURE(StartHungSweep(2, {}, &started));  // job_timeout 2 s.
   const std::string task = WaitForTask(dir_, 0);
   v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
   EXPECT_EQ(done.state(), v1::TUNING_STATE_FAILED);
@@ -624,20 +633,8 @@ TEST_F(ApiTest, AHungBenchmarkJobIsKilledAtItsTimeout) {
 // twice keeps native, marked failed with the reason, while the sizes
 // measured are decided, and the sweep says which size failed.
 TEST_F(ApiTest, AFailedSizeIsTriedOnceMoreThenKeepsNative) {
-  daemon_.Kill(SIGTERM);
-  config_ = WriteConfig(dir_, 4);  // job_timeout 4 s; the launcher never gets "go".
-  StartDaemon();
-  RegisterHosts({"h0", "h4"});
-  v1::StartTuningRequest req;
-  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
-  req.add_node_counts(2);
-  req.add_ranks_per_node(1);
-  req.add_msizes(1024);
-  req.add_msizes(65536);
-  req.set_skip_refinement(true);
   v1::StartTuningResponse started;
-  auto ctx = Context();
-  ASSERT_TRUE(admin_->StartTuning(ctx.get(), req, &started).ok());
+  ASSERT_NO_FATAL_FAILURE(StartHungSweep(4, {1024, 65536}, &started));  // job_timeout 4 s.
   auto sizes_of = [&](const std::string& task) {
     v1::FetchBenchTaskRequest fetch;
     fetch.set_task_id(task);
