@@ -808,6 +808,14 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
                                     FormatSeconds(options.candidate_limit_s));
             break;
           }
+          // Hopeless already: not worth the next warm-up call's time.
+          if (Raced(e) && native_warm && options.slow_warmup_factor > 0 && t > kHopelessWarmupS &&
+              t > 2 * options.slow_warmup_factor * *native_warm) {
+            e.dropped =
+                fmt::format("a warm-up call took {}, {:.1f}x native's {} (over twice {:.1f}x)", FormatSeconds(t),
+                            t / *native_warm, FormatSeconds(*native_warm), options.slow_warmup_factor);
+            break;
+          }
         }
         clear_plan();
         if (rc != MPI_SUCCESS) break;

@@ -77,6 +77,10 @@ inline constexpr std::string_view kViaMpiAlgorithm = "mpi";
 // A warm-up call faster than this (seconds) never drops its algorithm as
 // too slow against native: calls that short cost a size little.
 inline constexpr double kSlowWarmupFloorS = 0.05;
+// A warm-up call over this (seconds) and over twice slow_warmup_factor
+// times native's drops its algorithm at once, without its further warm-up
+// calls (at large messages each costs seconds).
+inline constexpr double kHopelessWarmupS = 1.0;
 
 // Exit statuses of topotune-bench, also returned by RunBench.
 inline constexpr int kExitOk = 0;
