@@ -92,6 +92,9 @@ v1::Decision AlltoallDecision() {
   choice(65536, "pairwise", "pairwise", 0.0021, 0.0021, true);
   choice(4 << 20, "tree_scheduled", "tree_scheduled", 0.25, 0.25, true);
   d.mutable_choices(1)->set_tuning_seconds(31.25);
+  d.mutable_choices(1)->set_matrices(3);  // Its spread between size matrices.
+  d.mutable_choices(1)->set_matrix_ratio_min(0.61);
+  d.mutable_choices(1)->set_matrix_ratio_max(0.74);
   v1::CandidateStats* left = d.mutable_choices(1)->add_candidates();  // Raced out.
   left->set_algorithm("bruck");
   left->set_calls(5);
@@ -140,7 +143,8 @@ TEST(ServerRenderTest, DecisionsAsTables) {
             "                  40     NOISY 1.200 [1.100, 1.300]  settled   -\n"
             "  8MiB      native (failed)  -           -           -           -                     -            "
             "                  -      -                           -         250.000 s\n"
-            "  left early (racing, the candidate time limit, a slow warm-up) or failed:\n"
+            "  left early (racing, the candidate time limit, a slow warm-up), failed, or over several matrices:\n"
+            "  64KiB: pairwise over 3 size matrices, 0.610 to 0.740 of native's mean within one\n"
             "  64KiB: bruck left after 5 calls: cannot beat native: mean ratio 1.450 [1.300, 1.620] after 5 calls"
             "\n"
             "  8MiB: FAILED, native runs there: the benchmark failed twice at 8MiB: launcher failed (exit status "
