@@ -342,6 +342,17 @@ std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, 
   return out;
 }
 
+bool WinPending(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options) {
+  auto sizes = GroupBySize(sets_of_one_size);
+  if (!sizes.ok() || sizes->size() != 1) return false;
+  const SampleSet& ref = *Reference(sizes->front(), options);
+  for (const CandidateStats& c : Candidates(sizes->front(), ref, options)) {
+    if (c.algorithm == ref.algorithm || c.algorithm == kAaControlLabel || !c.dropped.empty() || c.calls == 0) continue;
+    if (c.ratio.hi < 1 - options.margin && !Wins(c, options)) return true;
+  }
+  return false;
+}
+
 StatusOr<std::vector<SizeChoice>> ChooseBySize(const std::vector<SampleSet>& samples, const ChoiceOptions& options) {
   auto sizes = GroupBySize(samples);
   if (!sizes.ok()) return sizes.status();

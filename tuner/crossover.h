@@ -187,6 +187,11 @@ struct RaceExit {
 };
 std::vector<RaceExit> RaceExits(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options = {});
 
+// A win is pending at this size: a candidate still racing whose interval of
+// its mean ratio to the reference lies below 1 - margin, but whose
+// permutation test does not yet agree (too few rounds). Sets of one size.
+bool WinPending(const std::vector<SampleSet>& sets_of_one_size, const ChoiceOptions& options = {});
+
 struct DecisionRange {
   double min_msize = 0;  // Inclusive, bytes.
   double max_msize = 0;  // Exclusive; infinity for the last range.

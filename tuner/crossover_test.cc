@@ -382,7 +382,7 @@ TEST(PairedAnalysis, NoFalseWinsWithRacing) {
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
     std::mt19937_64 rng(seed);
     const double stall_p = std::vector<double>{0, 0.02, 0.1}[seed % 3];
-    const double base = std::vector<double>{0.002, 0.02, 0.137}[seed % 3 == 0 ? 0 : (seed / 3) % 3];
+    const double base = std::vector<double>{0.002, 0.02, 0.137, 3.0}[seed % 3 == 0 ? 0 : (seed / 3) % 4];
     RoundRuleOptions o = DemoRounds(seed, true);
     o.min_rounds = std::vector<int>{5, 20}[seed % 2];
     o.max_rounds = 300;
@@ -397,6 +397,39 @@ TEST(PairedAnalysis, NoFalseWinsWithRacing) {
     EXPECT_EQ(c->front().chosen, "native") << "seed " << seed;
   }
   EXPECT_LE(aa_differs, 1);
+}
+
+// At large messages the minimum rounds of every algorithm already take the
+// size's budget (13 labels of seconds-long calls), and no win is possible on
+// 5 rounds: the rounds go on past the budget while a win is pending, up to
+// DecisiveRounds, so a contender at half native's time wins; where none is
+// faster, nothing goes on.
+TEST(PairedAnalysis, LargeSizesGoOnWhileAWinIsPending) {
+  EXPECT_EQ(DecisiveRounds(0.001), 13);
+  int wins = 0;
+  int64_t extra_rounds = 0;
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    std::mt19937_64 rng(seed);
+    RoundRuleOptions o = DemoRounds(seed, true);
+    std::vector<Label> labels = {{"native", Stalling(3.0, 0.1, 1.5)},
+                                 {std::string(kAaControlLabel), Stalling(3.0, 0.1, 1.5)},
+                                 {"switch_ordered_ring", Stalling(1.4, 0.05, 1.5)}};
+    for (double f : {1.0, 1.1, 1.3, 1.6, 1.8})
+      labels.push_back({"other" + std::to_string(f), Stalling(3.0 * f, 0.1, 1.5)});
+    std::vector<SampleSet> sets = SimulateSize(labels, o, 4 << 20, rng, kDemoDrift);
+    auto c = ChooseBySize(sets, o.choice);
+    ASSERT_TRUE(c.ok());
+    wins += c->front().chosen == "switch_ordered_ring";
+    EXPECT_LE(sets[0].seconds.size(), 13u);
+    extra_rounds += static_cast<int64_t>(sets[0].seconds.size()) - 5;
+    // Nothing faster: the minimum rounds, then the size ends.
+    std::vector<Label> equal = {labels[0], labels[1], labels[3], labels[4]};
+    std::vector<SampleSet> flat = SimulateSize(equal, o, 4 << 20, rng, kDemoDrift);
+    EXPECT_EQ(ChooseBySize(flat, o.choice)->front().chosen, "native") << "seed " << seed;
+  }
+  std::printf("contender at 0.47x won %d of 50 seeds, %.1f rounds past the minimum\n", wins,
+              static_cast<double>(extra_rounds) / 50);
+  EXPECT_GE(wins, 48);
 }
 
 // A class measured over several size matrices is decided on the mean over

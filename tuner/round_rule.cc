@@ -1,6 +1,7 @@
 #include "tuner/round_rule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace topotune {
@@ -11,11 +12,20 @@ RoundRule::RoundRule(const RoundRuleOptions& options) : options_(options) {
   next_check_ = options_.min_rounds;
 }
 
+int DecisiveRounds(double test_alpha) {
+  int n = 1;
+  // 2^-n is the exact test's least p-value; the Monte Carlo one adds about
+  // 1 / kDefaultPermutations, so 2^-n must stay well under the level.
+  while (std::ldexp(1.0, -n) > test_alpha / 8 && n < 64) ++n;
+  return n;
+}
+
 bool RoundRule::GoOn(int rounds, double elapsed_s, std::vector<SampleSet>* sets) {
   if (rounds < options_.min_rounds) return true;
   if (rounds >= options_.max_rounds || !(options_.budget_s > 0)) return false;
-  if (elapsed_s >= options_.budget_s) return false;
-  if (rounds < next_check_) return true;
+  const bool spent = elapsed_s >= options_.budget_s;
+  if (spent && rounds >= DecisiveRounds(options_.choice.test_alpha)) return false;
+  if (!spent && rounds < next_check_) return true;
   next_check_ = std::max(rounds + 1, rounds + rounds / 2);
   checked_at_ = rounds;
   if (options_.race) {
@@ -29,7 +39,9 @@ bool RoundRule::GoOn(int rounds, double elapsed_s, std::vector<SampleSet>* sets)
       for (SampleSet& s : *sets)
         if (s.algorithm == exit.algorithm && raced(s)) s.dropped = exit.reason;
   }
-  return !Settled(*sets, options_.choice);
+  // Past the budget, rounds go on only while a candidate's interval says it
+  // is faster and too few rounds have run for the test to agree.
+  return spent ? WinPending(*sets, options_.choice) : !Settled(*sets, options_.choice);
 }
 
 std::vector<int64_t> ConsecutiveRounds(size_t calls) {

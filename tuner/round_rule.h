@@ -6,6 +6,12 @@
 // max_rounds. With race, each checkpoint also races the candidates
 // (crossover.h RaceExits, successive elimination): those that leave get
 // SampleSet::dropped, and the rounds after time only the others.
+// Past the budget, rounds go on, one checkpoint each, while a win is
+// pending (crossover.h WinPending: a candidate whose interval says it is
+// faster, but too few rounds for the permutation test to agree), up to
+// DecisiveRounds: at large messages the minimum rounds of every algorithm
+// alone exceed the budget, and no candidate could ever win on them (5
+// paired rounds give at best p = 1/32, a win needs 0.0005).
 //
 // Thread-safety: a RoundRule is used by one thread.
 #pragma once
@@ -47,6 +53,11 @@ class RoundRule {
   int next_check_;
   int checked_at_ = -1;
 };
+
+// The fewest paired rounds with which the sign-flip test reaches a win at
+// test_alpha (one-sided test_alpha / 2) with room for its Monte Carlo
+// error: 2^-n at most test_alpha / 8, 13 at 0.001.
+int DecisiveRounds(double test_alpha);
 
 // Rounds 0, 1, 2, ... for calls timed once per round from the first.
 std::vector<int64_t> ConsecutiveRounds(size_t calls);
