@@ -820,7 +820,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
         clear_plan();
         if (rc != MPI_SUCCESS) break;
         if (!fastest) continue;
-        if (e.k != nullptr && e.k->name == "native" && e.name == e.k->name) native_warm = fastest;
+        if (e.k != nullptr && e.name == "native") native_warm = fastest;  // Not its A/A copy.
         if (Raced(e) && e.dropped.empty() && native_warm && options.slow_warmup_factor > 0 &&
             *fastest > kSlowWarmupFloorS && *fastest > options.slow_warmup_factor * *native_warm)
           e.dropped = fmt::format("its fastest warm-up call took {}, {:.1f}x native's {} (over {:.1f}x)",

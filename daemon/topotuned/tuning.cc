@@ -469,7 +469,12 @@ bool Tuner::MeasureSizes(const std::string& sweep_id, const Run& run, const std:
     auto [state, message] =
         RunJob(sweep_id, run, hosts, topology_version, topology_yaml, pending, algorithms, iterations, &run_id);
     if (state == static_cast<int>(db::RunState::kDone)) return true;
-    if (message.starts_with("cancelled")) {
+    bool stopping = false;
+    {
+      std::lock_guard lock(mu_);
+      stopping = stopping_;
+    }
+    if (stopping) {  // RunJob ended the job for the shutdown.
       failures->push_back(fmt::format("{}: {}", what, message));
       return false;
     }
