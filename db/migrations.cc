@@ -203,6 +203,33 @@ CREATE TABLE sample_notes (
   PRIMARY KEY (run_id, algorithm, msize)
 ) WITHOUT ROWID;
 )sql"},
+
+    {7, "demand: what production jobs' collective calls spent, per demand cell and decision source", R"sql(
+-- One row per (job report, demand cell, decision source): a cell is a
+-- (collective, communicator layout, size bucket, alltoallv class), the
+-- bucket the power of two nearest the calls' message size (tuner/demand.h).
+-- Reports stored before this version carry no demand.
+CREATE TABLE demand (
+  report_id INTEGER NOT NULL REFERENCES job_reports(id) ON DELETE CASCADE,
+  received_at INTEGER NOT NULL,    -- the report's, for windows
+  topology_version INTEGER NOT NULL DEFAULT 0,  -- of the job's plan; 0 without one
+  collective TEXT NOT NULL,
+  nprocs INTEGER NOT NULL CHECK (nprocs > 0),
+  ranks_per_node INTEGER NOT NULL CHECK (ranks_per_node > 0),
+  size_bucket INTEGER NOT NULL CHECK (size_bucket >= 0),
+  pattern TEXT NOT NULL DEFAULT '',  -- as bench_runs.pattern
+  source TEXT NOT NULL,            -- 'tuned', 'nearest', 'default', 'forced': the table the calls ran
+  distance REAL NOT NULL DEFAULT 0 CHECK (distance >= 0),  -- 'nearest': to the layout tuned
+  hosts INTEGER NOT NULL DEFAULT 0 CHECK (hosts >= 0),     -- spanned by the communicator; 0: unknown
+  switches INTEGER NOT NULL DEFAULT 0 CHECK (switches >= 0),
+  calls INTEGER NOT NULL CHECK (calls >= 0),
+  bytes INTEGER NOT NULL DEFAULT 0 CHECK (bytes >= 0),
+  seconds REAL NOT NULL CHECK (seconds >= 0),
+  msize_calls REAL NOT NULL DEFAULT 0  -- the sum of message size x calls, for the mean size
+);
+CREATE INDEX demand_by_time ON demand(received_at);
+CREATE INDEX demand_by_report ON demand(report_id);
+)sql"},
 };
 
 // Guards against a gap or a wrong number when a migration is appended.

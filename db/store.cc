@@ -874,15 +874,92 @@ StatusOr<int64_t> Store::EvictPlansLru(int64_t max_bytes) {
 // ---------------------------------------------------------------------------
 // Job reports and maintenance
 
-StatusOr<int64_t> Store::AddJobReport(std::string_view job_id, std::string_view report_json) {
+StatusOr<int64_t> Store::AddJobReport(std::string_view job_id, std::string_view report_json,
+                                      std::span<const DemandEntry> demand) {
   std::lock_guard lock(impl_->mu);
   if (job_id.empty()) return impl_->Invalid("job report without a job id");
   TOPOTUNE_DB_ASSIGN_OR_RETURN(json report,
                                ParseJson(report_json, impl_->path() + ": report of job '" + std::string(job_id) + "'"));
+  for (size_t i = 0; i < demand.size(); ++i) {
+    const DemandEntry& d = demand[i];
+    const std::string where = fmt::format("demand entry {} of job '{}'", i, job_id);
+    auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
+    if (d.collective.empty() || d.source.empty()) return impl_->Invalid(where + " has no collective or source");
+    if (d.nprocs < 1 || d.ranks_per_node < 1)
+      return impl_->Invalid(
+          fmt::format("{} has layout {} x {}; both must be at least 1", where, d.nprocs, d.ranks_per_node));
+    if (d.size_bucket < 0 || d.hosts < 0 || d.switches < 0 || d.calls < 0 || d.bytes < 0 || !finite(d.seconds) ||
+        !finite(d.distance) || !finite(d.msize_calls) || d.topology_version < 0)
+      return impl_->Invalid(where + " has a negative or non-finite count, size or time");
+  }
+  Connection& conn = *impl_->conn;
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn));
+  const int64_t now = impl_->NowMs();
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st,
+                               conn.Prepare("INSERT INTO job_reports (job_id, received_at, payload) VALUES (?, ?, ?)"));
+  TOPOTUNE_RETURN_IF_ERROR(st.BindAll(job_id, now, report.dump()).Run());
+  const int64_t id = conn.LastInsertRowid();
+  if (!demand.empty()) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement put, conn.Prepare(R"sql(
+        INSERT INTO demand (report_id, received_at, topology_version, collective, nprocs, ranks_per_node,
+                            size_bucket, pattern, source, distance, hosts, switches, calls, bytes, seconds,
+                            msize_calls)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql"));
+    for (const DemandEntry& d : demand)
+      TOPOTUNE_RETURN_IF_ERROR(put.Reset()
+                                   .BindAll(id, now, d.topology_version, d.collective, d.nprocs, d.ranks_per_node,
+                                            d.size_bucket, d.pattern, d.source, d.distance, d.hosts, d.switches,
+                                            d.calls, d.bytes, d.seconds, d.msize_calls)
+                                   .Run());
+  }
+  TOPOTUNE_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+StatusOr<DemandTotals> Store::Demand(std::chrono::milliseconds window, std::string_view collective) {
+  std::lock_guard lock(impl_->mu);
+  Connection& conn = *impl_->conn;
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, Transaction::Mode::kDeferred));
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(R"sql(
+      SELECT collective, nprocs, ranks_per_node, size_bucket, pattern, sum(calls), count(DISTINCT report_id),
+             sum(seconds), total(seconds) FILTER (WHERE source = 'tuned'),
+             total(seconds) FILTER (WHERE source = 'nearest'), total(seconds) FILTER (WHERE source = 'default'),
+             total(seconds) FILTER (WHERE source = 'forced'), sum(msize_calls), max(hosts), max(switches)
+      FROM demand WHERE received_at >= ?1 AND (?2 = '' OR collective = ?2)
+      GROUP BY collective, nprocs, ranks_per_node, size_bucket, pattern
+      ORDER BY sum(seconds) DESC, collective, nprocs, ranks_per_node, size_bucket, pattern)sql"));
+  const int64_t since = impl_->NowMs() - window.count();
+  const std::string only(collective);  // Bound as text, never NULL.
+  st.BindAll(since, only);
+  DemandTotals out;
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    DemandCellTotals c;
+    c.collective = st.ColumnText(0);
+    c.nprocs = static_cast<int>(st.ColumnInt64(1));
+    c.ranks_per_node = static_cast<int>(st.ColumnInt64(2));
+    c.size_bucket = st.ColumnInt64(3);
+    c.pattern = st.ColumnText(4);
+    c.calls = st.ColumnInt64(5);
+    c.jobs = st.ColumnInt64(6);
+    c.seconds = st.ColumnDouble(7);
+    c.tuned_seconds = st.ColumnDouble(8);
+    c.nearest_seconds = st.ColumnDouble(9);
+    c.default_seconds = st.ColumnDouble(10);
+    c.forced_seconds = st.ColumnDouble(11);
+    c.msize_calls = st.ColumnDouble(12);
+    c.hosts = static_cast<int>(st.ColumnInt64(13));
+    c.switches = static_cast<int>(st.ColumnInt64(14));
+    out.cells.push_back(std::move(c));
+  }
   TOPOTUNE_DB_ASSIGN_OR_RETURN(
-      Statement st, impl_->conn->Prepare("INSERT INTO job_reports (job_id, received_at, payload) VALUES (?, ?, ?)"));
-  TOPOTUNE_RETURN_IF_ERROR(st.BindAll(job_id, impl_->NowMs(), report.dump()).Run());
-  return impl_->conn->LastInsertRowid();
+      Statement jobs,
+      conn.Prepare(
+          "SELECT count(DISTINCT report_id) FROM demand WHERE received_at >= ?1 AND (?2 = '' OR collective = ?2)"));
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(bool any, jobs.BindAll(since, only).Step());
+  if (any) out.jobs = jobs.ColumnInt64(0);
+  return out;
 }
 
 Status Store::IntegrityCheck() {

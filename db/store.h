@@ -150,6 +150,46 @@ struct PlanKey {
   std::string algorithm;
 };
 
+// The calls of one demand cell on one decision source in one job report
+// (tuner/demand.h).
+struct DemandEntry {
+  int64_t topology_version = 0;  // Of the job's plan; 0 without one.
+  std::string collective;
+  int nprocs = 0;
+  int ranks_per_node = 0;
+  int64_t size_bucket = 0;
+  std::string pattern;  // Alltoallv: the class; "" for the other collectives.
+  std::string source;   // "tuned", "nearest", "default" or "forced".
+  double distance = 0;  // "nearest": to the layout tuned.
+  int hosts = 0;        // Spanned by the communicator; 0: unknown.
+  int switches = 0;
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+  double msize_calls = 0;  // Sum of message size x calls.
+};
+
+// A demand cell over a window: the entries of one (collective, nprocs,
+// ranks_per_node, size_bucket, pattern) summed.
+struct DemandCellTotals {
+  std::string collective;
+  int nprocs = 0;
+  int ranks_per_node = 0;
+  int64_t size_bucket = 0;
+  std::string pattern;
+  int64_t calls = 0;
+  int64_t jobs = 0;  // Distinct reports.
+  double seconds = 0;
+  double tuned_seconds = 0, nearest_seconds = 0, default_seconds = 0, forced_seconds = 0;
+  double msize_calls = 0;
+  int hosts = 0, switches = 0;  // The most of any entry.
+};
+
+struct DemandTotals {
+  std::vector<DemandCellTotals> cells;  // By seconds, most first.
+  int64_t jobs = 0;                     // Distinct reports with any demand.
+};
+
 class Store {
  public:
   // Opens or creates the database at `path`, sets the connection up (WAL,
@@ -263,8 +303,15 @@ class Store {
   StatusOr<int64_t> EvictPlansLru(int64_t max_bytes);
 
   // --- Job reports ----------------------------------------------------------
-  // Stores a job's report (JSON) and returns its id.
-  StatusOr<int64_t> AddJobReport(std::string_view job_id, std::string_view report_json);
+  // Stores a job's report (JSON) and its demand entries in one transaction
+  // and returns its id. InvalidArgument (nothing stored) for an entry with
+  // an empty collective or source, a layout below 1, or a count, size or
+  // time that is negative or not finite.
+  StatusOr<int64_t> AddJobReport(std::string_view job_id, std::string_view report_json,
+                                 std::span<const DemandEntry> demand = {});
+  // The demand of the reports received within `window` before now (the
+  // store's clock), per cell (only `collective`'s when not empty).
+  StatusOr<DemandTotals> Demand(std::chrono::milliseconds window, std::string_view collective = {});
 
   // --- Maintenance ----------------------------------------------------------
   // PRAGMA integrity_check must answer "ok" and PRAGMA foreign_key_check

@@ -552,6 +552,77 @@ TEST_F(StoreTest, JobReports) {
   EXPECT_EQ(store().AddJobReport("", "{}").status().code(), Status::Code::kInvalidArgument);
 }
 
+TEST_F(StoreTest, DemandSumsCellsOverTheWindow) {
+  auto entry = [](std::string collective, int64_t bucket, std::string pattern, std::string source, int64_t calls,
+                  double seconds) {
+    DemandEntry d;
+    d.topology_version = 1;
+    d.collective = std::move(collective);
+    d.nprocs = 8;
+    d.ranks_per_node = 2;
+    d.size_bucket = bucket;
+    d.pattern = std::move(pattern);
+    d.source = std::move(source);
+    d.hosts = 4;
+    d.switches = 2;
+    d.calls = calls;
+    d.bytes = calls * 1000;
+    d.seconds = seconds;
+    d.msize_calls = static_cast<double>(bucket * calls);
+    return d;
+  };
+  // An old job, then three jobs a day later: two of one cell (one of them
+  // partly on a tuned table), one of another.
+  const std::vector<DemandEntry> old = {entry("alltoall", 65536, "", "default", 5, 9.0)};
+  Must(store().AddJobReport("old", "{}", old));
+  clock_.Advance(24 * 3600 * 1000);
+  const std::vector<DemandEntry> a = {entry("alltoallv", 2 << 20, "uniform", "default", 11, 31.0),
+                                      entry("alltoallv", 2 << 20, "uniform", "tuned", 1, 1.0)};
+  const std::vector<DemandEntry> b = {entry("alltoallv", 2 << 20, "uniform", "default", 11, 30.0)};
+  const std::vector<DemandEntry> c = {entry("alltoall", 65536, "", "nearest", 7, 2.0)};
+  Must(store().AddJobReport("a", "{}", a));
+  Must(store().AddJobReport("b", "{}", b));
+  Must(store().AddJobReport("c", "{}", c));
+  Must(store().AddJobReport("no-calls", "{}"));
+
+  DemandTotals day = Must(store().Demand(std::chrono::hours(1)));
+  EXPECT_EQ(day.jobs, 3);
+  ASSERT_EQ(day.cells.size(), 2u);
+  const DemandCellTotals& v = day.cells[0];  // The most time first.
+  EXPECT_EQ(v.collective, "alltoallv");
+  EXPECT_EQ(v.pattern, "uniform");
+  EXPECT_EQ(v.size_bucket, 2 << 20);
+  EXPECT_EQ(v.calls, 23);
+  EXPECT_EQ(v.jobs, 2);
+  EXPECT_DOUBLE_EQ(v.seconds, 62.0);
+  EXPECT_DOUBLE_EQ(v.default_seconds, 61.0);
+  EXPECT_DOUBLE_EQ(v.tuned_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(v.nearest_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(v.msize_calls, 23.0 * (2 << 20));
+  EXPECT_EQ(v.hosts, 4);
+  EXPECT_EQ(v.switches, 2);
+  EXPECT_EQ(day.cells[1].collective, "alltoall");
+  EXPECT_DOUBLE_EQ(day.cells[1].seconds, 2.0);  // The old job is outside the window.
+  EXPECT_DOUBLE_EQ(day.cells[1].nearest_seconds, 2.0);
+
+  DemandTotals two_days = Must(store().Demand(std::chrono::hours(48), "alltoall"));
+  EXPECT_EQ(two_days.jobs, 2);
+  ASSERT_EQ(two_days.cells.size(), 1u);
+  EXPECT_DOUBLE_EQ(two_days.cells[0].seconds, 11.0);
+  EXPECT_EQ(two_days.cells[0].jobs, 2);
+
+  // A bad entry stores nothing of its report.
+  const int64_t before = Count("SELECT count(*) FROM job_reports");
+  std::vector<DemandEntry> bad = {entry("alltoall", 1024, "", "tuned", 1, 0.1)};
+  bad.push_back(entry("alltoall", 1024, "", "default", -1, 0.1));
+  EXPECT_EQ(store().AddJobReport("bad", "{}", bad).status().code(), Status::Code::kInvalidArgument);
+  bad.back() = entry("alltoall", 1024, "", "", 1, 0.1);
+  EXPECT_EQ(store().AddJobReport("bad", "{}", bad).status().code(), Status::Code::kInvalidArgument);
+  bad.back() = entry("alltoall", 1024, "", "tuned", 1, std::nan(""));
+  EXPECT_EQ(store().AddJobReport("bad", "{}", bad).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Count("SELECT count(*) FROM job_reports"), before);
+}
+
 TEST_F(StoreTest, IntegrityCheckFindsOrphans) {
   EXPECT_TRUE(store().IntegrityCheck().ok());
   {

@@ -12,6 +12,7 @@
 
 #include "topotune/v1/agents.pb.h"
 #include "topotune/v1/common.pb.h"
+#include "topotune/v1/plans.pb.h"
 
 namespace topotune::v1 {
 
@@ -61,6 +62,23 @@ inline std::optional<AlltoallvPattern> ParsePatternName(std::string_view name) {
   if (name == "random") return ALLTOALLV_PATTERN_RANDOM;
   if (name == "sparse") return ALLTOALLV_PATTERN_SPARSE;
   return std::nullopt;
+}
+
+// "tuned", "nearest", "default", "forced"; "unspecified" for UNSPECIFIED or
+// an unknown value.
+inline std::string_view DecisionSourceName(DecisionSource s) {
+  switch (s) {
+    case DECISION_SOURCE_TUNED:
+      return "tuned";
+    case DECISION_SOURCE_NEAREST:
+      return "nearest";
+    case DECISION_SOURCE_DEFAULT:
+      return "default";
+    case DECISION_SOURCE_FORCED:
+      return "forced";
+    default:
+      return "unspecified";
+  }
 }
 
 }  // namespace topotune::v1

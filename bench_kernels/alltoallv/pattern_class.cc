@@ -60,8 +60,15 @@ PatternFeatures RowFeatures(std::span<const int> counts, int64_t type_size, int 
 }
 
 PatternClass Classify(const PatternFeatures& sum, int n) {
-  if (n < 2 || sum.bytes <= 0) return PatternClass::kUniform;
-  const int64_t pairs = static_cast<int64_t>(n) * (n - 1);
+  return n < 2 ? PatternClass::kUniform : ClassifyPairs(sum, static_cast<int64_t>(n) * (n - 1));
+}
+
+PatternClass ClassifyRow(const PatternFeatures& row, int n) {
+  return n < 2 ? PatternClass::kUniform : ClassifyPairs(row, n - 1);
+}
+
+PatternClass ClassifyPairs(const PatternFeatures& sum, int64_t pairs) {
+  if (pairs < 1 || sum.bytes <= 0) return PatternClass::kUniform;
   if (sum.nonzero * 2 < pairs) return PatternClass::kSparse;
   // variance / mean^2 = squares * pairs / bytes^2 - 1, in doubles computed
   // the same way from the same integers on every rank.

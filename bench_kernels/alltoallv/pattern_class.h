@@ -64,5 +64,10 @@ PatternFeatures RowFeatures(std::span<const int> counts, int64_t type_size, int 
 
 // The class of a call of `n` ranks whose rows sum to `sum`.
 PatternClass Classify(const PatternFeatures& sum, int n);
+// The class one rank's `row` alone suggests (its n - 1 pairs): what the
+// library reports for calls that did not agree on their class.
+PatternClass ClassifyRow(const PatternFeatures& row, int n);
+// Over `pairs` ordered pairs of distinct ranks.
+PatternClass ClassifyPairs(const PatternFeatures& sum, int64_t pairs);
 
 }  // namespace topotune::kernels

@@ -1,16 +1,25 @@
 #include "bench_kernels/shim/call_stats.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <tuple>
 
+#include "bench_kernels/alltoallv/pattern_class.h"
 #include "proto/names.h"
 
 namespace topotune::shim {
 
+int CallStats::Intern(const CallContext& context) {
+  auto it = std::find(contexts_.begin(), contexts_.end(), context);
+  if (it != contexts_.end()) return static_cast<int>(it - contexts_.begin());
+  contexts_.push_back(context);
+  return static_cast<int>(contexts_.size()) - 1;
+}
+
 void CallStats::Add(kernels::Collective collective, std::string_view algorithm, int64_t msize, int64_t bytes,
-                    double seconds, bool fallback) {
-  Totals& t = entries_[Key{collective, algorithm, msize}];
+                    double seconds, bool fallback, int context, int pattern) {
+  Totals& t = entries_[Key{collective, algorithm, msize, context, pattern}];
   ++t.calls;
   t.bytes += bytes;
   t.seconds += seconds;
@@ -20,11 +29,12 @@ void CallStats::Add(kernels::Collective collective, std::string_view algorithm, 
 void CallStats::ToProto(int max_entries, google::protobuf::RepeatedPtrField<v1::CollectiveCallStats>* out) const {
   // Entries merged by (collective, algorithm, size class); bytes-weighted
   // sizes are kept as sums to report the mean.
-  using Merged = std::map<std::tuple<int, std::string_view, int64_t>, std::pair<Totals, double>>;
+  using Merged = std::map<std::tuple<int, std::string_view, int64_t, int, int>, std::pair<Totals, double>>;
   auto merge = [&](auto size_class) {
     Merged m;
     for (const auto& [key, t] : entries_) {
-      auto& [sum, size_calls] = m[{static_cast<int>(key.collective), key.algorithm, size_class(key.msize)}];
+      auto& [sum, size_calls] =
+          m[{static_cast<int>(key.collective), key.algorithm, size_class(key.msize), key.context, key.pattern}];
       sum.calls += t.calls;
       sum.bytes += t.bytes;
       sum.seconds += t.seconds;
@@ -50,6 +60,20 @@ void CallStats::ToProto(int max_entries, google::protobuf::RepeatedPtrField<v1::
     s->set_total_bytes(sum.bytes);
     s->set_total_seconds(sum.seconds);
     s->set_fallbacks(sum.fallbacks);
+    if (const int p = std::get<4>(key); p != kNoPattern)
+      s->set_pattern(*v1::ParsePatternName(kernels::PatternClassName(static_cast<kernels::PatternClass>(p))));
+    if (const int i = std::get<3>(key); i != kNoContext) {
+      const CallContext& ctx = contexts_[static_cast<size_t>(i)];
+      s->set_plan_id(ctx.plan_id);
+      s->set_comm_size(ctx.comm_size);
+      s->set_comm_ranks_per_node(ctx.comm_ranks_per_node);
+      s->set_comm_hosts(ctx.comm_hosts);
+      s->set_source(ctx.source);
+      s->set_tuned_nprocs(ctx.tuned_nprocs);
+      s->set_tuned_ranks_per_node(ctx.tuned_ranks_per_node);
+    } else {
+      s->set_source(v1::DECISION_SOURCE_DEFAULT);
+    }
   }
 }
 

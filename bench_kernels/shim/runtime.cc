@@ -96,9 +96,19 @@ void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
     std::vector<std::vector<TableRow>*> tables = {&plan->tables[Index(c)]};
     if (c == Collective::kAlltoallv)
       for (size_t p = 1; p < plan->pattern_tables.size(); ++p) tables.push_back(&plan->pattern_tables[p]);
-    for (std::vector<TableRow>* rows : tables) {
-      if (!force[Index(c)].empty()) *rows = {{0, kernels::FindKernel(c, force[Index(c)])}};
-      if (rows->empty()) *rows = {{0, Native(c)}};
+    std::vector<TableSource*> sources = {&plan->sources[Index(c)]};
+    if (c == Collective::kAlltoallv)
+      for (size_t p = 1; p < plan->pattern_sources.size(); ++p) sources.push_back(&plan->pattern_sources[p]);
+    for (size_t t = 0; t < tables.size(); ++t) {
+      std::vector<TableRow>* rows = tables[t];
+      if (!force[Index(c)].empty()) {
+        *rows = {{0, kernels::FindKernel(c, force[Index(c)])}};
+        *sources[t] = {v1::DECISION_SOURCE_FORCED, 0, 0};
+      }
+      if (rows->empty()) {
+        *rows = {{0, Native(c)}};
+        *sources[t] = {};
+      }
       for (const TableRow& row : *rows) {
         plan->any_kernel = plan->any_kernel || row.kernel != Native(c);
         if (c != Collective::kAlltoallv) continue;
@@ -127,6 +137,11 @@ void CollectivePeers(MPI_Comm comm, int* n, int* me) {
 const std::vector<TableRow>& PlanData::AlltoallvTable(kernels::PatternClass p) const {
   return p == kernels::PatternClass::kUniform ? tables[Index(Collective::kAlltoallv)]
                                               : pattern_tables[static_cast<size_t>(p)];
+}
+
+const TableSource& PlanData::AlltoallvSource(kernels::PatternClass p) const {
+  return p == kernels::PatternClass::kUniform ? sources[Index(Collective::kAlltoallv)]
+                                              : pattern_sources[static_cast<size_t>(p)];
 }
 
 Runtime::Runtime(ShimConfig config) : config_(std::move(config)), link_(config_) {
@@ -307,12 +322,17 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     Collective c;
     if (!ToKernelCollective(p.collective(), &c)) continue;
     auto rows = CheckTable(c, p.table());  // Checked by rank 0: it holds.
-    if (rows.ok()) plan->tables[Index(c)] = std::move(rows).value();
+    if (rows.ok()) {
+      plan->tables[Index(c)] = std::move(rows).value();
+      plan->sources[Index(c)] = {p.source(), p.tuned_nprocs(), p.tuned_ranks_per_node()};
+    }
     for (const v1::PatternTable& t : p.pattern_tables()) {
       kernels::PatternClass k;
       auto class_rows = CheckTable(c, t.table());
-      if (ToPatternClass(t.pattern(), &k) && k != kernels::PatternClass::kUniform && class_rows.ok())
+      if (ToPatternClass(t.pattern(), &k) && k != kernels::PatternClass::kUniform && class_rows.ok()) {
         plan->pattern_tables[static_cast<size_t>(k)] = std::move(class_rows).value();
+        plan->pattern_sources[static_cast<size_t>(k)] = {t.source(), t.tuned_nprocs(), t.tuned_ranks_per_node()};
+      }
     }
     if (p.has_ring()) {
       plan->ring_order.assign(p.ring().order().begin(), p.ring().order().end());
@@ -365,7 +385,35 @@ std::unique_ptr<Runtime::CommState> Runtime::MakeState(MPI_Comm comm, std::share
   for (const auto& [kernel, program] : plan->host_programs) state->holder.SetHostProgram(kernel, program);
   if (!plan->ring_order.empty()) state->holder.SetRing(plan->ring_order, plan->switch_of_rank);
   state->plan = std::move(plan);
+  SetContexts(*state, comm);
   return state;
+}
+
+void Runtime::SetContexts(CommState& state, MPI_Comm comm) {
+  CallContext base;
+  base.plan_id = state.plan->plan_id;
+  base.comm_size = state.size;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (!inter) {
+    std::map<std::string_view, int> per_host;
+    for (int r : WorldRanks(comm))
+      if (r >= 0 && r < static_cast<int>(hosts_.size()))
+        base.comm_ranks_per_node = std::max(base.comm_ranks_per_node, ++per_host[hosts_[static_cast<size_t>(r)]]);
+    base.comm_hosts = static_cast<int>(per_host.size());
+  }
+  auto with = [&](const TableSource& t) {
+    CallContext c = base;
+    c.source = t.source;
+    c.tuned_nprocs = t.tuned_nprocs;
+    c.tuned_ranks_per_node = t.tuned_ranks_per_node;
+    return c;
+  };
+  std::lock_guard lock(mu_);
+  for (Collective c : kCollectives) state.contexts[Index(c)] = stats_.Intern(with(state.plan->sources[Index(c)]));
+  for (int p = 0; p < kernels::kPatternClassCount; ++p)
+    state.v_contexts[static_cast<size_t>(p)] =
+        stats_.Intern(with(state.plan->AlltoallvSource(static_cast<kernels::PatternClass>(p))));
 }
 
 std::vector<int> Runtime::WorldRanks(MPI_Comm comm) const {
@@ -391,6 +439,7 @@ std::unique_ptr<Runtime::CommState> Runtime::Resolve(MPI_Comm comm) {
     state->plan = NativeOnly();
     PMPI_Comm_rank(comm, &state->rank);
     PMPI_Comm_remote_size(comm, &state->size);
+    SetContexts(*state, comm);
     return state;
   }
   std::vector<int> ranks = WorldRanks(comm);
@@ -487,9 +536,9 @@ const kernels::KernelInfo* Runtime::Choose(const std::vector<TableRow>& rows, in
 }
 
 void Runtime::Count(Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
-                    bool fallback) {
+                    bool fallback, int context, int pattern) {
   std::lock_guard lock(mu_);
-  stats_.Add(c, algorithm, msize, bytes, seconds, fallback);
+  stats_.Add(c, algorithm, msize, bytes, seconds, fallback, context, pattern);
 }
 
 void Runtime::Note(const std::string& reason, bool log_here) {
@@ -655,7 +704,7 @@ void Runtime::Log(LogLevel level, const std::string& line) const {
 //     only the statistics miss it.
 template <typename Args, typename NativeFn, typename RunFn>
 int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
-                 int64_t bytes, NativeFn native, RunFn run) {
+                 int64_t bytes, int context, int pattern, NativeFn native, RunFn run) {
   const double t0 = PMPI_Wtime();
   int rc;
   bool fell = false;
@@ -674,7 +723,7 @@ int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, c
       this, CallName(c), [rc] { return rc; },
       [&] {
         if (fell) Note("a kernel declined a call, the MPI library's collective ran: " + log.last(), state.rank == 0);
-        Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell);
+        Count(c, fell ? std::string_view("native") : k->name, msize, bytes, seconds, fell, context, pattern);
         return rc;
       });
 }
@@ -691,7 +740,8 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   if (state == nullptr) return call_native();
   InjectFault(*state);
   const auto [msize, bytes] = FixedSizes(a, state->size);
-  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, bytes, call_native, run);
+  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, bytes, state->contexts[Index(c)],
+             CallStats::kNoPattern, call_native, run);
 }
 
 int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
@@ -740,6 +790,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     PMPI_Wait(&state->v_pending, MPI_STATUS_IGNORE);
     const VOutcome last = Outcome(plan, state->v_words.data(), n);
     state->v_backoff.Deferred(last.kernel == native_kernel);
+    state->v_pattern = last.pattern;
     state->v_msize = last.msize;
     state->v_bytes = last.bytes;
   }
@@ -771,7 +822,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     words[kWords] = plan.v_any_l3 && (send_bytes != state->v_send || recv_bytes != state->v_recv);
     PMPI_Allreduce(MPI_IN_PLACE, words, kWords + 1, MPI_INT64_T, MPI_SUM, comm);
     const VOutcome now = Outcome(plan, words, n);
-    pattern = now.pattern;
+    pattern = state->v_pattern = now.pattern;
     k = now.kernel;
     msize = state->v_msize = now.msize;
     bytes = state->v_bytes = now.bytes;
@@ -791,7 +842,14 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
        : action == Action::kSkip  ? v_skipped_
                                   : v_unclassified_);
   }
-  return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, native, kernels::RunAlltoallv);
+  // The class the call is counted under: agreed, else the last agreed
+  // (calls that ran native without agreeing), else this rank's own row
+  // (a plan that never agrees).
+  const kernels::PatternClass counted = pattern                 ? *pattern
+                                        : comm != MPI_COMM_NULL ? state->v_pattern
+                                                                : kernels::ClassifyRow(mine, n);
+  return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, state->v_contexts[static_cast<size_t>(counted)],
+             static_cast<int>(counted), native, kernels::RunAlltoallv);
 }
 
 void Runtime::Stop() {
@@ -841,14 +899,24 @@ void Runtime::Finish() {
   google::protobuf::RepeatedPtrField<v1::CollectiveCallStats> stats;
   stats_.ToProto(INT_MAX, &stats);
   j["stats"] = nlohmann::json::array();
-  for (const v1::CollectiveCallStats& s : stats)
-    j["stats"].push_back({{"collective", std::string(v1::CollectiveName(s.collective()))},
-                          {"algorithm", s.algorithm()},
-                          {"msize", s.msize()},
-                          {"calls", s.calls()},
-                          {"total_bytes", s.total_bytes()},
-                          {"total_seconds", s.total_seconds()},
-                          {"fallbacks", s.fallbacks()}});
+  for (const v1::CollectiveCallStats& s : stats) {
+    nlohmann::json e = {{"collective", std::string(v1::CollectiveName(s.collective()))},
+                        {"algorithm", s.algorithm()},
+                        {"msize", s.msize()},
+                        {"calls", s.calls()},
+                        {"total_bytes", s.total_bytes()},
+                        {"total_seconds", s.total_seconds()},
+                        {"fallbacks", s.fallbacks()},
+                        {"source", std::string(v1::DecisionSourceName(s.source()))},
+                        {"tuned_layout", {s.tuned_nprocs(), s.tuned_ranks_per_node()}},
+                        {"comm",
+                         {{"size", s.comm_size()},
+                          {"ranks_per_node", s.comm_ranks_per_node()},
+                          {"hosts", s.comm_hosts()},
+                          {"plan_id", s.plan_id()}}}};
+    if (s.pattern() != v1::ALLTOALLV_PATTERN_UNSPECIFIED) e["pattern"] = std::string(v1::PatternName(s.pattern()));
+    j["stats"].push_back(std::move(e));
+  }
   j["alltoallv_classes"] = {{"unclassified", v_unclassified_}, {"deferred", v_deferred_}, {"skipped", v_skipped_}};
   for (int p = 0; p < kernels::kPatternClassCount; ++p)
     j["alltoallv_classes"][std::string(kernels::PatternClassName(static_cast<kernels::PatternClass>(p)))] =

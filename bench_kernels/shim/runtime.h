@@ -82,6 +82,13 @@ namespace topotune::shim {
 // (-1 on an intercommunicator).
 void CollectivePeers(MPI_Comm comm, int* n, int* me);
 
+// Where a table came from: GetPlan's source and the layout it was measured
+// on (DEFAULT for a table the plan did not list, FORCED for a forced one).
+struct TableSource {
+  v1::DecisionSource source = v1::DECISION_SOURCE_DEFAULT;
+  int tuned_nprocs = 0, tuned_ranks_per_node = 0;
+};
+
 // What a communicator runs, shared by communicators with the same ranks.
 struct PlanData {
   std::string plan_id;           // "" without a daemon plan.
@@ -92,6 +99,9 @@ struct PlanData {
   // Alltoallv's skewed and sparse tables (PatternClass 1 and 2; index 0 is
   // unused, the uniform table being tables[alltoallv]); never empty.
   std::array<std::vector<TableRow>, kernels::kPatternClassCount> pattern_tables;
+  // Where each of those tables came from, indexed alike.
+  std::array<TableSource, 3> sources;
+  std::array<TableSource, kernels::kPatternClassCount> pattern_sources;
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
@@ -101,8 +111,9 @@ struct PlanData {
   std::vector<int> ring_order, switch_of_rank;  // For the allgather kernels that need them.
   bool any_kernel = false;                      // Some row is not native: the communicator needs a private duplicate.
 
-  // The alltoallv table of class `p`.
+  // The alltoallv table of class `p`, and where it came from.
   const std::vector<TableRow>& AlltoallvTable(kernels::PatternClass p) const;
+  const TableSource& AlltoallvSource(kernels::PatternClass p) const;
 };
 
 class Runtime {
@@ -182,6 +193,14 @@ class Runtime {
     std::array<int64_t, kernels::PatternFeatures::kWords + 1> v_words{};
     int64_t v_msize = 0, v_bytes = 0;
     int64_t calls = 0;  // Blocking collective calls, counted for TOPOTUNE_TEST_THROW only.
+    // The class of the last agreed alltoallv call: what calls that ran
+    // without agreeing (deferred or skipped) are counted under.
+    kernels::PatternClass v_pattern = kernels::PatternClass::kUniform;
+    // The CallStats contexts of the calls on this communicator: per
+    // collective (kernels::Collective), and per alltoallv class.
+    std::array<int, 3> contexts{CallStats::kNoContext, CallStats::kNoContext, CallStats::kNoContext};
+    std::array<int, kernels::kPatternClassCount> v_contexts{CallStats::kNoContext, CallStats::kNoContext,
+                                                            CallStats::kNoContext};
 
     CommState() = default;
     CommState(const CommState&) = delete;
@@ -203,6 +222,9 @@ class Runtime {
   std::unique_ptr<CommState> Resolve(MPI_Comm comm);
   // A state that runs `plan` on `comm` (collective when the plan has a kernel).
   std::unique_ptr<CommState> MakeState(MPI_Comm comm, std::shared_ptr<const PlanData> plan);
+  // Sets state's contexts: comm's layout (its ranks' hosts, local; none for
+  // an intercommunicator) and its plan's table sources.
+  void SetContexts(CommState& state, MPI_Comm comm);
   // Rank 0 asks, checks and shares; every rank gets the same outcome. On
   // failure returns null and sets *why.
   std::shared_ptr<const PlanData> Exchange(MPI_Comm comm, const std::vector<std::string>& rank_hosts,
@@ -216,7 +238,7 @@ class Runtime {
                  int (*native)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm), RunFn run);
   template <typename Args, typename NativeFn, typename RunFn>
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
-          int64_t bytes, NativeFn native, RunFn run);
+          int64_t bytes, int context, int pattern, NativeFn native, RunFn run);
   static const kernels::KernelInfo* Choose(const std::vector<TableRow>& rows, int64_t msize);
   // TOPOTUNE_TEST_THROW: throws std::bad_alloc on every Nth blocking
   // collective call on the state's communicator.
@@ -228,7 +250,7 @@ class Runtime {
   // RanNative's count: under the lock, best effort.
   void CountRanNative(kernels::Collective c, int64_t msize, int64_t bytes, double seconds) noexcept;
   void Count(kernels::Collective c, std::string_view algorithm, int64_t msize, int64_t bytes, double seconds,
-             bool fallback);
+             bool fallback, int context, int pattern);
   // Counts a fallback reason and logs it the first time (when `log_here`).
   void Note(const std::string& reason, bool log_here);
   // Counts a reason why calls are not served (the stats file's "unserved")

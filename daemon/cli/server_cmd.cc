@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -346,6 +347,29 @@ int RunDecisions(const DecisionsArgs& args, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
+int RunDemand(const DemandArgs& args, std::ostream& out, std::ostream& err) {
+  constexpr std::string_view kCmd = "demand show";
+  v1::ListDemandRequest request;
+  auto window = ParseDurationText(args.window);
+  if (!window.ok()) return Usage(err, kCmd, "--window: " + window.status().message());
+  request.mutable_window()->set_seconds(*window);
+  if (!args.collective.empty()) {
+    auto c = ParseCollectives({args.collective}, "--collective");
+    if (!c.ok()) return Usage(err, kCmd, c.status().message());
+    request.set_collective(c->front());
+  }
+  request.set_limit(args.limit);
+  int code = kExitOk;
+  auto conn = Connection::Open(args.server.Resolved(), err, &code);
+  if (!conn) return code;
+  v1::ListDemandResponse response;
+  code = conn->Call(
+      "ListDemand", [&](grpc::ClientContext* c) { return conn->admin().ListDemand(c, request, &response); }, err);
+  if (code != kExitOk) return code;
+  out << (args.json ? ToJson(response) : FormatDemand(response));
+  return kExitOk;
+}
+
 int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   constexpr std::string_view kCmd = "plan show";
   auto collectives = ParseCollectives(args.collectives, "--collective");
@@ -565,6 +589,52 @@ StatusOr<std::vector<int64_t>> ParseMsizes(const std::vector<std::string>& sizes
     out.push_back(v);
   }
   return out;
+}
+
+StatusOr<int64_t> ParseDurationText(std::string_view text) {
+  constexpr int64_t kMaxSeconds = int64_t{366} * 86400;
+  const std::string shown(text);
+  auto bad = [&] {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not a duration; give e.g. 90s, 30m, 2h, 7d or 1h30m (or seconds)", shown));
+  };
+  if (text.empty()) return bad();
+  int64_t total = 0;
+  bool plain = true;
+  while (!text.empty()) {
+    size_t digits = 0;
+    while (digits < text.size() && digits < 10 && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits == 0 || (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])))) return bad();
+    const int64_t n = std::stoll(std::string(text.substr(0, digits)));
+    text.remove_prefix(digits);
+    int64_t unit = 1;
+    if (!text.empty()) {
+      plain = false;
+      switch (text.front()) {
+        case 's':
+          unit = 1;
+          break;
+        case 'm':
+          unit = 60;
+          break;
+        case 'h':
+          unit = 3600;
+          break;
+        case 'd':
+          unit = 86400;
+          break;
+        default:
+          return bad();
+      }
+      text.remove_prefix(1);
+    } else if (!plain) {
+      return bad();  // "1h30": a number without its unit after another.
+    }
+    total += n * unit;
+    if (total > kMaxSeconds) return Status::InvalidArgument(fmt::format("'{}' is longer than 366 days", shown));
+  }
+  if (total == 0) return Status::InvalidArgument(fmt::format("'{}' is no time; give more than 0", shown));
+  return total;
 }
 
 StatusOr<v1::RulesFormat> ParseRulesFormat(std::string_view text) {
@@ -849,6 +919,39 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
                 "  topotune decisions show\n"
                 "  topotune decisions show --collective alltoall --nprocs 16 --ranks-per-node 2 --json\n");
 
+  // demand
+  CLI::App* demand = app.add_subcommand("demand", "Show what production jobs spend their collective time on");
+  demand->require_subcommand(1);
+  demand->footer("EXAMPLES\n  topotune demand show --window 30d\n");
+  DemandArgs& dem_args = cmds->demand_args;
+  CLI::App* mshow = demand->add_subcommand("show", "Print the demand cells by time spent (Admin.ListDemand)");
+  cmds->demand_show = mshow;
+  cmds->descriptions.emplace_back(
+      mshow,
+      "Prints what the jobs that ran with libtopotune-mpi.so spent in their collective calls within the window,\n"
+      "per demand cell: collective, communicator layout (ranks x ranks per node), size bucket (the power of two\n"
+      "nearest the calls' message size), and alltoallv's pattern class. For each cell: calls, jobs, time (rank\n"
+      "0's), the share of that time on tuned, nearest, default and forced tables as the jobs ran them, the most\n"
+      "hosts and switches a communicator spanned, how the current decisions serve the cell now (tuned at a size\n"
+      "of its bucket, its layout tuned at other sizes, the nearest layout's table, or native), and the time at\n"
+      "stake: the cell's time when it is not tuned now. The cells at the top with time at stake are what to tune\n"
+      "next.\n");
+  mshow->add_option("--window", dem_args.window, "Jobs reported within this long before now (90s, 30m, 2h, 7d)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  mshow->add_option("--collective", dem_args.collective, fmt::format("Only this collective: {}", collectives))
+      ->type_name("NAME");
+  mshow->add_option("--limit", dem_args.limit, "At most this many cells, those with the most time")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, static_cast<int>(limits::kMaxPageSize)));
+  mshow->add_flag("--json", dem_args.json, "Print the answer as JSON (one ListDemandResponse)");
+  AddServerOptions(mshow, &dem_args.server, kDefaultReadTimeoutS);
+  mshow->footer(server_help +
+                "\nEXAMPLES\n"
+                "  topotune demand show\n"
+                "  topotune demand show --window 30d --collective alltoallv --json\n");
+
   // plan
   CLI::App* plan = app.add_subcommand("plan", "Show the plan topotuned gives a job (Plans.GetPlan)");
   plan->require_subcommand(1);
@@ -946,6 +1049,7 @@ std::optional<int> RunServerCommand(const ServerCommands& cmds, std::ostream& ou
   if (cmds.tune_start != nullptr && *cmds.tune_start) return RunTuneStart(cmds.tune_start_args, out, err);
   if (cmds.tune_status != nullptr && *cmds.tune_status) return RunTuneStatus(cmds.tune_status_args, out, err);
   if (cmds.decisions_show != nullptr && *cmds.decisions_show) return RunDecisions(cmds.decisions_args, out, err);
+  if (cmds.demand_show != nullptr && *cmds.demand_show) return RunDemand(cmds.demand_args, out, err);
   if (cmds.plan_show != nullptr && *cmds.plan_show) return RunPlan(cmds.plan_args, out, err);
   if (cmds.export_rules != nullptr && *cmds.export_rules) return RunExportRules(cmds.export_args, out, err);
   return std::nullopt;

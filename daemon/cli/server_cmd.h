@@ -8,6 +8,7 @@
 //   tune start           Admin.StartTuning, optionally followed to the end
 //   tune status ID       Admin.TuningStatus, optionally watched with a progress bar
 //   decisions show       Admin.ListDecisions, every page
+//   demand show          Admin.ListDemand: where production jobs' collective time goes
 //   plan show            Plans.GetPlan for a placement
 //   export               Admin.ExportRules, an Open MPI coll/tuned rules file
 //
@@ -199,6 +200,18 @@ struct DecisionsArgs {
   bool json = false;
 };
 
+struct DemandArgs {
+  ServerOptions server;
+  std::string window = "7d";  // A duration (ParseDurationText).
+  std::string collective;     // Empty: all.
+  int limit = 30;
+  bool json = false;
+};
+
+// "90s", "30m", "2h", "7d", "1h30m", or a number of seconds: the seconds it
+// names. InvalidArgument for anything else, for 0 and for more than 366 days.
+StatusOr<int64_t> ParseDurationText(std::string_view text);
+
 struct PlanArgs {
   ServerOptions server;
   std::vector<std::string> hosts;  // NAME or NAME:R, expanded against the server's topology.
@@ -229,18 +242,20 @@ struct ServerCommands {
   CLI::App* tune_start = nullptr;
   CLI::App* tune_status = nullptr;
   CLI::App* decisions_show = nullptr;
+  CLI::App* demand_show = nullptr;
   CLI::App* plan_show = nullptr;
   CLI::App* export_rules = nullptr;
   TuneStartArgs tune_start_args;
   TuneStatusArgs tune_status_args;
   DecisionsArgs decisions_args;
+  DemandArgs demand_args;
   PlanArgs plan_args;
   ExportRulesArgs export_args;
   // The long text of each command's own --help (for cli.cc's formatter).
   std::vector<std::pair<CLI::App*, std::string>> descriptions;
 };
 
-// Registers `tune`, `decisions`, `plan` and `export` on `app`; `commands`
+// Registers `tune`, `decisions`, `demand`, `plan` and `export` on `app`; `commands`
 // receives the parsed flags and must outlive parsing.
 void AddServerCommands(CLI::App& app, ServerCommands* commands);
 // Runs the selected command; nullopt when none of them was selected.

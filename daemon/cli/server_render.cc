@@ -80,21 +80,6 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
   return google::protobuf::util::TimeUtil::ToString(t);
 }
 
-std::string DecisionSourceName(v1::DecisionSource source) {
-  switch (source) {
-    case v1::DECISION_SOURCE_TUNED:
-      return "tuned";
-    case v1::DECISION_SOURCE_NEAREST:
-      return "nearest";
-    case v1::DECISION_SOURCE_DEFAULT:
-      return "default";
-    case v1::DECISION_SOURCE_FORCED:
-      return "forced";
-    default:
-      return "unspecified";
-  }
-}
-
 std::string TuningStateName(v1::TuningState state) {
   switch (state) {
     case v1::TUNING_STATE_QUEUED:
@@ -322,6 +307,62 @@ std::string ProgressLine(const v1::TuningStatusResponse& s, size_t max_width) {
   if (line.size() + kGap.size() + kEllipsis.size() + 1 > max_width) return line;
   size_t room = max_width - line.size() - kGap.size() - kEllipsis.size();
   return line + std::string(kGap) + std::string(Utf8Prefix(message, room)) + std::string(kEllipsis);
+}
+
+namespace {
+
+std::string DemandStatusText(const v1::DemandCell& c) {
+  switch (c.status()) {
+    case v1::DEMAND_STATUS_TUNED:
+      return "tuned";
+    case v1::DEMAND_STATUS_OTHER_SIZES:
+      return "layout tuned, not this size";
+    case v1::DEMAND_STATUS_NEAREST:
+      return fmt::format("nearest: {} x {} (distance {:.2f})", c.tuned_nprocs(), c.tuned_ranks_per_node(),
+                         c.distance());
+    case v1::DEMAND_STATUS_DEFAULT:
+      return "not tuned (native)";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string Percent(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
+
+}  // namespace
+
+std::string FormatDemand(const v1::ListDemandResponse& r) {
+  const double days = static_cast<double>(r.window().seconds()) / 86400;
+  std::string out = fmt::format(
+      "Demand of the last {} (topology version {}): {}, {} in collectives, {} on tuned tables; {} at stake "
+      "(cells not tuned now)\n",
+      days >= 1                      ? fmt::format("{:g} days", days)
+      : r.window().seconds() >= 3600 ? fmt::format("{:g} h", static_cast<double>(r.window().seconds()) / 3600)
+                                     : fmt::format("{} s", r.window().seconds()),
+      r.topology_version(), Plural(r.jobs(), "job", "jobs"), FormatSeconds(r.seconds()),
+      Percent(r.tuned_seconds(), r.seconds()), FormatSeconds(r.seconds_at_stake()));
+  if (r.cells().empty()) return out + "  no job reported calls in this window\n";
+  std::vector<std::vector<std::string>> rows{{"collective", "layout", "size", "class", "calls", "jobs", "time",
+                                              "tuned/nearest/default/forced", "spans", "now", "at stake"}};
+  for (const v1::DemandCell& c : r.cells()) {
+    const double t = c.seconds();
+    rows.push_back({CollectiveLabel(c.collective()), fmt::format("{} x {}", c.nprocs(), c.ranks_per_node()),
+                    fmt::format("~{} (mean {})", FormatBytes(static_cast<double>(c.size_bucket())),
+                                FormatBytes(static_cast<double>(c.mean_msize()))),
+                    c.collective() == v1::COLLECTIVE_ALLTOALLV ? std::string(v1::PatternName(c.pattern())) : "-",
+                    fmt::format("{}", c.calls()), fmt::format("{}", c.jobs()), FormatSeconds(t),
+                    fmt::format("{}/{}/{}/{}", Percent(c.tuned_seconds(), t), Percent(c.nearest_seconds(), t),
+                                Percent(c.default_seconds(), t), Percent(c.forced_seconds(), t)),
+                    c.hosts() > 0
+                        ? fmt::format("{} hosts, {}", c.hosts(),
+                                      c.switches() > 0 ? Plural(c.switches(), "switch", "switches") : "switches ?")
+                        : "-",
+                    DemandStatusText(c), FormatSeconds(c.seconds_at_stake())});
+  }
+  out += Columns(rows, 2);
+  if (r.num_cells() > r.cells_size())
+    out += fmt::format("  ... {} more cells (--limit)\n", r.num_cells() - r.cells_size());
+  return out;
 }
 
 }  // namespace topotune::cli

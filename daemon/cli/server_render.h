@@ -29,8 +29,6 @@ std::string ToJson(const google::protobuf::Message& message);
 // "2026-11-21T10:34:18Z"; "-" when unset (zero).
 std::string FormatTimestamp(const google::protobuf::Timestamp& t);
 
-// "tuned", "nearest", "default", "unspecified".
-std::string DecisionSourceName(v1::DecisionSource source);
 // "queued", "running", "succeeded", "failed", "cancelled", "unspecified".
 std::string TuningStateName(v1::TuningState state);
 
@@ -52,6 +50,14 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response);
 // syncs, total steps over all programs, or why the programs were left out)
 // and the ring order's size.
 std::string FormatPlan(const v1::GetPlanResponse& response);
+
+// A ListDemand answer: a heading with the window's totals (jobs, time in
+// collectives, the share on tuned tables, the time at stake), then one row
+// per cell by time spent: collective, layout, size bucket, class, calls,
+// jobs, time, the share of each decision source the jobs ran, the most
+// hosts and switches a communicator spanned, how the cell is served now and
+// its time at stake. No cells gives a line saying so.
+std::string FormatDemand(const v1::ListDemandResponse& response);
 
 // The line above the drawing of a served topology:
 // "topology version 7 from discovery (198.18.0.1), 2026-11-21T10:34:18Z: 4 switches, 6 hosts, 9 links".

@@ -22,6 +22,7 @@
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
 #include "tuner/bounds.h"
+#include "tuner/demand.h"
 #include "tuner/hash.h"
 #include "tuner/kernel_catalog.h"
 #include "tuner/mpich_csel.h"
@@ -530,8 +531,7 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       double best_distance = 0;
       for (const db::StoredDecision& d : decisions->all) {
         if (d.key.collective != name || d.key.pattern != pattern) continue;
-        double distance = std::abs(std::log2(static_cast<double>(nprocs) / d.key.nprocs)) +
-                          std::abs(std::log2(static_cast<double>(rpn) / d.key.ranks_per_node));
+        const double distance = LayoutDistance(nprocs, rpn, d.key.nprocs, d.key.ranks_per_node);
         if (!best || distance < best_distance) best = &d, best_distance = distance;
       }
       return best;
@@ -901,48 +901,188 @@ grpc::Status Core::ExportRules(const v1::ExportRulesRequest& req, v1::ExportRule
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The demand cell and source of a report's entry, as the store keys them.
+using DemandKey = std::tuple<std::string, int, int, int64_t, std::string, std::string>;
+
+DemandKey KeyOf(const db::DemandEntry& d) {
+  return {d.collective, d.nprocs, d.ranks_per_node, d.size_bucket, d.pattern, d.source};
+}
+
+}  // namespace
+
+std::optional<Core::ReportedPlacement> Core::PlacementOfPlan(const std::string& plan_id, int nprocs) {
+  RecentPlan placement;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = recent_plans_.find(plan_id); it != recent_plans_.end()) placement = it->second;
+  }
+  if (placement.rank_hosts.empty() || static_cast<int>(placement.rank_hosts.size()) != nprocs) return std::nullopt;
+  auto current = topology();
+  std::optional<Topology> topo;
+  if (current && current->stored.version == placement.topology_version) {
+    topo = current->stored.topology;
+  } else if (auto stored = store_.GetTopology(placement.topology_version); stored.ok()) {
+    topo = std::move(stored->topology);
+  }
+  if (!topo) return std::nullopt;
+  auto p = PlacementFromRankHosts(*topo, placement.rank_hosts);
+  if (!p.ok()) return std::nullopt;
+  auto built = RankTree::Build(*topo, *p);
+  if (!built.ok()) return std::nullopt;
+  std::vector<int> host_nodes;
+  for (const std::string& h : placement.rank_hosts) host_nodes.push_back(*topo->Find(h));
+  ReportedPlacement out{placement.topology_version, std::move(*built), SwitchesSpanned(*topo, host_nodes), 0};
+  out.hosts = static_cast<int>(std::set<int>(host_nodes.begin(), host_nodes.end()).size());
+  return out;
+}
+
 grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobResponse* resp) {
   std::string json;
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   auto st = google::protobuf::util::MessageToJsonString(req, &json, opts);
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, "cannot encode the report: " + st.ToString()};
-  // job_id may be empty (a job outside a batch system, as in GetPlan); the
-  // store keys reports by a non-empty id, so such reports share one.
-  auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json);
-  if (!id.ok()) return ToGrpc(id.status());
-  // The job's tree, when its plan came from here: calls are then set against
-  // their physical bound.
-  std::optional<RankTree> tree;
-  RecentPlan placement;
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = recent_plans_.find(req.plan_id()); it != recent_plans_.end()) placement = it->second;
-  }
-  if (!placement.rank_hosts.empty() && static_cast<int>(placement.rank_hosts.size()) == req.nprocs()) {
-    auto current = topology();
-    std::optional<Topology> topo;
-    if (current && current->stored.version == placement.topology_version) {
-      topo = current->stored.topology;
-    } else if (auto stored = store_.GetTopology(placement.topology_version); stored.ok()) {
-      topo = std::move(stored->topology);
-    }
-    if (topo)
-      if (auto p = PlacementFromRankHosts(*topo, placement.rank_hosts); p.ok())
-        if (auto built = RankTree::Build(*topo, *p); built.ok()) tree.emplace(std::move(*built));
-  }
+  // The placements of the job's plans (the world's and its communicators'),
+  // when they came from here: calls are then set against their physical
+  // bound, and demand knows the switches a communicator spans.
+  std::map<std::string, std::optional<ReportedPlacement>> placements;
+  auto placement_of = [&](const std::string& plan_id, int nprocs) -> const ReportedPlacement* {
+    auto [it, fresh] = placements.try_emplace(plan_id);
+    if (fresh && !plan_id.empty()) it->second = PlacementOfPlan(plan_id, nprocs);
+    return it->second && it->second->tree.num_ranks() == nprocs ? &*it->second : nullptr;
+  };
+  std::map<DemandKey, db::DemandEntry> demand;
   for (const v1::CollectiveCallStats& s : req.stats()) {
-    if (s.total_seconds() <= 0 || s.calls() <= 0) continue;
+    if (s.calls() <= 0) continue;
+    const std::string_view collective = v1::CollectiveName(s.collective());
+    const int nprocs = s.comm_size() > 0 ? s.comm_size() : req.nprocs();
+    const int rpn = s.comm_ranks_per_node() > 0 ? s.comm_ranks_per_node() : req.ranks_per_node();
+    const std::string& plan_id = s.comm_size() > 0 ? s.plan_id() : req.plan_id();
+    const ReportedPlacement* where = placement_of(plan_id, nprocs);
+    db::DemandEntry d;
+    d.topology_version = where ? where->topology_version : 0;
+    d.collective = std::string(collective);
+    d.nprocs = nprocs;
+    d.ranks_per_node = std::max(1, rpn);
+    d.size_bucket = SizeBucket(static_cast<double>(s.msize()));
+    d.pattern = s.collective() == v1::COLLECTIVE_ALLTOALLV ? std::string(v1::PatternName(s.pattern())) : "";
+    d.source = std::string(v1::DecisionSourceName(s.source()));
+    if (s.source() == v1::DECISION_SOURCE_NEAREST && s.tuned_nprocs() > 0 && s.tuned_ranks_per_node() > 0)
+      d.distance = LayoutDistance(d.nprocs, d.ranks_per_node, s.tuned_nprocs(), s.tuned_ranks_per_node());
+    d.hosts = s.comm_hosts() > 0 ? s.comm_hosts() : where ? where->hosts : 0;
+    d.switches = where ? where->switches : 0;
+    d.calls = s.calls();
+    d.bytes = s.total_bytes();
+    d.seconds = s.total_seconds();
+    d.msize_calls = static_cast<double>(s.msize()) * static_cast<double>(s.calls());
+    auto [it, fresh] = demand.try_emplace(KeyOf(d), d);
+    if (!fresh) {
+      db::DemandEntry& sum = it->second;
+      sum.calls += d.calls;
+      sum.bytes += d.bytes;
+      sum.seconds += d.seconds;
+      sum.msize_calls += d.msize_calls;
+      sum.hosts = std::max(sum.hosts, d.hosts);
+      sum.switches = std::max(sum.switches, d.switches);
+      sum.distance = std::max(sum.distance, d.distance);
+    }
+    metrics_->AddJobCollectiveTime(collective, d.source, s.calls(), s.total_seconds());
+    if (s.total_seconds() <= 0) continue;
     std::optional<double> fraction;
-    double per_call = s.total_seconds() / static_cast<double>(s.calls());
-    if (tree && s.collective() == v1::COLLECTIVE_ALLTOALL)
-      fraction = AlltoallBound(*tree, static_cast<double>(s.msize())).seconds / per_call;
-    if (tree && s.collective() == v1::COLLECTIVE_ALLGATHER)
-      fraction = AllgatherBound(*tree, static_cast<double>(s.msize())).seconds / per_call;
-    metrics_->SetThroughput("job", v1::CollectiveName(s.collective()), s.algorithm(), s.msize(), req.nprocs(),
+    const double per_call = s.total_seconds() / static_cast<double>(s.calls());
+    if (where && s.collective() == v1::COLLECTIVE_ALLTOALL)
+      fraction = AlltoallBound(where->tree, static_cast<double>(s.msize())).seconds / per_call;
+    if (where && s.collective() == v1::COLLECTIVE_ALLGATHER)
+      fraction = AllgatherBound(where->tree, static_cast<double>(s.msize())).seconds / per_call;
+    metrics_->SetThroughput("job", collective, s.algorithm(), s.msize(), nprocs,
                             static_cast<double>(s.total_bytes()) / s.total_seconds(), fraction);
   }
+  std::vector<db::DemandEntry> entries;
+  for (auto& [key, d] : demand) entries.push_back(std::move(d));
+  // job_id may be empty (a job outside a batch system, as in GetPlan); the
+  // store keys reports by a non-empty id, so such reports share one.
+  auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json, entries);
+  if (!id.ok()) return ToGrpc(id.status());
   resp->set_accepted(req.stats_size());
+  return grpc::Status::OK;
+}
+
+grpc::Status Core::ListDemand(const v1::ListDemandRequest& req, v1::ListDemandResponse* resp) {
+  constexpr int64_t kDefaultWindowSeconds = 7 * 24 * 3600;
+  constexpr int kDefaultLimit = 100;
+  const int64_t window_ms =
+      req.has_window() ? TimeUtil::DurationToMilliseconds(req.window()) : kDefaultWindowSeconds * 1000;
+  *resp->mutable_window() = TimeUtil::MillisecondsToDuration(window_ms);
+  auto totals = store_.Demand(std::chrono::milliseconds(window_ms), req.collective() == v1::COLLECTIVE_UNSPECIFIED
+                                                                        ? std::string_view()
+                                                                        : v1::CollectiveName(req.collective()));
+  if (!totals.ok()) return ToGrpc(totals.status());
+  // How each cell is served now: the current topology's decisions of its
+  // collective and class.
+  auto current = topology();
+  std::map<std::pair<std::string, std::string>, std::vector<TunedLayout>> tuned;
+  if (current) {
+    resp->set_topology_version(current->stored.version);
+    for (const db::StoredDecision& d : DecisionsOf(current->stored.version)->all) {
+      TunedLayout& t = tuned[{d.key.collective, d.key.pattern}].emplace_back();
+      t.nprocs = d.key.nprocs;
+      t.ranks_per_node = d.key.ranks_per_node;
+      for (const SizeChoice& c : d.choices) t.measured_sizes.push_back(c.msize);
+    }
+  }
+  const int limit = req.limit() > 0 ? req.limit() : kDefaultLimit;
+  resp->set_num_cells(static_cast<int64_t>(totals->cells.size()));
+  resp->set_jobs(totals->jobs);
+  double seconds = 0, tuned_seconds = 0, at_stake = 0;
+  for (const db::DemandCellTotals& c : totals->cells) {
+    auto layouts = tuned.find({c.collective, c.pattern});
+    const CellService service =
+        layouts == tuned.end() ? CellService{} : ServiceOf(layouts->second, c.nprocs, c.ranks_per_node, c.size_bucket);
+    const double stake = service.kind == CellService::Kind::kTuned ? 0 : c.seconds;
+    seconds += c.seconds;
+    tuned_seconds += c.tuned_seconds;
+    at_stake += stake;
+    if (resp->cells_size() >= limit) continue;
+    v1::DemandCell* out = resp->add_cells();
+    out->set_collective(*v1::ParseCollectiveName(c.collective));
+    out->set_nprocs(c.nprocs);
+    out->set_ranks_per_node(c.ranks_per_node);
+    out->set_size_bucket(c.size_bucket);
+    if (!c.pattern.empty()) out->set_pattern(*v1::ParsePatternName(c.pattern));
+    out->set_mean_msize(c.calls > 0 ? static_cast<int64_t>(c.msize_calls / static_cast<double>(c.calls) + 0.5) : 0);
+    out->set_calls(c.calls);
+    out->set_jobs(c.jobs);
+    out->set_seconds(c.seconds);
+    out->set_tuned_seconds(c.tuned_seconds);
+    out->set_nearest_seconds(c.nearest_seconds);
+    out->set_default_seconds(c.default_seconds);
+    out->set_forced_seconds(c.forced_seconds);
+    out->set_hosts(c.hosts);
+    out->set_switches(c.switches);
+    switch (service.kind) {
+      case CellService::Kind::kTuned:
+        out->set_status(v1::DEMAND_STATUS_TUNED);
+        break;
+      case CellService::Kind::kOtherSizes:
+        out->set_status(v1::DEMAND_STATUS_OTHER_SIZES);
+        break;
+      case CellService::Kind::kNearest:
+        out->set_status(v1::DEMAND_STATUS_NEAREST);
+        out->set_tuned_nprocs(service.nprocs);
+        out->set_tuned_ranks_per_node(service.ranks_per_node);
+        out->set_distance(service.distance);
+        break;
+      case CellService::Kind::kDefault:
+        out->set_status(v1::DEMAND_STATUS_DEFAULT);
+        break;
+    }
+    out->set_seconds_at_stake(stake);
+  }
+  resp->set_seconds(seconds);
+  resp->set_tuned_seconds(tuned_seconds);
+  resp->set_seconds_at_stake(at_stake);
   return grpc::Status::OK;
 }
 

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "topotune/v1/admin.pb.h"
 #include "topotune/v1/agents.pb.h"
 #include "topotune/v1/plans.pb.h"
+#include "tuner/rank_tree.h"
 
 namespace topotune::daemon {
 
@@ -112,7 +114,12 @@ class Core {
   grpc::Status Discover(const v1::DiscoverRequest& req, v1::DiscoverResponse* resp);
   grpc::Status ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDecisionsResponse* resp);
   grpc::Status ExportRules(const v1::ExportRulesRequest& req, v1::ExportRulesResponse* resp);
+  // Stores the report with its demand (per demand cell and decision source,
+  // tuner/demand.h) and feeds the metrics.
   grpc::Status ReportJob(const v1::ReportJobRequest& req, v1::ReportJobResponse* resp);
+  // The demand of the window's reports per cell, each with how the current
+  // topology's decisions serve it and the time at stake where it is not tuned.
+  grpc::Status ListDemand(const v1::ListDemandRequest& req, v1::ListDemandResponse* resp);
   // Registered agents (the store's, so agents registered before a restart
   // count) with their liveness, and the current topology's hosts that have
   // no live agent.
@@ -152,6 +159,17 @@ class Core {
     std::vector<std::string> rank_hosts;
   };
   std::map<std::string, RecentPlan> recent_plans_;
+  // A recent plan's placement as a report sees it: its tree, the switches
+  // on paths between its hosts (tuner/demand.h SwitchesSpanned) and its hosts.
+  struct ReportedPlacement {
+    int64_t topology_version = 0;
+    RankTree tree;
+    int switches = 0;
+    int hosts = 0;
+  };
+  // nullopt when the plan is not recent, not of `nprocs` ranks, or its
+  // topology or placement no longer builds.
+  std::optional<ReportedPlacement> PlacementOfPlan(const std::string& plan_id, int nprocs);
   std::deque<std::string> recent_order_;
 
   std::mutex discovery_mu_;

@@ -59,6 +59,19 @@ struct Metrics::Impl {
                                             .Name("topotune_rpc_malformed_requests_total")
                                             .Help("Requests whose bytes are not the method's message, by method")
                                             .Register(r);
+  Family<Counter>& job_collective_seconds =
+      BuildCounter()
+          .Name("topotune_job_collective_seconds_total")
+          .Help(
+              "Time MPI jobs spent in intercepted collective calls (rank 0's, from ReportJob), by collective and the "
+              "decision source of the table the calls ran: tuned, nearest, default, forced")
+          .Register(r);
+  Family<Counter>& job_collective_calls = BuildCounter()
+                                              .Name("topotune_job_collective_calls_total")
+                                              .Help(
+                                                  "Intercepted collective calls of MPI jobs (from ReportJob), by "
+                                                  "collective and decision source")
+                                              .Register(r);
   Counter& oversubscribed = BuildCounter()
                                 .Name("topotune_placements_oversubscribed_total")
                                 .Help("GetPlan placements with more ranks on a host than its slots")
@@ -193,6 +206,11 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
                            "UNAVAILABLE", "INTERNAL"}) {
     impl_->rpc_requests.Add({{"method", "GetPlan"}, {"code", code}});
   }
+  for (const char* c : {"alltoall", "alltoallv", "allgather"})
+    for (const char* source : {"tuned", "nearest", "default", "forced"}) {
+      impl_->job_collective_seconds.Add({{"collective", c}, {"source", source}});
+      impl_->job_collective_calls.Add({{"collective", c}, {"source", source}});
+    }
 }
 Metrics::~Metrics() = default;
 
@@ -224,6 +242,12 @@ void Metrics::MalformedRequest(std::string_view method) {
   impl_->malformed_requests.Add({{"method", std::string(method)}}).Increment();
 }
 void Metrics::PlacementOversubscribed() { impl_->oversubscribed.Increment(); }
+void Metrics::AddJobCollectiveTime(std::string_view collective, std::string_view source, int64_t calls,
+                                   double seconds) {
+  const prometheus::Labels labels = {{"collective", std::string(collective)}, {"source", std::string(source)}};
+  impl_->job_collective_seconds.Add(labels).Increment(seconds);
+  impl_->job_collective_calls.Add(labels).Increment(static_cast<double>(calls));
+}
 
 void Metrics::SetPlanCache(int64_t bytes, int64_t entries) {
   impl_->plan_bytes.Set(static_cast<double>(bytes));

@@ -34,6 +34,8 @@
 //   topotune_collective_throughput_bytes_per_second{source,collective,algorithm,msize,nprocs}   gauge
 //   topotune_collective_fraction_of_bound{source,collective,algorithm,msize,nprocs}            gauge
 //   topotune_metrics_series_dropped_total              counter (updates beyond kMaxThroughputSeries)
+//   topotune_job_collective_seconds_total{collective,source}  counter (ReportJob: time in the calls)
+//   topotune_job_collective_calls_total{collective,source}    counter (ReportJob: calls)
 //
 // Throughput series are labelled by message size rounded to a power of two
 // ("64KiB"), which bounds their number; `source` is "bench" (benchmark
@@ -51,6 +53,13 @@
 // topotune_decision_noisy_sizes counts the measured sizes of the current
 // version's tables whose A/A control (native measured twice) differed with
 // confidence: their decisions rest on a run too noisy to trust.
+//
+// The job_collective families say where production jobs' collective time
+// goes, by the decision source of the table their calls ran (tuned,
+// nearest, default, forced; "unspecified" from a library that does not say):
+// the share on "tuned" is the share the tuner serves from measurements of
+// the job's own layout. Every collective and known source has a series from
+// the start (0), so that rates and shares read from the first report.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -113,6 +122,8 @@ class Metrics {
   void HandlerException(std::string_view method);
   void MalformedRequest(std::string_view method);
   void PlacementOversubscribed();
+  // A job's calls of `collective` on tables of decision source `source`.
+  void AddJobCollectiveTime(std::string_view collective, std::string_view source, int64_t calls, double seconds);
   void SetAgents(int registered, int alive);
   void DiscoveryFailed(double seconds);
   void DiscoverySucceeded(double seconds, double unix_time, int switches, int hosts, int warnings);

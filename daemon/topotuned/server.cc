@@ -295,6 +295,10 @@ class AdminService final : public v1::Admin::Service {
                          v1::ReportJobResponse* resp) override {
     return Serve(core_, gate_, "ReportJob", ctx, *req, Access::kOpen, [&] { return core_->ReportJob(*req, resp); });
   }
+  grpc::Status ListDemand(grpc::ServerContext* ctx, const v1::ListDemandRequest* req,
+                          v1::ListDemandResponse* resp) override {
+    return Serve(core_, gate_, "ListDemand", ctx, *req, Access::kOpen, [&] { return core_->ListDemand(*req, resp); });
+  }
   grpc::Status ListAgents(grpc::ServerContext* ctx, const v1::ListAgentsRequest* req,
                           v1::ListAgentsResponse* resp) override {
     return Serve(core_, gate_, "ListAgents", ctx, *req, Access::kOpen, [&] { return core_->ListAgents(*req, resp); });

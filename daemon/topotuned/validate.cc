@@ -224,6 +224,7 @@ constexpr EnumType kAgentState{v1::AgentState_descriptor, v1::AgentState_IsValid
 constexpr EnumType kChassisIdSubtype{v1::LldpChassisIdSubtype_descriptor, v1::LldpChassisIdSubtype_IsValid};
 constexpr EnumType kPortIdSubtype{v1::LldpPortIdSubtype_descriptor, v1::LldpPortIdSubtype_IsValid};
 constexpr EnumType kRulesFormat{v1::RulesFormat_descriptor, v1::RulesFormat_IsValid};
+constexpr EnumType kDecisionSource{v1::DecisionSource_descriptor, v1::DecisionSource_IsValid};
 
 enum class Unspecified { kAllowed, kRejected };
 
@@ -494,16 +495,29 @@ Status CheckStats(const Field& f, const v1::CollectiveCallStats& s) {
       CheckRange(f.Sub("total_bytes"), s.total_bytes(), 0, kUnbounded),
       CheckTime(f.Sub("total_seconds"), s.total_seconds()),
       CheckRange(f.Sub("fallbacks"), s.fallbacks(), 0, Limit(s.calls(), "calls")),
+      CheckPattern(f.Sub("pattern"), s.pattern(), s.collective()),
+      s.pattern() == v1::ALLTOALLV_PATTERN_RANDOM ? CheckPatternClass(f.Sub("pattern"), s.pattern()) : Status::Ok(),
+      CheckEnum(f.Sub("source"), s.source(), kDecisionSource, Unspecified::kAllowed),
+      CheckRange(f.Sub("tuned_nprocs"), s.tuned_nprocs(), 0, TOPOTUNE_LIMIT(kMaxRanks)),
+      CheckRange(f.Sub("tuned_ranks_per_node"), s.tuned_ranks_per_node(), 0, Limit(s.tuned_nprocs(), "tuned_nprocs")),
+      CheckRange(f.Sub("comm_size"), s.comm_size(), 0, TOPOTUNE_LIMIT(kMaxRanks)),
+      CheckRange(f.Sub("comm_ranks_per_node"), s.comm_ranks_per_node(), 0, Limit(s.comm_size(), "comm_size")),
+      CheckRange(f.Sub("comm_hosts"), s.comm_hosts(), 0, Limit(s.comm_size(), "comm_size")),
+      CheckString(f.Sub("plan_id"), s.plan_id(), 0, TOPOTUNE_LIMIT(kMaxIdBytes)),
   });
 }
 
-// Each (collective, algorithm, msize) once: a job's calls of one kind are
-// one entry.
+// Each (collective, algorithm, msize, pattern, source, communicator,
+// plan) once: a job's calls of one kind are one entry.
 Status CheckStatsOnce(const google::protobuf::RepeatedPtrField<v1::CollectiveCallStats>& stats) {
-  std::map<std::tuple<int, std::string_view, int64_t>, int> first;
+  using Key = std::tuple<int, std::string_view, int64_t, int, int, int, int, int, int, int, std::string_view>;
+  std::map<Key, int> first;
   for (int i = 0; i < stats.size(); ++i) {
     const v1::CollectiveCallStats& s = stats[i];
-    const auto [it, fresh] = first.try_emplace({s.collective(), s.algorithm(), s.msize()}, i);
+    const auto [it, fresh] = first.try_emplace(
+        Key{s.collective(), s.algorithm(), s.msize(), s.pattern(), s.source(), s.tuned_nprocs(),
+            s.tuned_ranks_per_node(), s.comm_size(), s.comm_ranks_per_node(), s.comm_hosts(), s.plan_id()},
+        i);
     if (!fresh)
       return Invalid(Field("stats").At(i),
                      fmt::format("{} {} at msize {} is stats[{}] again; report each once",
@@ -739,6 +753,18 @@ Status Validate(const v1::ReportJobRequest& req) {
       CheckCount("stats", req.stats_size(), 0, TOPOTUNE_LIMIT(kMaxJobStats)),
       Each(Field("stats"), req.stats(), CheckStats),
       CheckStatsOnce(req.stats()),
+  });
+}
+
+Status Validate(const v1::ListDemandRequest& req) {
+  constexpr int64_t kMaxWindowSeconds = int64_t{366} * 24 * 3600;
+  const bool too_long = req.window().seconds() > kMaxWindowSeconds ||
+                        (req.window().seconds() == kMaxWindowSeconds && req.window().nanos() > 0);
+  return First({
+      req.has_window() ? CheckDuration("window", req.window()) : Status::Ok(),
+      too_long ? Invalid("window", fmt::format("{} s is longer than 366 days", req.window().seconds())) : Status::Ok(),
+      CheckEnum("collective", req.collective(), kCollective, Unspecified::kAllowed),
+      CheckRange("limit", req.limit(), 0, TOPOTUNE_LIMIT(kMaxPageSize)),
   });
 }
 

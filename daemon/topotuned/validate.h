@@ -73,6 +73,7 @@ Status Validate(const v1::ListDecisionsRequest& req);
 Status Validate(const v1::ExportRulesRequest& req);
 Status Validate(const v1::ReportJobRequest& req);
 // No fields: always valid (the response's lists are cut by the handler).
+Status Validate(const v1::ListDemandRequest& req);
 Status Validate(const v1::ListAgentsRequest& req);
 
 // A value from a request as error messages show it: in double quotes, cut

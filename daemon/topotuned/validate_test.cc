@@ -1219,6 +1219,69 @@ TEST(ValidateReportJob, Stats) {
   }
 }
 
+TEST(ValidateReportJob, CallContext) {
+  using R = v1::ReportJobRequest;
+  R v = ValidJob();
+  v1::CollectiveCallStats& e = *v.mutable_stats(0);
+  e.set_source(v1::DECISION_SOURCE_NEAREST);
+  e.set_tuned_nprocs(16);
+  e.set_tuned_ranks_per_node(2);
+  e.set_comm_size(8);
+  e.set_comm_ranks_per_node(2);
+  e.set_comm_hosts(4);
+  e.set_plan_id("p");
+  EXPECT_TRUE(Passes(Validate(v)));
+  ExpectRange<R>(
+      v, "stats[0].comm_hosts", [](R& r, int64_t x) { r.mutable_stats(0)->set_comm_hosts(static_cast<int>(x)); }, 0,
+      Bound(8, "comm_size (8)"));
+  ExpectRange<R>(
+      v, "stats[0].comm_ranks_per_node",
+      [](R& r, int64_t x) { r.mutable_stats(0)->set_comm_ranks_per_node(static_cast<int>(x)); }, 0,
+      Bound(8, "comm_size (8)"));
+  ExpectRange<R>(
+      v, "stats[0].tuned_ranks_per_node",
+      [](R& r, int64_t x) { r.mutable_stats(0)->set_tuned_ranks_per_node(static_cast<int>(x)); }, 0,
+      Bound(16, "tuned_nprocs (16)"));
+  ExpectStringLimits<R>(
+      v, "stats[0].plan_id", [](R& r, const std::string& s) { r.mutable_stats(0)->set_plan_id(s); }, 0, 128,
+      Lim("kMaxIdBytes", 128));
+  R r = v;
+  r.mutable_stats(0)->set_source(static_cast<v1::DecisionSource>(9));
+  EXPECT_TRUE(Fails(Validate(r), {"stats[0].source: 9 is not a value of DecisionSource"}));
+  r = v;
+  r.mutable_stats(0)->set_pattern(v1::ALLTOALLV_PATTERN_SKEWED);  // An alltoall entry.
+  EXPECT_TRUE(Fails(Validate(r), {"stats[0].pattern: ALLTOALLV_PATTERN_SKEWED is set for COLLECTIVE_ALLTOALL"}));
+  r.mutable_stats(0)->set_collective(v1::COLLECTIVE_ALLTOALLV);
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.mutable_stats(0)->set_pattern(v1::ALLTOALLV_PATTERN_RANDOM);
+  EXPECT_TRUE(Fails(Validate(r), {"stats[0].pattern: ALLTOALLV_PATTERN_RANDOM is not a pattern class"}));
+  // The same calls on another communicator, or of another class, are another kind.
+  r = v;
+  *r.add_stats() = r.stats(0);
+  EXPECT_TRUE(Fails(Validate(r), {"stats[1]: ", "is stats[0] again"}));
+  r.mutable_stats(1)->set_plan_id("q");
+  EXPECT_TRUE(Passes(Validate(r)));
+}
+
+TEST(ValidateListDemand, Fields) {
+  v1::ListDemandRequest r;
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.mutable_window()->set_seconds(3600);
+  r.set_limit(1000);
+  r.set_collective(v1::COLLECTIVE_ALLTOALLV);
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.set_limit(1001);
+  EXPECT_TRUE(Fails(Validate(r), {"limit: "}));
+  r.set_limit(0);
+  r.mutable_window()->set_seconds(0);
+  EXPECT_TRUE(Fails(Validate(r), {"window: 0 when set"}));
+  r.mutable_window()->set_seconds(367 * 86400);
+  EXPECT_TRUE(Fails(Validate(r), {"window: ", "longer than 366 days"}));
+  r.mutable_window()->set_seconds(60);
+  r.set_collective(static_cast<v1::Collective>(7));
+  EXPECT_TRUE(Fails(Validate(r), {"collective: 7 is not a value of Collective"}));
+}
+
 TEST(ValidateReportJob, Timestamps) {
   v1::ReportJobRequest r = ValidJob();
   r.mutable_finished_at()->set_seconds(1'699'999'999);

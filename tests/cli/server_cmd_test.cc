@@ -213,6 +213,75 @@ v1::GetPlanResponse SamplePlan() {
   return response;
 }
 
+TEST(ServerRenderTest, DemandByTimeWithWhatIsAtStake) {
+  v1::ListDemandResponse r;
+  r.mutable_window()->set_seconds(7 * 86400);
+  r.set_topology_version(3);
+  EXPECT_EQ(FormatDemand(r),
+            "Demand of the last 7 days (topology version 3): 0 jobs, 0 s in collectives, - on tuned tables; 0 s at "
+            "stake (cells not tuned now)\n"
+            "  no job reported calls in this window\n");
+  r.set_jobs(2);
+  r.set_seconds(40);
+  r.set_tuned_seconds(10);
+  r.set_seconds_at_stake(30);
+  r.set_num_cells(3);
+  v1::DemandCell* v = r.add_cells();
+  v->set_collective(v1::COLLECTIVE_ALLTOALLV);
+  v->set_nprocs(8);
+  v->set_ranks_per_node(2);
+  v->set_size_bucket(2 << 20);
+  v->set_mean_msize(2'000'000);
+  v->set_pattern(v1::ALLTOALLV_PATTERN_UNIFORM);
+  v->set_calls(22);
+  v->set_jobs(2);
+  v->set_seconds(30);
+  v->set_default_seconds(30);
+  v->set_hosts(4);
+  v->set_switches(2);
+  v->set_status(v1::DEMAND_STATUS_NEAREST);
+  v->set_tuned_nprocs(16);
+  v->set_tuned_ranks_per_node(2);
+  v->set_distance(1);
+  v->set_seconds_at_stake(30);
+  v1::DemandCell* a = r.add_cells();
+  a->set_collective(v1::COLLECTIVE_ALLTOALL);
+  a->set_nprocs(8);
+  a->set_ranks_per_node(2);
+  a->set_size_bucket(65536);
+  a->set_mean_msize(65536);
+  a->set_calls(100);
+  a->set_jobs(1);
+  a->set_seconds(10);
+  a->set_tuned_seconds(10);
+  a->set_status(v1::DEMAND_STATUS_TUNED);
+  EXPECT_EQ(
+      FormatDemand(r),
+      "Demand of the last 7 days (topology version 3): 2 jobs, 40.000 s in collectives, 25% on tuned tables; "
+      "30.000 s at stake (cells not tuned now)\n"
+      "  collective  layout  size                      class    calls  jobs  time      "
+      "tuned/nearest/default/forced  spans                now                              at stake\n"
+      "  alltoallv   8 x 2   ~2MiB (mean 1.907349MiB)  uniform  22     2     30.000 s  0%/0%/100%/0%                 "
+      "4 hosts, 2 switches  nearest: 16 x 2 (distance 1.00)  30.000 s\n"
+      "  alltoall    8 x 2   ~64KiB (mean 64KiB)       -        100    1     10.000 s  100%/0%/0%/0%                 "
+      "-                    tuned                            0 s\n"
+      "  ... 1 more cells (--limit)\n");
+}
+
+TEST(ServerOptionsTest, Durations) {
+  EXPECT_EQ(*ParseDurationText("90s"), 90);
+  EXPECT_EQ(*ParseDurationText("30m"), 1800);
+  EXPECT_EQ(*ParseDurationText("2h"), 7200);
+  EXPECT_EQ(*ParseDurationText("7d"), 7 * 86400);
+  EXPECT_EQ(*ParseDurationText("1h30m"), 5400);
+  EXPECT_EQ(*ParseDurationText("45"), 45);
+  EXPECT_EQ(*ParseDurationText("366d"), 366 * 86400);
+  for (const char* bad : {"", "h", "7x", "1h30", "-5s", "0", "0s", "367d", "99999999999s", "1.5h"})
+    EXPECT_FALSE(ParseDurationText(bad).ok()) << bad;
+  EXPECT_EQ(ParseDurationText("7x").status().message(),
+            "'7x' is not a duration; give e.g. 90s, 30m, 2h, 7d or 1h30m (or seconds)");
+}
+
 TEST(ServerRenderTest, PlanWithSchedulesRingAndOmittedPrograms) {
   EXPECT_EQ(FormatPlan(SamplePlan()),
             "plan p-3f2a: 4 ranks (at most 2 per node), topology version 7\n"
@@ -567,6 +636,12 @@ TEST(ServerUsageTest, BadFlagsExit2BeforeAnyCall) {
       {"tune"},
       {"decisions", "show", "--collective", "bcast"},
       {"decisions", "show", "--nprocs", "-1"},
+      {"demand", "show", "--window", "7x"},
+      {"demand", "show", "--window", "0s"},
+      {"demand", "show", "--window", "400d"},
+      {"demand", "show", "--collective", "bcast"},
+      {"demand", "show", "--limit", "0"},
+      {"demand"},
       {"plan", "show", "--collective", "alltoall"},
       {"plan", "show", "--hosts", "n0", "--collective", "alltoall,alltoall"},
       {"plan", "show", "--hosts", "n0", "--rank-hosts", "/dev/null", "--collective", "alltoall"},
@@ -720,6 +795,7 @@ TEST(ServerUsageTest, HelpOfEveryCommand) {
   for (std::vector<std::string> args : {std::vector<std::string>{"tune", "start"},
                                         {"tune", "status"},
                                         {"decisions", "show"},
+                                        {"demand", "show"},
                                         {"plan", "show"},
                                         {"export"},
                                         {"topology", "show"},

@@ -379,6 +379,105 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics, HasSubstr("topotune_tuning_runs_total{result=\"done\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("topotune_tuning_sweeps_running 0\n"));
 
+  // Demand: a job whose calls say their communicator and table. Alltoall is
+  // tuned on 2 x 1 at 1 KiB and 64 KiB only.
+  v1::ReportJobRequest prod;
+  prod.set_job_id("job-2");
+  prod.set_plan_id(nearest.plan_id());
+  prod.set_nprocs(4);
+  prod.set_ranks_per_node(1);
+  auto add = [&](v1::Collective c, int64_t msize, int comm_size, const std::string& plan_id, v1::DecisionSource src,
+                 double seconds) {
+    v1::CollectiveCallStats* e = prod.add_stats();
+    e->set_collective(c);
+    e->set_algorithm("native");
+    e->set_msize(msize);
+    e->set_calls(10);
+    e->set_total_bytes(10 * msize * comm_size * (comm_size - 1));
+    e->set_total_seconds(seconds);
+    e->set_source(src);
+    if (src == v1::DECISION_SOURCE_NEAREST || src == v1::DECISION_SOURCE_TUNED) {
+      e->set_tuned_nprocs(2);
+      e->set_tuned_ranks_per_node(1);
+    }
+    e->set_comm_size(comm_size);
+    e->set_comm_ranks_per_node(1);
+    e->set_comm_hosts(comm_size);
+    e->set_plan_id(plan_id);
+    if (c == v1::COLLECTIVE_ALLTOALLV) e->set_pattern(v1::ALLTOALLV_PATTERN_UNIFORM);
+    return e;
+  };
+  add(v1::COLLECTIVE_ALLTOALL, 65536, 2, plan.plan_id(), v1::DECISION_SOURCE_TUNED, 0.5);             // Tuned.
+  add(v1::COLLECTIVE_ALLTOALL, 16384, 2, plan.plan_id(), v1::DECISION_SOURCE_TUNED, 0.25);            // Other sizes.
+  add(v1::COLLECTIVE_ALLTOALL, 65536, 4, nearest.plan_id(), v1::DECISION_SOURCE_NEAREST, 2.0);        // Nearest.
+  add(v1::COLLECTIVE_ALLTOALLV, 2'000'000, 4, nearest.plan_id(), v1::DECISION_SOURCE_DEFAULT, 31.0);  // Default.
+  add(v1::COLLECTIVE_ALLTOALLV, 2'100'000, 4, nearest.plan_id(), v1::DECISION_SOURCE_DEFAULT, 1.0);   // One cell.
+  auto ctx5 = Context();
+  ASSERT_TRUE(admin_->ReportJob(ctx5.get(), prod, &reported).ok());
+  v1::ListDemandResponse demand;
+  auto ctx6 = Context();
+  ASSERT_TRUE(admin_->ListDemand(ctx6.get(), v1::ListDemandRequest(), &demand).ok());
+  EXPECT_EQ(demand.jobs(), 2);
+  EXPECT_EQ(demand.window().seconds(), 7 * 24 * 3600);
+  EXPECT_EQ(demand.topology_version(), 1);
+  // job-1's entry (no context: the job's layout, source unspecified) and
+  // job-2's tuned 64 KiB entry share the 2 x 1 cell at 64 KiB.
+  ASSERT_EQ(demand.cells_size(), 4);
+  const v1::DemandCell& big = demand.cells(0);
+  EXPECT_EQ(big.collective(), v1::COLLECTIVE_ALLTOALLV);
+  EXPECT_EQ(big.pattern(), v1::ALLTOALLV_PATTERN_UNIFORM);
+  EXPECT_EQ(big.size_bucket(), 2 << 20);
+  EXPECT_EQ(big.mean_msize(), 2'050'000);
+  EXPECT_EQ(big.calls(), 20);
+  EXPECT_DOUBLE_EQ(big.seconds(), 32.0);
+  EXPECT_DOUBLE_EQ(big.default_seconds(), 32.0);
+  EXPECT_EQ(big.status(), v1::DEMAND_STATUS_DEFAULT);
+  EXPECT_DOUBLE_EQ(big.seconds_at_stake(), 32.0);
+  EXPECT_EQ(big.hosts(), 4);
+  EXPECT_GE(big.switches(), 2);  // From the plan's placement: h0, h1 | h4, h5.
+  const v1::DemandCell& near4 = demand.cells(1);
+  EXPECT_EQ(near4.nprocs(), 4);
+  EXPECT_EQ(near4.status(), v1::DEMAND_STATUS_NEAREST);
+  EXPECT_EQ(near4.tuned_nprocs(), 2);
+  EXPECT_DOUBLE_EQ(near4.distance(), 1.0);
+  EXPECT_DOUBLE_EQ(near4.nearest_seconds(), 2.0);
+  EXPECT_DOUBLE_EQ(near4.seconds_at_stake(), 2.0);
+  const v1::DemandCell& tuned = demand.cells(2);
+  EXPECT_EQ(tuned.nprocs(), 2);
+  EXPECT_EQ(tuned.size_bucket(), 65536);
+  EXPECT_EQ(tuned.jobs(), 2);
+  EXPECT_EQ(tuned.status(), v1::DEMAND_STATUS_TUNED);
+  EXPECT_DOUBLE_EQ(tuned.seconds(), 0.52);
+  EXPECT_DOUBLE_EQ(tuned.tuned_seconds(), 0.5);
+  EXPECT_DOUBLE_EQ(tuned.seconds_at_stake(), 0);
+  EXPECT_EQ(demand.cells(3).status(), v1::DEMAND_STATUS_OTHER_SIZES);
+  EXPECT_DOUBLE_EQ(demand.seconds(), 34.77);
+  EXPECT_DOUBLE_EQ(demand.tuned_seconds(), 0.75);
+  EXPECT_DOUBLE_EQ(demand.seconds_at_stake(), 34.25);
+  {  // Filters and the limit.
+    v1::ListDemandRequest only;
+    only.set_collective(v1::COLLECTIVE_ALLTOALL);
+    only.set_limit(1);
+    auto c7 = Context();
+    ASSERT_TRUE(admin_->ListDemand(c7.get(), only, &demand).ok());
+    EXPECT_EQ(demand.num_cells(), 3);
+    ASSERT_EQ(demand.cells_size(), 1);
+    EXPECT_EQ(demand.cells(0).nprocs(), 4);
+    EXPECT_DOUBLE_EQ(demand.seconds(), 2.77);  // Totals over every cell, not only those listed.
+    only.mutable_window()->set_seconds(-5);
+    auto c8 = Context();
+    EXPECT_EQ(admin_->ListDemand(c8.get(), only, &demand).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  metrics = testing::HttpGet(daemon_.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics,
+              HasSubstr("topotune_job_collective_seconds_total{collective=\"alltoallv\",source=\"default\"} 32\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("topotune_job_collective_seconds_total{collective=\"alltoall\",source=\"tuned\"} 0.75\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("topotune_job_collective_calls_total{collective=\"alltoall\",source=\"nearest\"} 10\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("topotune_job_collective_seconds_total{collective=\"allgather\",source=\"tuned\"} 0\n"));
+
   // A restart keeps topology, decisions and compiled plans (a database hit).
   EXPECT_EQ(daemon_.Kill(SIGTERM), 0);
   EXPECT_THAT(daemon_.log(), HasSubstr("shutting down"));
@@ -390,6 +489,12 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"hit\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("topotune_plan_cache_lookups_total{result=\"miss\"} 0"));
   ExpectTuningMetrics(metrics);  // From the store, after the restart.
+  {                              // And the demand.
+    auto c9 = Context();
+    ASSERT_TRUE(admin_->ListDemand(c9.get(), v1::ListDemandRequest(), &demand).ok());
+    EXPECT_EQ(demand.num_cells(), 4);
+    EXPECT_DOUBLE_EQ(demand.seconds_at_stake(), 34.25);
+  }
   EXPECT_THAT(metrics, HasSubstr("topotune_topology_changes_total 0\n"));
 
   // The topology file changes: a new version, whose plans fall back to native until tuned.

@@ -58,8 +58,10 @@ reports in topotuned's database and its /metrics.
       at most once per rank.
   shim_check.py report PAYLOAD STATS JOB_ID ALGORITHM
       PAYLOAD: the JSON that topotuned stored for the job (job_reports):
-      its plan_id is the stats file's, nprocs 4, ranks_per_node 2, and its
-      alltoall entries under ALGORITHM have the stats file's calls.
+      its plan_id is the stats file's, nprocs 4, ranks_per_node 2, its
+      alltoall entries under ALGORITHM have the stats file's calls, every
+      entry has its decision source (alltoallv its pattern class), and the
+      world's alltoall entries are FORCED on 4 ranks, 2 per node, 2 hosts.
   shim_check.py metrics URL ALGORITHM
       /metrics at URL has topotune_collective_throughput_bytes_per_second
       with source="job", collective="alltoall", algorithm=ALGORITHM,
@@ -460,6 +462,24 @@ def cmd_report(payload_path, stats_path, job_id, algorithm):
     want = sum(e["calls"] for e in entries(stats, "alltoall") if e["algorithm"] == algorithm)
     if got == 0 or got != want:
         fail(f"the report has {got} alltoall calls under {algorithm}, the stats file {want}")
+    # Each entry says its communicator and table: the world's forced alltoall
+    # (4 ranks on h0, h0, h1, h1), the others from the daemon's plan, and
+    # every alltoallv entry its pattern class.
+    for s in payload.get("stats", []):
+        if s.get("source") not in ("DECISION_SOURCE_FORCED", "DECISION_SOURCE_DEFAULT", "DECISION_SOURCE_NEAREST",
+                                   "DECISION_SOURCE_TUNED"):
+            fail(f"an entry without its decision source: {s}")
+        if s.get("collective") == "COLLECTIVE_ALLTOALLV" and s.get("pattern") not in (
+                "ALLTOALLV_PATTERN_UNIFORM", "ALLTOALLV_PATTERN_SKEWED", "ALLTOALLV_PATTERN_SPARSE"):
+            fail(f"an alltoallv entry without its pattern class: {s}")
+    world = [s for s in payload.get("stats", []) if s.get("collective") == "COLLECTIVE_ALLTOALL"
+             and s.get("algorithm") == algorithm and int(s.get("comm_size", 0)) == 4]
+    if not world:
+        fail(f"no alltoall entry of {algorithm} on the world communicator (comm_size 4)")
+    for s in world:
+        if (s.get("source") != "DECISION_SOURCE_FORCED" or int(s.get("comm_ranks_per_node", 0)) != 2
+                or int(s.get("comm_hosts", 0)) != 2 or s.get("plan_id") != payload["plan_id"]):
+            fail(f"the world's forced alltoall entry says {s}; expected FORCED, 2 per node on 2 hosts, the job's plan")
     print(f"report of {job_id}: plan {payload['plan_id']}, {got} alltoall calls ran {algorithm}")
 
 

@@ -137,8 +137,10 @@
 #   report_forced         a real topotuned; jobs forcing pairwise and
 #                         tree_scheduled each leave one row in job_reports
 #                         (their plan id and calls; the second's job id from
-#                         SLURM_JOB_ID) and a /metrics series with source
-#                         "job"; TOPOTUNE_REPORT=0 leaves none.
+#                         SLURM_JOB_ID), their demand (the world's alltoall
+#                         FORCED in the 4 x 2 cell on 2 hosts) and a /metrics
+#                         series with source "job"; TOPOTUNE_REPORT=0 leaves
+#                         none.
 # In every shim job, stderr must hold each "topotune:" line at most once per
 # rank, and the plan's and fallbacks' reasons (shim_check.py log).
 set -euo pipefail
@@ -785,6 +787,12 @@ EOF
       [[ $rows -eq 1 ]] || fail "$alg: $rows rows of job_reports for job $job_id, expected 1 (one report per job)"
       sql "SELECT payload FROM job_reports WHERE job_id = '$job_id'" >"$work/$alg.payload.json"
       check report "$work/$alg.payload.json" "$stats" "$job_id" "$alg"
+      # The report's demand: the world's forced alltoall calls in the 4 x 2
+      # cell, spanning 2 hosts and the switches of their plan's placement.
+      demand=$(sql "SELECT sum(d.calls), min(d.hosts), min(d.switches) FROM demand d JOIN job_reports j ON d.report_id = j.id WHERE j.job_id = '$job_id' AND d.collective = 'alltoall' AND d.source = 'forced' AND d.nprocs = 4 AND d.ranks_per_node = 2")
+      IFS='|' read -r d_calls d_hosts d_switches <<<"$demand"
+      [[ ${d_calls:-0} -gt 0 && $d_hosts == 2 && ${d_switches:-0} -ge 1 ]] ||
+        fail "$alg: demand of the world's alltoall is '$demand' (calls|hosts|switches)"
       check metrics "$metrics" "$alg"
     done
     reports_before=$(sql 'SELECT count(*) FROM job_reports')
