@@ -244,13 +244,34 @@ int FollowSweep(Connection& conn, const std::string& id, bool json, std::ostream
 
 int RunTuneStart(const TuneStartArgs& args, std::ostream& out, std::ostream& err) {
   constexpr std::string_view kCmd = "tune start";
-  auto collectives = ParseCollectives(args.collectives, "--collective");
+  if (!args.from_demand) {
+    for (const auto& [given, flag] : {std::pair{!args.collectives.empty(), "--collective"},
+                                      {!args.nodes.empty(), "--nodes"},
+                                      {!args.ranks_per_node.empty(), "--ranks-per-node"}})
+      if (!given) return Usage(err, kCmd, fmt::format("{} is required (unless --from-demand)", flag));
+    if (!args.budget.empty() || !args.demand_window.empty())
+      return Usage(err, kCmd, "--budget and --demand-window go with --from-demand");
+  } else if (!args.sizes.empty()) {
+    return Usage(err, kCmd, "--sizes: a sweep from demand measures its cells' sizes; leave --sizes out");
+  }
+  auto collectives = args.collectives.empty() ? StatusOr<std::vector<v1::Collective>>(std::vector<v1::Collective>{})
+                                              : ParseCollectives(args.collectives, "--collective");
   if (!collectives.ok()) return Usage(err, kCmd, collectives.status().message());
   for (const auto& [values, flag] : {std::pair{&args.nodes, "--nodes"}, {&args.ranks_per_node, "--ranks-per-node"}}) {
+    if (values->empty()) continue;
     if (Status st = CheckLayoutValues(*values, flag); !st.ok()) return Usage(err, kCmd, st.message());
   }
-  const int64_t max_nodes = *std::max_element(args.nodes.begin(), args.nodes.end());
-  const int64_t max_rpn = *std::max_element(args.ranks_per_node.begin(), args.ranks_per_node.end());
+  std::optional<int64_t> budget, window;
+  for (const auto& [text, flag, value] :
+       {std::tuple{&args.budget, "--budget", &budget}, {&args.demand_window, "--demand-window", &window}}) {
+    if (text->empty()) continue;
+    auto parsed = ParseDurationText(*text);
+    if (!parsed.ok()) return Usage(err, kCmd, fmt::format("{}: {}", flag, parsed.status().message()));
+    *value = *parsed;
+  }
+  const int64_t max_nodes = args.nodes.empty() ? 1 : *std::max_element(args.nodes.begin(), args.nodes.end());
+  const int64_t max_rpn =
+      args.ranks_per_node.empty() ? 1 : *std::max_element(args.ranks_per_node.begin(), args.ranks_per_node.end());
   if (max_nodes * max_rpn > limits::kMaxRanks) {
     return Usage(err, kCmd,
                  fmt::format("--nodes {} x --ranks-per-node {} is {} ranks, more than {}", max_nodes, max_rpn,
@@ -270,10 +291,19 @@ int RunTuneStart(const TuneStartArgs& args, std::ostream& out, std::ostream& err
   request.set_iterations(args.iterations);
   request.set_skip_refinement(args.skip_refinement);
   for (const std::string& p : args.patterns) request.add_alltoallv_patterns(*v1::ParsePatternName(p));
+  request.set_from_demand(args.from_demand);
+  if (budget) request.mutable_budget()->set_seconds(*budget);
+  if (window) request.mutable_demand_window()->set_seconds(*window);
   v1::StartTuningResponse response;
   code = conn->Call(
       "StartTuning", [&](grpc::ClientContext* c) { return conn->admin().StartTuning(c, request, &response); }, err);
   if (code != kExitOk) return code;
+  if (args.from_demand && !args.json) {
+    err << fmt::format("from demand: {} cells planned in {}, {} left out\n", response.planned_size(),
+                       Plural(response.runs_total(), "run", "runs"), response.left_out_size());
+    for (const std::string& p : response.planned()) err << "  planned: " << p << "\n";
+    for (const std::string& l : response.left_out()) err << "  left out: " << l << "\n";
+  }
   if (!args.wait) {
     if (args.json) {
       out << ToJson(response);
@@ -825,18 +855,29 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
       "Needs the admin token when topotuned has one (--token-file).\n");
   start->add_option("--collective", start_args.collectives, fmt::format("Collectives to tune: {}", collectives))
       ->delimiter(',')
-      ->required()
-      ->option_text("NAME,... (required)");
+      ->option_text("NAME,... (required unless --from-demand)");
   start->add_option("--nodes", start_args.nodes, "Node counts (hosts per benchmark job)")
       ->delimiter(',')
-      ->required()
-      ->option_text("N,... (required)")
+      ->option_text("N,... (required unless --from-demand)")
       ->check(CLI::Range(1, limits::kMaxRanks));
   start->add_option("--ranks-per-node", start_args.ranks_per_node, "Ranks per node")
       ->delimiter(',')
-      ->required()
-      ->option_text("R,... (required)")
+      ->option_text("R,... (required unless --from-demand)")
       ->check(CLI::Range(1, limits::kMaxRanks));
+  start->add_flag("--from-demand", start_args.from_demand,
+                  "Plan the sweep from what production jobs called (topotune demand show): one run per "
+                  "collective, layout and class of the cells with time at stake, most first, at their sizes, "
+                  "without refinement; --collective, --nodes, --ranks-per-node and --patterns then only filter "
+                  "the cells");
+  start
+      ->add_option("--demand-window", start_args.demand_window,
+                   "With --from-demand: the jobs reported within this long (default: 7d)")
+      ->type_name("DURATION");
+  start
+      ->add_option("--budget", start_args.budget,
+                   "With --from-demand: start no run past this long, nor one that does not fit in what is left "
+                   "(e.g. 2h); the sweep says what it covered and what it left out")
+      ->type_name("DURATION");
   start
       ->add_option("--sizes", start_args.sizes,
                    "Message sizes to measure first, bytes per block (default: 1B to 4MiB, powers of two)")
@@ -862,7 +903,8 @@ void AddServerCommands(CLI::App& app, ServerCommands* cmds) {
                 "\nEXAMPLES\n"
                 "  topotune tune start --collective alltoall --nodes 2,4 --ranks-per-node 1,2\n"
                 "  topotune tune start --collective alltoall,allgather --nodes 8 --ranks-per-node 4 \\\n"
-                "      --sizes 1KiB,64KiB,1MiB --iterations 50 --skip-refinement --wait\n");
+                "      --sizes 1KiB,64KiB,1MiB --iterations 50 --skip-refinement --wait\n"
+                "  topotune tune start --from-demand --budget 2h --wait\n");
 
   TuneStatusArgs& status_args = cmds->tune_status_args;
   CLI::App* status = tune->add_subcommand("status", "Show a tuning sweep's progress (Admin.TuningStatus)");

@@ -180,6 +180,9 @@ struct TuneStartArgs {
   int iterations = 0;  // 0: the server's default.
   bool skip_refinement = false;
   std::vector<std::string> patterns;  // Alltoallv pattern classes; empty: the server's.
+  bool from_demand = false;           // The lists above then filter the demand cells.
+  std::string demand_window;          // A duration; empty: the server's (7 days).
+  std::string budget;                 // A duration; empty: none.
   bool wait = false;
   bool json = false;
 };

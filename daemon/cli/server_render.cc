@@ -285,6 +285,8 @@ std::string FormatTuningStatus(const v1::TuningStatusResponse& s) {
                   {"started", FormatTimestamp(s.started_at())},
                   {"finished", FormatTimestamp(s.finished_at())}},
                  2);
+  for (const std::string& c : s.covered()) out += "  covered: " + c + "\n";
+  for (const std::string& l : s.left_out()) out += "  left out: " + l + "\n";
   return out;
 }
 

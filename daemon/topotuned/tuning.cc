@@ -22,6 +22,7 @@
 #include "proto/names.h"
 #include "tuner/crossover.h"
 #include "tuner/kernel_catalog.h"
+#include "tuner/topology.h"
 
 extern char** environ;
 
@@ -129,6 +130,26 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
   const TuningConfig& tc = core_->config().tuning;
   Sweep sweep;
   sweep.request = req;
+  if (req.from_demand()) {
+    if (grpc::Status st = PlanFromDemand(req, live.size(), &sweep); !st.ok()) return st;
+    sweep.runs_total = static_cast<int>(sweep.runs.size());
+    sweep.created_ms = NowMs();
+    for (const Run& r : sweep.runs) resp->mutable_planned()->Add(r.cells.begin(), r.cells.end());
+    for (const std::string& l : sweep.left_out) resp->add_left_out(l);
+    std::lock_guard lock(mu_);
+    if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "topotuned is shutting down"};
+    sweep.id = fmt::format("tune-{}-{}", sweep.created_ms, next_sweep_++);
+    resp->set_tuning_id(sweep.id);
+    resp->set_runs_total(sweep.runs_total);
+    queue_.push_back(sweep.id);
+    core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
+    spdlog::info("{} queued from demand: {} runs for {} cells, {} cells left out{}", sweep.id, sweep.runs_total,
+                 resp->planned_size(), sweep.left_out.size(),
+                 sweep.budget_ms ? fmt::format(", budget {} s", sweep.budget_ms / 1000) : "");
+    sweeps_.emplace(sweep.id, std::move(sweep));
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
   std::vector<std::string> collectives;
   for (int c : req.collectives()) collectives.emplace_back(v1::CollectiveName(static_cast<v1::Collective>(c)));
   if (collectives.empty()) collectives = tc.collectives;
@@ -177,6 +198,64 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
   return grpc::Status::OK;
 }
 
+grpc::Status Tuner::PlanFromDemand(const v1::StartTuningRequest& req, size_t live, Sweep* sweep) {
+  v1::ListDemandRequest ask;
+  if (req.has_demand_window()) *ask.mutable_window() = req.demand_window();
+  ask.set_limit(static_cast<int32_t>(limits::kMaxPageSize));
+  v1::ListDemandResponse demand;
+  if (grpc::Status st = core_->ListDemand(ask, &demand); !st.ok()) return st;
+  sweep->budget_ms = req.has_budget() ? TimeUtil::DurationToMilliseconds(req.budget()) : 0;
+  auto wanted = [](const auto& list, auto v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::vector<const v1::DemandCell*> cells;
+  for (const v1::DemandCell& c : demand.cells())
+    if (c.seconds_at_stake() > 0) cells.push_back(&c);
+  std::stable_sort(cells.begin(), cells.end(), [](const v1::DemandCell* a, const v1::DemandCell* b) {
+    return a->seconds_at_stake() > b->seconds_at_stake();
+  });
+  std::map<std::tuple<std::string, int, int, std::string>, size_t> run_of;
+  for (const v1::DemandCell* c : cells) {
+    const std::string collective(v1::CollectiveName(c->collective()));
+    const std::string pattern =
+        c->collective() == v1::COLLECTIVE_ALLTOALLV ? std::string(v1::PatternName(c->pattern())) : std::string();
+    const int rpn = c->ranks_per_node();
+    const int nodes = rpn > 0 ? c->nprocs() / rpn : 0;
+    const bool whole = rpn > 0 && c->nprocs() % rpn == 0;
+    const std::string line = fmt::format(
+        "{}{} {} ~{}: {:.3f} s at stake", collective, pattern.empty() ? "" : " " + pattern,
+        whole ? fmt::format("{}x{}", nodes, rpn) : fmt::format("{} ranks at most {} per node", c->nprocs(), rpn),
+        FormatBytes(static_cast<double>(c->size_bucket())), c->seconds_at_stake());
+    if (!wanted(req.collectives(), static_cast<int>(c->collective())) || !wanted(req.ranks_per_node(), rpn) ||
+        !wanted(req.node_counts(), nodes) ||
+        (!pattern.empty() && !wanted(req.alltoallv_patterns(), static_cast<int>(c->pattern()))))
+      continue;  // Filtered out by the request: neither planned nor left out.
+    std::string why;
+    if (!whole)
+      why = "not whole nodes; a benchmark job runs node count x ranks per node";
+    else if (static_cast<size_t>(nodes) > live)
+      why = fmt::format("needs {} hosts, {} have a live agent", nodes, live);
+    else if (c->mean_msize() < 1)
+      why = "the calls move no bytes";
+    else if (c->mean_msize() > limits::kMaxMsizeBytes)
+      why = fmt::format("larger than the {} a benchmark measures", FormatBytes(limits::kMaxMsizeBytes));
+    if (!why.empty()) {
+      sweep->left_out.push_back(line + ": " + why);
+      continue;
+    }
+    auto [it, fresh] = run_of.try_emplace({collective, nodes, rpn, pattern}, sweep->runs.size());
+    if (fresh) sweep->runs.push_back({collective, nodes, rpn, pattern});
+    Run& run = sweep->runs[it->second];
+    run.msizes.push_back(c->mean_msize());
+    run.cells.push_back(line);
+  }
+  for (Run& r : sweep->runs) {
+    std::sort(r.msizes.begin(), r.msizes.end());
+    r.msizes.erase(std::unique(r.msizes.begin(), r.msizes.end()), r.msizes.end());
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status Tuner::TuningStatus(const v1::TuningStatusRequest& req, v1::TuningStatusResponse* resp) {
   std::lock_guard lock(mu_);
   auto it = sweeps_.find(req.tuning_id());
@@ -190,6 +269,8 @@ grpc::Status Tuner::TuningStatus(const v1::TuningStatusRequest& req, v1::TuningS
   resp->set_runs_total(s.runs_total);
   resp->set_samples_ingested(s.samples);
   resp->set_message(s.message);
+  for (const std::string& c : s.covered) resp->add_covered(c);
+  for (const std::string& l : s.left_out) resp->add_left_out(l);
   *resp->mutable_created_at() = TimeUtil::MillisecondsToTimestamp(s.created_ms);
   if (s.started_ms) *resp->mutable_started_at() = TimeUtil::MillisecondsToTimestamp(s.started_ms);
   if (s.finished_ms) *resp->mutable_finished_at() = TimeUtil::MillisecondsToTimestamp(s.finished_ms);
@@ -343,10 +424,13 @@ void Tuner::Loop() {
 void Tuner::RunSweep(const std::string& sweep_id) {
   std::vector<Run> runs;
   v1::StartTuningRequest req;
+  int64_t budget_ms = 0, started_ms = 0;
   {
     std::lock_guard lock(mu_);
     runs = sweeps_[sweep_id].runs;
     req = sweeps_[sweep_id].request;
+    budget_ms = sweeps_[sweep_id].budget_ms;
+    started_ms = sweeps_[sweep_id].started_ms;
   }
   const TuningConfig& tc = core_->config().tuning;
   std::vector<int64_t> first_sizes(req.msizes().begin(), req.msizes().end());
@@ -395,7 +479,24 @@ void Tuner::RunSweep(const std::string& sweep_id) {
     }
     db::TuningKey key{topo->stored.version, run.collective, run.nodes * run.ranks_per_node, run.ranks_per_node,
                       run.pattern};
-    std::vector<int64_t> sizes = first_sizes;
+    std::vector<int64_t> sizes = run.msizes.empty() ? first_sizes : run.msizes;
+    if (budget_ms > 0) {
+      // Each size takes about its sampling budget; launching and warming up
+      // a job, a few seconds more.
+      constexpr int64_t kLaunchMs = 15'000;
+      const int64_t estimate = static_cast<int64_t>(sizes.size() * tc.size_budget_s * 1000) + kLaunchMs;
+      const int64_t used = NowMs() - started_ms;
+      if (used + estimate > budget_ms) {
+        const std::string why = fmt::format("left out at the budget ({} s used of {} s, the run needs about {} s)",
+                                            used / 1000, budget_ms / 1000, estimate / 1000);
+        {
+          std::lock_guard lock(mu_);
+          for (const std::string& c : run.cells) sweeps_[sweep_id].left_out.push_back(c + ": " + why);
+        }
+        Progress(sweep_id, what + ": " + why, 1, 0);
+        continue;
+      }
+    }
     std::vector<std::string> algorithms;         // Empty: every kernel.
     std::map<double, std::string> failed_sizes;  // Failed twice: native runs there, with the reason.
     for (int round = 0;; ++round) {
@@ -407,7 +508,8 @@ void Tuner::RunSweep(const std::string& sweep_id) {
                                          algorithms, iterations, &failed_sizes, &failures);
       // Decide from every sample of the key, including earlier rounds and runs.
       std::vector<SizeChoice> choices = Decide(sweep_id, what, key, failed_sizes);
-      bool last = !measured || req.skip_refinement() || round >= tc.max_refinement_rounds || choices.empty();
+      bool last = !measured || req.skip_refinement() || req.from_demand() || round >= tc.max_refinement_rounds ||
+                  choices.empty();
       std::vector<double> next;
       if (!last) next = RefinementSizes(choices);
       {
@@ -415,6 +517,10 @@ void Tuner::RunSweep(const std::string& sweep_id) {
         if (stopping_) last = true;
       }
       if (last || next.empty()) {
+        if (measured) {
+          std::lock_guard lock(mu_);
+          for (const std::string& c : run.cells) sweeps_[sweep_id].covered.push_back(c);
+        }
         Progress(sweep_id, "", 1, 0);
         break;
       }
@@ -438,10 +544,15 @@ void Tuner::RunSweep(const std::string& sweep_id) {
   } else if (!failures.empty()) {
     s.state = v1::TUNING_STATE_FAILED;
     s.message = fmt::format("{} of {} runs failed: {}", failures.size(), s.runs_total, fmt::join(failures, "; "));
+  } else if (s.runs_total == 0) {
+    s.state = v1::TUNING_STATE_SUCCEEDED;
+    s.message = s.request.from_demand() ? "no run: no demand cell with time at stake in the window" : "no run planned";
   } else {
     s.state = v1::TUNING_STATE_SUCCEEDED;
     s.message = "every run finished; decision tables stored";
   }
+  if (s.request.from_demand())
+    s.message += fmt::format("; from demand: {} cells covered, {} left out", s.covered.size(), s.left_out.size());
   Metrics& m = core_->metrics();
   m.SweepFinished(s.state == v1::TUNING_STATE_SUCCEEDED ? "succeeded"
                   : s.state == v1::TUNING_STATE_FAILED  ? "failed"

@@ -22,6 +22,11 @@
 //      (the geometric mean of each crossover wider than 2x whose choice is
 //      significant) with the algorithms of those crossovers plus native, up
 //      to max_refinement_rounds rounds.
+// A sweep from demand (StartTuningRequest.from_demand) plans its runs from
+// the demand cells with time at stake, most first: one run per (collective,
+// layout, class) measuring its cells' mean sizes, without refinement; with
+// a budget, no run starts past it or when its estimate does not fit, and
+// the sweep says what it covered and what it left out.
 // Samples arrive on the Agents service (FetchBenchTask, ReportSamples) from
 // the job's rank 0 and are committed one message at a time.
 //
@@ -100,6 +105,10 @@ class Tuner {
     std::string collective;
     int nodes = 0, ranks_per_node = 0;
     std::string pattern;  // Alltoallv: the size-pattern class measured; "" otherwise.
+    // From demand: the sizes to measure (no refinement) and the cells they
+    // cover, one line each; empty for a sweep of the request's sizes.
+    std::vector<int64_t> msizes = {};
+    std::vector<std::string> cells = {};
   };
   struct Sweep {
     std::string id;
@@ -110,6 +119,9 @@ class Tuner {
     int64_t samples = 0;
     std::string message;
     int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+    // From demand: the budget (0: none), and the cells covered and left out.
+    int64_t budget_ms = 0;
+    std::vector<std::string> covered, left_out;
   };
   struct Task {
     v1::BenchTask task;
@@ -119,6 +131,9 @@ class Tuner {
   };
 
   void Loop();
+  // StartTuning's from_demand: the runs of the demand cells with time at
+  // stake (Core::ListDemand), filtered by the request and `live` hosts.
+  grpc::Status PlanFromDemand(const v1::StartTuningRequest& req, size_t live, Sweep* sweep);
   void RunSweep(const std::string& sweep_id);
   // One benchmark job; returns the run's end state and message.
   std::pair<int, std::string> RunJob(const std::string& sweep_id, const Run& run, const std::vector<std::string>& hosts,

@@ -675,19 +675,42 @@ Status Validate(const v1::DiscoverRequest& req) {
   });
 }
 
+namespace {
+
+// A Duration set to more than 0 and at most 366 days.
+Status CheckWindow(const Field& f, const google::protobuf::Duration& d) {
+  constexpr int64_t kMaxWindowSeconds = int64_t{366} * 24 * 3600;
+  if (Status st = CheckDuration(f, d); !st.ok()) return st;
+  if (d.seconds() > kMaxWindowSeconds || (d.seconds() == kMaxWindowSeconds && d.nanos() > 0))
+    return Invalid(f, fmt::format("{} s is longer than 366 days", d.seconds()));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const v1::StartTuningRequest& req) {
   auto layout_value = [](const Field& f, int32_t v) { return CheckRange(f, v, 1, TOPOTUNE_LIMIT(kMaxRanks)); };
+  // From demand, the lists only filter the cells and may be empty.
+  const int64_t at_least = req.from_demand() ? 0 : 1;
+  const bool demand_only = req.has_demand_window() || req.has_budget();
   return First({
-      CheckCollectives("collectives", req.collectives(), 1, /*unique=*/false),
-      CheckCount("node_counts", req.node_counts_size(), 1, TOPOTUNE_LIMIT(kMaxLayoutValues)),
+      CheckCollectives("collectives", req.collectives(), at_least, /*unique=*/false),
+      CheckCount("node_counts", req.node_counts_size(), at_least, TOPOTUNE_LIMIT(kMaxLayoutValues)),
       Each(Field("node_counts"), req.node_counts(), layout_value),
-      CheckCount("ranks_per_node", req.ranks_per_node_size(), 1, TOPOTUNE_LIMIT(kMaxLayoutValues)),
+      CheckCount("ranks_per_node", req.ranks_per_node_size(), at_least, TOPOTUNE_LIMIT(kMaxLayoutValues)),
       Each(Field("ranks_per_node"), req.ranks_per_node(), layout_value),
       CheckLargestLayout(req.node_counts(), req.ranks_per_node()),
       CheckMsizes("msizes", req.msizes(), /*ascending=*/false),
       CheckRange("iterations", req.iterations(), 0, TOPOTUNE_LIMIT(kMaxIterations)),
       CheckCount("alltoallv_patterns", req.alltoallv_patterns_size(), 0, 3),
       Each(Field("alltoallv_patterns"), req.alltoallv_patterns(), CheckPatternClass),
+      req.from_demand() && req.msizes_size() > 0
+          ? Invalid("msizes", "set with from_demand; each run measures its cells' sizes")
+          : Status::Ok(),
+      demand_only && !req.from_demand() ? Invalid("from_demand", "false, but demand_window or budget is set")
+                                        : Status::Ok(),
+      req.has_demand_window() ? CheckWindow("demand_window", req.demand_window()) : Status::Ok(),
+      req.has_budget() ? CheckWindow("budget", req.budget()) : Status::Ok(),
   });
 }
 
@@ -757,12 +780,8 @@ Status Validate(const v1::ReportJobRequest& req) {
 }
 
 Status Validate(const v1::ListDemandRequest& req) {
-  constexpr int64_t kMaxWindowSeconds = int64_t{366} * 24 * 3600;
-  const bool too_long = req.window().seconds() > kMaxWindowSeconds ||
-                        (req.window().seconds() == kMaxWindowSeconds && req.window().nanos() > 0);
   return First({
-      req.has_window() ? CheckDuration("window", req.window()) : Status::Ok(),
-      too_long ? Invalid("window", fmt::format("{} s is longer than 366 days", req.window().seconds())) : Status::Ok(),
+      req.has_window() ? CheckWindow("window", req.window()) : Status::Ok(),
       CheckEnum("collective", req.collective(), kCollective, Unspecified::kAllowed),
       CheckRange("limit", req.limit(), 0, TOPOTUNE_LIMIT(kMaxPageSize)),
   });

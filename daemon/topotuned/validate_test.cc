@@ -1032,6 +1032,27 @@ TEST(ValidateStartTuning, AlltoallvPatternsArePatternClasses) {
   EXPECT_TRUE(Fails(Validate(r), {"alltoallv_patterns: 4 entries, more than 3"}));
 }
 
+TEST(ValidateStartTuning, FromDemand) {
+  v1::StartTuningRequest r;
+  EXPECT_TRUE(Fails(Validate(r), {"collectives: "}));  // A plain sweep needs its lists.
+  r.set_from_demand(true);
+  EXPECT_TRUE(Passes(Validate(r)));  // From demand they only filter.
+  r.mutable_budget()->set_seconds(7200);
+  r.mutable_demand_window()->set_seconds(30 * 86400);
+  r.add_ranks_per_node(2);
+  EXPECT_TRUE(Passes(Validate(r)));
+  r.add_msizes(1024);
+  EXPECT_TRUE(Fails(Validate(r), {"msizes: set with from_demand"}));
+  r.clear_msizes();
+  r.mutable_budget()->set_seconds(0);
+  EXPECT_TRUE(Fails(Validate(r), {"budget: 0 when set"}));
+  r.mutable_budget()->set_seconds(400 * 86400);
+  EXPECT_TRUE(Fails(Validate(r), {"budget: ", "longer than 366 days"}));
+  v1::StartTuningRequest plain = ValidTuning();
+  plain.mutable_budget()->set_seconds(60);
+  EXPECT_TRUE(Fails(Validate(plain), {"from_demand: false, but demand_window or budget is set"}));
+}
+
 TEST(ValidateStartTuning, LargestLayoutIsAtMostKMaxRanks) {
   v1::StartTuningRequest r = ValidTuning();
   r.set_node_counts(1, 256);

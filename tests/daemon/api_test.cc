@@ -786,6 +786,114 @@ TEST_F(ApiTest, AFailedSizeIsTriedOnceMoreThenKeepsNative) {
 // takes an agent out), whether the topology has its host, and the topology's
 // hosts without a live agent; open without a token. After a restart the
 // agents registered before are still listed, not alive until they beat.
+// A sweep from demand: the cells with time at stake become runs, most first,
+// at their sizes; cells no run can serve are left out with why, and a run
+// that does not fit in what is left of the budget is left out at the budget.
+TEST_F(ApiTest, TuningFromDemandCoversTheCellsAtStakeWithinTheBudget) {
+  RegisterHosts({"h0", "h1", "h4", "h5"});
+  v1::ReportJobRequest job;
+  job.set_job_id("prod-1");
+  job.set_nprocs(4);
+  job.set_ranks_per_node(1);
+  auto add = [&](v1::Collective c, int64_t msize, int comm_size, int rpn, double seconds) {
+    v1::CollectiveCallStats* e = job.add_stats();
+    e->set_collective(c);
+    e->set_algorithm("native");
+    e->set_msize(msize);
+    e->set_calls(10);
+    e->set_total_seconds(seconds);
+    e->set_source(v1::DECISION_SOURCE_DEFAULT);
+    e->set_comm_size(comm_size);
+    e->set_comm_ranks_per_node(rpn);
+    e->set_comm_hosts(comm_size / rpn);
+    if (c == v1::COLLECTIVE_ALLTOALLV) e->set_pattern(v1::ALLTOALLV_PATTERN_UNIFORM);
+  };
+  add(v1::COLLECTIVE_ALLTOALL, 2'000'000, 2, 1, 31.0);  // Run 1, with the 1 KiB cell.
+  add(v1::COLLECTIVE_ALLTOALLV, 65536, 4, 1, 5.0);      // Run 2, with the 4 KiB cell.
+  add(v1::COLLECTIVE_ALLTOALL, 65536, 16, 1, 3.0);      // 16 hosts: more than are live.
+  add(v1::COLLECTIVE_ALLTOALLV, 4096, 4, 1, 2.0);       // Run 2.
+  add(v1::COLLECTIVE_ALLGATHER, 1024, 3, 2, 1.0);       // 3 ranks, 2 per node: not whole nodes.
+  add(v1::COLLECTIVE_ALLTOALL, 1024, 2, 1, 0.5);        // Run 1.
+  v1::ReportJobResponse reported;
+  auto c1 = Context();
+  ASSERT_TRUE(admin_->ReportJob(c1.get(), job, &reported).ok());
+
+  // Each run's estimate: its sizes x size_budget (30 s) + 15 s, 75 s for
+  // two sizes. The first run starts at once; after it, less than 75 s is left.
+  v1::StartTuningRequest req;
+  req.set_from_demand(true);
+  req.mutable_budget()->set_seconds(80);
+  v1::StartTuningResponse started;
+  auto c2 = Context();
+  grpc::Status st = admin_->StartTuning(c2.get(), req, &started);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(started.runs_total(), 2);
+  ASSERT_EQ(started.planned_size(), 4);
+  // By run, each run's cells by time at stake.
+  EXPECT_THAT(std::vector<std::string>(started.planned().begin(), started.planned().end()),
+              ::testing::ElementsAre("alltoall 2x1 ~2MiB: 31.000 s at stake", "alltoall 2x1 ~1KiB: 0.500 s at stake",
+                                     "alltoallv uniform 4x1 ~64KiB: 5.000 s at stake",
+                                     "alltoallv uniform 4x1 ~4KiB: 2.000 s at stake"));
+  ASSERT_EQ(started.left_out_size(), 2);
+  EXPECT_EQ(started.left_out(0), "alltoall 16x1 ~64KiB: 3.000 s at stake: needs 16 hosts, 4 have a live agent");
+  EXPECT_EQ(started.left_out(1),
+            "allgather 3 ranks at most 2 per node ~1KiB: 1.000 s at stake: not whole nodes; a benchmark job runs node "
+            "count x ranks per node");
+
+  std::string line;
+  const std::string task = WaitForTask(dir_, 0, &line);
+  ASSERT_FALSE(task.empty());
+  EXPECT_THAT(line, HasSubstr("np=2 hosts=h0,h4"));
+  v1::FetchBenchTaskRequest fetch;
+  fetch.set_task_id(task);
+  fetch.set_hostname("h0");
+  v1::FetchBenchTaskResponse fetched;
+  auto c3 = Context();
+  ASSERT_TRUE(agents_->FetchBenchTask(c3.get(), fetch, &fetched).ok());
+  EXPECT_EQ(fetched.task().collective(), v1::COLLECTIVE_ALLTOALL);
+  EXPECT_THAT(std::vector<int64_t>(fetched.task().msizes().begin(), fetched.task().msizes().end()),
+              ::testing::ElementsAre(1024, 2'000'000));
+  std::vector<v1::ReportSamplesRequest> msgs = {
+      SampleMessage(task, 0, "native", 1024, 1e-4), SampleMessage(task, 1, "pairwise", 1024, 3e-4),
+      SampleMessage(task, 2, "native", 2'000'000, 0.2), SampleMessage(task, 3, "pairwise", 2'000'000, 0.21)};
+  v1::ReportSamplesResponse streamed;
+  ASSERT_TRUE(testing::StreamSamples(*agents_, msgs, &streamed).ok());
+  // The first run outlasts the 5 s the second run's estimate leaves spare.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  std::ofstream(dir_.File("go")) << "";
+  v1::TuningStatusResponse done = WaitForSweep(*admin_, started.tuning_id());
+  EXPECT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED) << done.message();
+  EXPECT_THAT(done.message(), HasSubstr("from demand: 2 cells covered, 4 left out"));
+  EXPECT_THAT(std::vector<std::string>(done.covered().begin(), done.covered().end()),
+              ::testing::ElementsAre("alltoall 2x1 ~2MiB: 31.000 s at stake", "alltoall 2x1 ~1KiB: 0.500 s at stake"));
+  ASSERT_EQ(done.left_out_size(), 4);
+  EXPECT_THAT(done.left_out(2), HasSubstr("alltoallv uniform 4x1 ~64KiB: 5.000 s at stake: left out at the budget"));
+  EXPECT_THAT(done.left_out(3), HasSubstr("needs about 75 s"));
+  std::ifstream commands(dir_.File("commands"));
+  int launched = 0;
+  for (std::string l; std::getline(commands, l);) ++launched;
+  EXPECT_EQ(launched, 1) << "the run past the budget was launched";
+
+  // The covered cells are tuned now: nothing of them is at stake.
+  v1::ListDemandResponse demand;
+  auto c4 = Context();
+  ASSERT_TRUE(admin_->ListDemand(c4.get(), v1::ListDemandRequest(), &demand).ok());
+  ASSERT_GE(demand.cells_size(), 1);
+  EXPECT_EQ(demand.cells(0).size_bucket(), 2 << 20);
+  EXPECT_EQ(demand.cells(0).status(), v1::DEMAND_STATUS_TUNED);
+  EXPECT_DOUBLE_EQ(demand.seconds_at_stake(), 11.0);  // 5 + 3 + 2 + 1.
+
+  // Nothing at stake in a window without jobs: a sweep of no run.
+  req.mutable_demand_window()->set_seconds(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto c5 = Context();
+  ASSERT_TRUE(admin_->StartTuning(c5.get(), req, &started).ok());
+  EXPECT_EQ(started.runs_total(), 0);
+  done = WaitForSweep(*admin_, started.tuning_id());
+  EXPECT_EQ(done.state(), v1::TUNING_STATE_SUCCEEDED);
+  EXPECT_THAT(done.message(), HasSubstr("no demand cell with time at stake"));
+}
+
 TEST_F(ApiTest, AnEmptyAgentIdIsAnInvalidArgument) {
   v1::HeartbeatRequest hb;
   v1::HeartbeatResponse resp;

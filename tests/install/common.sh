@@ -44,6 +44,8 @@ expected_files="644 etc/topotune/agent.yaml
 644 usr/lib/systemd/system/topotune-agent.service
 644 usr/lib/systemd/system/topotune-export-rules.service
 644 usr/lib/systemd/system/topotune-export-rules.timer
+644 usr/lib/systemd/system/topotune-tune-from-demand.service
+644 usr/lib/systemd/system/topotune-tune-from-demand.timer
 644 usr/lib/systemd/system/topotuned.service
 644 usr/lib/sysusers.d/topotune.conf
 755 usr/sbin/topotuned

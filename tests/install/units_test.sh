@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The systemd units and the sysusers.d file as `cmake --install` puts them:
 #  - systemd-analyze verify on every unit (topotuned.service,
-#    topotune-agent.service, topotune-export-rules.service and its .timer;
+#    topotune-agent.service, topotune-export-rules.service and its .timer,
+#    topotune-tune-from-demand.service and its .timer;
 #    ExecStart= pointed at the scratch install, since verify needs the
 #    programs to exist); any warning fails the test;
 #  - the directives the deployment relies on are there, and no line that is
@@ -33,8 +34,8 @@ install_tree
 units=$root/usr/lib/systemd/system
 threshold=2.0
 
-services=(topotuned.service topotune-agent.service topotune-export-rules.service)
-all_units=("${services[@]}" topotune-export-rules.timer)
+services=(topotuned.service topotune-agent.service topotune-export-rules.service topotune-tune-from-demand.service)
+all_units=("${services[@]}" topotune-export-rules.timer topotune-tune-from-demand.timer)
 
 case_name="systemd-analyze verify"
 mkdir "$work/verify"
