@@ -22,6 +22,13 @@ double Mean(const std::vector<double>& v) {
 
 }  // namespace
 
+std::string ModelAlternative(std::string_view collective, int64_t msize) {
+  constexpr int64_t kLatencyBound = 2048;
+  if (collective == "alltoall") return msize < kLatencyBound ? "bruck" : "pairwise";
+  if (collective == "allgather") return msize < kLatencyBound ? "recursive_doubling" : "ring";
+  return "";
+}
+
 int64_t ExploreRule::CallsNeeded(int candidates) const {
   if (candidates <= 0 || share <= 0) return 0;
   // One native call first, then min_pairs candidate calls each, at most
@@ -92,7 +99,8 @@ void Explorer::Record(int64_t call, double seconds) {
   k.natives.push_back(last_native_);
   ++exploring_calls_;
   extra_seconds_ += seconds - last_native_;
-  if (k.times.size() == 1 && seconds > rule_.slow_factor * native_first_) {
+  if (k.times.size() == 1 && seconds > rule_.slow_factor * native_first_ &&
+      seconds > native_first_ + rule_.slow_floor_seconds) {
     k.left = true;
     k.why =
         fmt::format("first call {:.3g} s, over {:g} x native's {:.3g} s", seconds, rule_.slow_factor, native_first_);

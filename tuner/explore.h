@@ -15,7 +15,7 @@
 //     of the bucket's calls so far; each candidate call is paired with the
 //     native call before it (the pair shares what drifts: load, placement).
 //   * A candidate leaves when its first call took over slow_factor x
-//     native's first, when after min_pairs pairs its mean is over
+//     native's first (and over it by slow_floor_seconds), when after min_pairs pairs its mean is over
 //     1 + margin of its natives', or after max_pairs pairs without a win. It
 //     wins when, after at least min_pairs pairs, its mean is below
 //     (1 - margin) x its natives' and the sign-flip test (tuner/stats.h
@@ -33,19 +33,28 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace topotune {
 
+// The model's next best for a call of `collective` ("alltoall", "allgather")
+// with blocks of `msize` bytes, among the kernels that need no plan: below
+// 2 KiB, where per-message latency dominates, the log-step kernel (bruck,
+// recursive_doubling); above, the bandwidth kernel (pairwise, ring); "" for
+// another collective.
+std::string ModelAlternative(std::string_view collective, int64_t msize);
+
 struct ExploreRule {
-  double share = 0.5;             // Exploring calls at most this share of the bucket's calls so far.
-  int min_pairs = 6;              // Pairs before a candidate can win or be judged slower.
-  int max_pairs = 12;             // A candidate without a win by then leaves.
-  double margin = 0.05;           // A win must beat native by more than this (and a loss exceed it).
-  double alpha = 0.05;            // The sign-flip test's level for a win.
-  double slow_factor = 3.0;       // A first call slower than this x native's first leaves at once.
-  double max_call_seconds = 0.5;  // No exploring where one call could cost more than this.
-  int64_t expected_calls = 0;     // Calls the bucket is expected to make; 0: unknown.
+  double share = 0.5;                // Exploring calls at most this share of the bucket's calls so far.
+  int min_pairs = 6;                 // Pairs before a candidate can win or be judged slower.
+  int max_pairs = 12;                // A candidate without a win by then leaves.
+  double margin = 0.05;              // A win must beat native by more than this (and a loss exceed it).
+  double alpha = 0.05;               // The sign-flip test's level for a win.
+  double slow_factor = 3.0;          // A first call slower than this x native's first leaves at once,
+  double slow_floor_seconds = 1e-4;  // when it is also slower by more than this (timer noise aside).
+  double max_call_seconds = 0.5;     // No exploring where one call could cost more than this.
+  int64_t expected_calls = 0;        // Calls the bucket is expected to make; 0: unknown.
 
   // The bucket's calls an exploration of `candidates` non-native
   // candidates needs at least: each one's min_pairs, at `share`.

@@ -151,5 +151,13 @@ TEST(Explore, AMissingTimeEndsExploringOnNative) {
   EXPECT_EQ(e.Next(3), 0);
 }
 
+TEST(Explore, TheModelsAlternativeBySize) {
+  EXPECT_EQ(ModelAlternative("alltoall", 256), "bruck");
+  EXPECT_EQ(ModelAlternative("alltoall", 65536), "pairwise");
+  EXPECT_EQ(ModelAlternative("allgather", 1024), "recursive_doubling");
+  EXPECT_EQ(ModelAlternative("allgather", 2048), "ring");
+  EXPECT_EQ(ModelAlternative("alltoallv", 2048), "");
+}
+
 }  // namespace
 }  // namespace topotune

@@ -14,6 +14,7 @@
 
 #include "proto/limits.h"
 #include "proto/names.h"
+#include "tuner/demand.h"
 
 namespace topotune::shim {
 
@@ -179,12 +180,16 @@ void Runtime::Start() {
   }
 
   // Rank 0's forced algorithms, so that every rank runs the same kernels.
-  std::vector<char> force(kCollectives.size() * kForceBytes);
-  if (world_rank_ == 0)
+  // With them, rank 0's TOPOTUNE_ADAPT, so that every rank adapts alike.
+  std::vector<char> force(kCollectives.size() * kForceBytes + 1);
+  if (world_rank_ == 0) {
     for (Collective c : kCollectives)
       std::copy_n(config_.force[Index(c)].begin(), std::min<size_t>(config_.force[Index(c)].size(), kForceBytes - 1),
                   force.begin() + static_cast<std::ptrdiff_t>(Index(c) * kForceBytes));
+    force.back() = config_.adapt ? 1 : 0;
+  }
   PMPI_Bcast(force.data(), static_cast<int>(force.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
+  config_.adapt = force.back() != 0;
   for (Collective c : kCollectives) {
     const char* p = force.data() + Index(c) * kForceBytes;
     std::string name(p, strnlen(p, kForceBytes - 1));
@@ -380,7 +385,7 @@ std::unique_ptr<Runtime::CommState> Runtime::MakeState(MPI_Comm comm, std::share
   auto state = std::make_unique<CommState>();
   PMPI_Comm_rank(comm, &state->rank);
   PMPI_Comm_size(comm, &state->size);
-  if (plan->any_kernel) state->holder.DupComm(comm);
+  if (plan->any_kernel || (state->size > 1 && Adapts(*plan))) state->holder.DupComm(comm);
   if (plan->program) state->holder.SetProgram(*plan->program);
   for (const auto& [kernel, program] : plan->host_programs) state->holder.SetHostProgram(kernel, program);
   if (!plan->ring_order.empty()) state->holder.SetRing(plan->ring_order, plan->switch_of_rank);
@@ -526,7 +531,82 @@ void Runtime::Forget(MPI_Comm comm) {
       states_.erase(it);
     }
   }
+  if (gone) Retire(*gone);
   // gone's private communicator is freed here, outside the lock.
+}
+
+bool Runtime::Adapts(const PlanData& plan) const {
+  if (!config_.adapt) return false;
+  for (Collective c : {Collective::kAlltoall, Collective::kAllgather}) {
+    const v1::DecisionSource s = plan.sources[Index(c)].source;
+    if (s != v1::DECISION_SOURCE_TUNED && s != v1::DECISION_SOURCE_FORCED) return true;
+  }
+  return false;
+}
+
+void Runtime::FinishAgreement(CommState& state) {
+  if (state.a_pending == MPI_REQUEST_NULL) return;
+  PMPI_Wait(&state.a_pending, MPI_STATUS_IGNORE);
+  state.a_bucket->explorer.Record(state.a_call, state.a_time);
+}
+
+Runtime::CommState::Adapted* Runtime::AdaptedBucket(CommState& state, Collective c, int64_t msize,
+                                                    const kernels::KernelInfo* table_choice) {
+  // Calls that move nothing are not worth a choice.
+  if (!config_.adapt || state.size < 2 || msize <= 0 || state.holder.context().private_comm == MPI_COMM_NULL)
+    return nullptr;
+  const v1::DecisionSource source = state.plan->sources[Index(c)].source;
+  if (source == v1::DECISION_SOURCE_TUNED || source == v1::DECISION_SOURCE_FORCED) return nullptr;
+  FinishAgreement(state);
+  const int64_t bucket = SizeBucket(static_cast<double>(msize));
+  auto& slot = state.adapted[{static_cast<int>(c), bucket}];
+  if (!slot) {
+    // Candidates: the table's choice, then the model's next best (tuner/explore.h).
+    std::vector<const kernels::KernelInfo*> ks = {Native(c)};
+    if (table_choice != Native(c)) ks.push_back(table_choice);
+    const std::string alt = ModelAlternative(kernels::CollectiveName(c), msize);
+    if (const kernels::KernelInfo* k = kernels::FindKernel(c, alt); k && std::find(ks.begin(), ks.end(), k) == ks.end())
+      ks.push_back(k);
+    std::vector<std::string> names;
+    for (size_t i = 1; i < ks.size(); ++i) names.emplace_back(ks[i]->name);
+    slot = std::make_unique<CommState::Adapted>(CommState::Adapted{
+        c, bucket, Explorer(std::move(names), table_choice != Native(c) ? 1 : 0, ExploreRule{}), std::move(ks), 0});
+  }
+  return slot.get();
+}
+
+void Runtime::Retire(CommState& state) {
+  if (state.adapted.empty()) return;
+  FinishAgreement(state);
+  std::vector<std::string> out;
+  for (const auto& [key, b] : state.adapted) {
+    const Explorer& e = b->explorer;
+    nlohmann::json j = {{"collective", std::string(kernels::CollectiveName(b->collective))},
+                        {"size_bucket", b->size_bucket},
+                        {"comm_size", state.size},
+                        {"calls", b->calls},
+                        {"state", e.state() == Explorer::State::kExploring ? "exploring"
+                                  : e.state() == Explorer::State::kSettled ? "settled"
+                                                                           : "not_explored"},
+                        {"choice", e.name(e.choice())},
+                        {"why", e.why()},
+                        {"exploring_calls", e.exploring_calls()},
+                        {"extra_seconds", e.extra_seconds()},
+                        {"candidates", nlohmann::json::array()}};
+    for (int i = 1; i < e.size(); ++i) {
+      const Explorer::Candidate& k = e.candidates()[static_cast<size_t>(i)];
+      j["candidates"].push_back({{"algorithm", e.name(i)},
+                                 {"pairs", k.times.size()},
+                                 {"ratio", k.ratio},
+                                 {"p", k.p},
+                                 {"won", k.won},
+                                 {"left", k.left},
+                                 {"why", k.why}});
+    }
+    out.push_back(j.dump());
+  }
+  std::lock_guard lock(mu_);
+  adapt_summary_.insert(adapt_summary_.end(), out.begin(), out.end());
 }
 
 const kernels::KernelInfo* Runtime::Choose(const std::vector<TableRow>& rows, int64_t msize) {
@@ -704,7 +784,7 @@ void Runtime::Log(LogLevel level, const std::string& line) const {
 //     only the statistics miss it.
 template <typename Args, typename NativeFn, typename RunFn>
 int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
-                 int64_t bytes, int context, int pattern, NativeFn native, RunFn run) {
+                 int64_t bytes, int context, int pattern, NativeFn native, RunFn run, double* seconds_out) {
   const double t0 = PMPI_Wtime();
   int rc;
   bool fell = false;
@@ -719,6 +799,7 @@ int Runtime::Run(CommState& state, Collective c, const kernels::KernelInfo* k, c
     fell = log.total() != before;
   }
   const double seconds = PMPI_Wtime() - t0;
+  if (seconds_out != nullptr) *seconds_out = seconds;
   return Guarded(
       this, CallName(c), [rc] { return rc; },
       [&] {
@@ -740,8 +821,22 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   if (state == nullptr) return call_native();
   InjectFault(*state);
   const auto [msize, bytes] = FixedSizes(a, state->size);
-  return Run(*state, c, Choose(state->plan->tables[Index(c)], msize), a, msize, bytes, state->contexts[Index(c)],
-             CallStats::kNoPattern, call_native, run);
+  const kernels::KernelInfo* k = Choose(state->plan->tables[Index(c)], msize);
+  CommState::Adapted* bucket = AdaptedBucket(*state, c, msize, k);
+  if (bucket == nullptr)
+    return Run(*state, c, k, a, msize, bytes, state->contexts[Index(c)], CallStats::kNoPattern, call_native, run);
+  // Every rank asks its bucket's Explorer, on the same agreed times: the
+  // same kernel everywhere. The call's time is then agreed in the background.
+  const int64_t call = bucket->calls++;
+  double seconds = 0;
+  const int rc = Run(*state, c, bucket->kernels[static_cast<size_t>(bucket->explorer.Next(call))], a, msize, bytes,
+                     state->contexts[Index(c)], CallStats::kNoPattern, call_native, run, &seconds);
+  state->a_time = seconds;
+  state->a_bucket = bucket;
+  state->a_call = call;
+  PMPI_Iallreduce(MPI_IN_PLACE, &state->a_time, 1, MPI_DOUBLE, MPI_MAX, state->holder.context().CommFor(a.comm),
+                  &state->a_pending);
+  return rc;
 }
 
 int Runtime::Alltoall(const kernels::AlltoallArgs& a) {
@@ -754,6 +849,7 @@ int Runtime::Allgather(const kernels::AllgatherArgs& a) {
 
 Runtime::CommState::~CommState() {
   if (v_pending != MPI_REQUEST_NULL) PMPI_Wait(&v_pending, MPI_STATUS_IGNORE);
+  if (a_pending != MPI_REQUEST_NULL) PMPI_Wait(&a_pending, MPI_STATUS_IGNORE);
 }
 
 Runtime::VOutcome Runtime::Outcome(const PlanData& plan, const int64_t* words, int n) {
@@ -861,6 +957,7 @@ void Runtime::Stop() {
     pending_.clear();
     world_ = nullptr;
   }
+  for (auto& [comm, state] : states) Retire(*state);
   // Private communicators are freed here, while MPI is still initialised.
 }
 
@@ -928,6 +1025,8 @@ void Runtime::Finish() {
   j["internal_errors"] = {
       {"count", internal_errors_.load()},
       {"first", first_error_ready_.load(std::memory_order_acquire) ? std::string(first_error_.data()) : ""}};
+  j["adapt"] = nlohmann::json::array();
+  for (const std::string& a : adapt_summary_) j["adapt"].push_back(nlohmann::json::parse(a));
   j["nonblocking"] = nlohmann::json::object();
   for (Collective c : kCollectives)
     j["nonblocking"][std::string(kernels::CollectiveName(c))] = {{"calls", nonblocking_[Index(c)].calls},

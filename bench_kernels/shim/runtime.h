@@ -74,6 +74,7 @@
 #include "bench_kernels/shim/daemon_link.h"
 #include "bench_kernels/shim/plan_check.h"
 #include "bench_kernels/shim/shim_env.h"
+#include "tuner/explore.h"
 
 namespace topotune::shim {
 
@@ -202,6 +203,24 @@ class Runtime {
     std::array<int, kernels::kPatternClassCount> v_contexts{CallStats::kNoContext, CallStats::kNoContext,
                                                             CallStats::kNoContext};
 
+    // In-job adaptation (TOPOTUNE_ADAPT): per (collective, size bucket) of
+    // a table not tuned on this layout, its Explorer and kernels (index 0
+    // native), and the time agreement of the last adapted call in flight
+    // (its slowest rank's time, a PMPI_Iallreduce completed at the next
+    // adapted call on this communicator).
+    struct Adapted {
+      kernels::Collective collective;
+      int64_t size_bucket = 0;
+      Explorer explorer;
+      std::vector<const kernels::KernelInfo*> kernels;
+      int64_t calls = 0;
+    };
+    std::map<std::pair<int, int64_t>, std::unique_ptr<Adapted>> adapted;
+    MPI_Request a_pending = MPI_REQUEST_NULL;
+    double a_time = 0;
+    Adapted* a_bucket = nullptr;
+    int64_t a_call = 0;
+
     CommState() = default;
     CommState(const CommState&) = delete;
     CommState& operator=(const CommState&) = delete;
@@ -238,7 +257,19 @@ class Runtime {
                  int (*native)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm), RunFn run);
   template <typename Args, typename NativeFn, typename RunFn>
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
-          int64_t bytes, int context, int pattern, NativeFn native, RunFn run);
+          int64_t bytes, int context, int pattern, NativeFn native, RunFn run, double* seconds_out = nullptr);
+  // Whether `plan` has a table that adaptation explores (not tuned on the
+  // layout, nor forced), with adaptation on.
+  bool Adapts(const PlanData& plan) const;
+  // The bucket a call of `c` at `msize` explores in, or null; completes the
+  // communicator's time agreement in flight first. `table_choice` is the
+  // kernel the table gives the call.
+  CommState::Adapted* AdaptedBucket(CommState& state, kernels::Collective c, int64_t msize,
+                                    const kernels::KernelInfo* table_choice);
+  // Completes state's time agreement in flight and gives it to its bucket.
+  static void FinishAgreement(CommState& state);
+  // Before a state goes: its buckets' findings into adapt_summary_.
+  void Retire(CommState& state);
   static const kernels::KernelInfo* Choose(const std::vector<TableRow>& rows, int64_t msize);
   // TOPOTUNE_TEST_THROW: throws std::bad_alloc on every Nth blocking
   // collective call on the state's communicator.
@@ -293,6 +324,9 @@ class Runtime {
     int64_t calls = 0, bytes = 0;
   };
   std::array<Passed, 3> nonblocking_{};  // Indexed by kernels::Collective.
+  // What the adapted buckets of retired communicators found (the stats
+  // file's "adapt"), as JSON text, one entry each.
+  std::vector<std::string> adapt_summary_;
   // InternalError's count, and the first error ("where: what"), written
   // once by the thread that claims it.
   std::atomic<int64_t> internal_errors_{0};

@@ -38,6 +38,7 @@ ShimConfig ConfigFromEnv(const GetEnv& getenv) {
   };
   boolean("TOPOTUNE_DISABLE", &c.disabled);
   boolean("TOPOTUNE_REPORT", &c.report);
+  boolean("TOPOTUNE_ADAPT", &c.adapt);
   if (std::string v = Value(getenv, "TOPOTUNE_SERVER"); !v.empty()) c.server = v;
   if (std::string v = Value(getenv, "TOPOTUNE_TIMEOUT_MS"); !v.empty()) {
     int ms = 0;

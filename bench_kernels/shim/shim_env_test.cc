@@ -23,6 +23,7 @@ TEST(ShimEnv, DefaultsWithNothingSet) {
   EXPECT_EQ(c.timeout_ms, 2000);
   EXPECT_EQ(c.log, LogLevel::kWarn);
   EXPECT_TRUE(c.report);
+  EXPECT_FALSE(c.adapt);
   for (const std::string& f : c.force) EXPECT_EQ(f, "");
   EXPECT_TRUE(c.problems.empty());
 }
@@ -36,6 +37,7 @@ TEST(ShimEnv, ReadsEverySetting) {
                        {"TOPOTUNE_FORCE_ALLTOALLV", "greedy_phased_l3"},
                        {"TOPOTUNE_FORCE_ALLGATHER", "ring"},
                        {"TOPOTUNE_REPORT", "0"},
+                       {"TOPOTUNE_ADAPT", "on"},
                        {"TOPOTUNE_HOSTNAME", "h7"},
                        {"SLURM_JOB_ID", "4242"},
                        {"TOPOTUNE_STATS_FILE", "/tmp/s-%r.json"}});
@@ -47,6 +49,7 @@ TEST(ShimEnv, ReadsEverySetting) {
   EXPECT_EQ(c.force[1], "greedy_phased_l3");
   EXPECT_EQ(c.force[2], "ring");
   EXPECT_FALSE(c.report);
+  EXPECT_TRUE(c.adapt);
   EXPECT_EQ(c.hostname, "h7");
   EXPECT_EQ(c.job_id, "4242");
   EXPECT_EQ(c.stats_file, "/tmp/s-%r.json");

@@ -62,6 +62,11 @@ reports in topotuned's database and its /metrics.
       alltoall entries under ALGORITHM have the stats file's calls, every
       entry has its decision source (alltoallv its pattern class), and the
       world's alltoall entries are FORCED on 4 ranks, 2 per node, 2 hosts.
+  shim_check.py adapt STATS_PATTERN NP
+      The stats files of every rank (STATS_PATTERN with %r the rank): the
+      world communicator's adapted buckets are the same on every rank (calls,
+      state, choice, exploring calls, each candidate's pairs and verdict), at
+      most half of each bucket's calls explored, and some bucket explored.
   shim_check.py metrics URL ALGORITHM
       /metrics at URL has topotune_collective_throughput_bytes_per_second
       with source="job", collective="alltoall", algorithm=ALGORITHM,
@@ -483,6 +488,32 @@ def cmd_report(payload_path, stats_path, job_id, algorithm):
     print(f"report of {job_id}: plan {payload['plan_id']}, {got} alltoall calls ran {algorithm}")
 
 
+def cmd_adapt(pattern, np):
+    """Every rank's adapted buckets agree (the same algorithm at the same call
+    everywhere), within the share, and something explored."""
+    per_rank = []
+    for r in range(int(np)):
+        stats = load(pattern.replace("%r", str(r)))
+        per_rank.append(sorted(
+            ((a["collective"], a["size_bucket"], a["comm_size"], a["calls"], a["state"], a["choice"],
+              a["exploring_calls"], tuple((c["algorithm"], c["pairs"], c["won"], c["left"]) for c in a["candidates"]))
+             for a in stats.get("adapt", [])), key=repr))
+    world = [b for b in per_rank[0] if b[2] == int(np)]
+    if not world:
+        fail(f"rank 0 adapted no bucket on the world communicator: {per_rank[0][:4]}")
+    for r in range(1, int(np)):
+        mine = [b for b in per_rank[r] if b[2] == int(np)]
+        if mine != world:
+            fail(f"rank {r}'s world buckets differ from rank 0's: {mine[:3]} against {world[:3]}")
+    for b in world:
+        if b[6] * 2 > b[3]:
+            fail(f"bucket {b[:3]}: {b[6]} exploring calls of {b[3]}, more than half")
+    explored = sum(b[6] for b in world)
+    if explored == 0:
+        fail(f"no world bucket explored: {world[:4]}")
+    print(f"adapt: {len(world)} world buckets alike on {np} ranks, {explored} exploring calls")
+
+
 def scrape(url):
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
@@ -525,7 +556,7 @@ def cmd_rpc_count(url, method):
 def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
                 "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
-                "report": (cmd_report, 4), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
+                "report": (cmd_report, 4), "adapt": (cmd_adapt, 2), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
                 "nonblocking": (cmd_nonblocking, 2), "internal_errors": (cmd_internal_errors, "3+")}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)

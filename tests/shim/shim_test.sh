@@ -134,6 +134,12 @@
 #                         job stops with exit status 1 before MPI starts.
 #   fortran_faults        fcoll_check (mpif.h) with the daemon down (context
 #                         kernels forced fall back) and with a garbage plan.
+#   adapt                 a real topotuned with nothing tuned and
+#                         TOPOTUNE_ADAPT=1, two rounds: the data equal the
+#                         native run's; every rank's stats file shows the same
+#                         buckets explored with the same calls, exploring
+#                         calls, states and choices; at most half of a
+#                         bucket's calls explored, and some bucket explored.
 #   report_forced         a real topotuned; jobs forcing pairwise and
 #                         tree_scheduled each leave one row in job_reports
 #                         (their plan id and calls; the second's job id from
@@ -429,6 +435,17 @@ case $case_name in
       fi
       first=$binding
     done
+    ;;
+
+  adapt)
+    # Nothing is tuned: every alltoall and allgather bucket explores. Each
+    # rank writes its own stats file, whose findings must agree.
+    start_daemon daemon
+    cc_args=(--rounds 2)
+    job adapt_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1 TOPOTUNE_STATS_FILE="$work/adapt_r%r.stats.json"
+    passed adapt_r0 "$NATIVE_DIR/r2"
+    check plan "$stats" ok
+    check adapt "$work/adapt_r%r.stats.json" 4
     ;;
 
   derived)
