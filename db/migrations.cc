@@ -230,6 +230,33 @@ CREATE TABLE demand (
 CREATE INDEX demand_by_time ON demand(received_at);
 CREATE INDEX demand_by_report ON demand(report_id);
 )sql"},
+
+    {8, "learned: what in-job adaptation found in production jobs, per bucket, apart from sweep samples", R"sql(
+-- One row per adapted bucket a job reported (rank 0's): the communicator's
+-- layout, the size bucket, what it settled on (or that it did not), and
+-- its candidates' paired means as JSON. Production samples, never mixed
+-- with the sweeps' samples: GetPlan serves the latest settled choice of a
+-- layout's bucket where its table is not tuned.
+CREATE TABLE learned (
+  report_id INTEGER NOT NULL REFERENCES job_reports(id) ON DELETE CASCADE,
+  received_at INTEGER NOT NULL,
+  topology_version INTEGER NOT NULL DEFAULT 0,  -- of the communicator's plan; 0 without one
+  collective TEXT NOT NULL,
+  nprocs INTEGER NOT NULL CHECK (nprocs > 0),
+  ranks_per_node INTEGER NOT NULL CHECK (ranks_per_node > 0),
+  pattern TEXT NOT NULL DEFAULT '',
+  size_bucket INTEGER NOT NULL CHECK (size_bucket >= 0),
+  settled INTEGER NOT NULL CHECK (settled IN (0, 1)),
+  choice TEXT NOT NULL DEFAULT '',
+  ratio REAL NOT NULL DEFAULT 1,       -- the choice's mean over native's paired calls
+  calls INTEGER NOT NULL CHECK (calls >= 0),
+  exploring_calls INTEGER NOT NULL CHECK (exploring_calls >= 0),
+  extra_seconds REAL NOT NULL DEFAULT 0,
+  candidates_json TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX learned_by_key ON learned(topology_version, collective, nprocs, ranks_per_node, pattern, size_bucket);
+CREATE INDEX learned_by_report ON learned(report_id);
+)sql"},
 };
 
 // Guards against a gap or a wrong number when a migration is appended.

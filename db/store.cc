@@ -875,7 +875,7 @@ StatusOr<int64_t> Store::EvictPlansLru(int64_t max_bytes) {
 // Job reports and maintenance
 
 StatusOr<int64_t> Store::AddJobReport(std::string_view job_id, std::string_view report_json,
-                                      std::span<const DemandEntry> demand) {
+                                      std::span<const DemandEntry> demand, std::span<const LearnedEntry> learned) {
   std::lock_guard lock(impl_->mu);
   if (job_id.empty()) return impl_->Invalid("job report without a job id");
   TOPOTUNE_DB_ASSIGN_OR_RETURN(json report,
@@ -891,6 +891,20 @@ StatusOr<int64_t> Store::AddJobReport(std::string_view job_id, std::string_view 
     if (d.size_bucket < 0 || d.hosts < 0 || d.switches < 0 || d.calls < 0 || d.bytes < 0 || !finite(d.seconds) ||
         !finite(d.distance) || !finite(d.msize_calls) || d.topology_version < 0)
       return impl_->Invalid(where + " has a negative or non-finite count, size or time");
+  }
+  std::vector<std::string> candidates;
+  for (size_t i = 0; i < learned.size(); ++i) {
+    const LearnedEntry& l = learned[i];
+    const std::string where = fmt::format("adapted bucket {} of job '{}'", i, job_id);
+    if (l.collective.empty() || l.nprocs < 1 || l.ranks_per_node < 1 || l.size_bucket < 0 || l.calls < 0 ||
+        l.exploring_calls < 0 || !std::isfinite(l.ratio) || !std::isfinite(l.extra_seconds) || l.topology_version < 0 ||
+        (l.settled && l.choice.empty()))
+      return impl_->Invalid(where +
+                            " has no collective, a layout below 1, a negative count or a settled bucket "
+                            "without its choice");
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(json c, ParseJson(l.candidates_json, impl_->path() + ": " + where));
+    if (!c.is_array()) return impl_->Invalid(where + ": candidates are not a JSON array");
+    candidates.push_back(c.dump());
   }
   Connection& conn = *impl_->conn;
   TOPOTUNE_DB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn));
@@ -912,8 +926,56 @@ StatusOr<int64_t> Store::AddJobReport(std::string_view job_id, std::string_view 
                                             d.calls, d.bytes, d.seconds, d.msize_calls)
                                    .Run());
   }
+  if (!learned.empty()) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement put, conn.Prepare(R"sql(
+        INSERT INTO learned (report_id, received_at, topology_version, collective, nprocs, ranks_per_node, pattern,
+                             size_bucket, settled, choice, ratio, calls, exploring_calls, extra_seconds,
+                             candidates_json)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql"));
+    for (size_t i = 0; i < learned.size(); ++i) {
+      const LearnedEntry& l = learned[i];
+      TOPOTUNE_RETURN_IF_ERROR(put.Reset()
+                                   .BindAll(id, now, l.topology_version, l.collective, l.nprocs, l.ranks_per_node,
+                                            l.pattern, l.size_bucket, l.settled ? 1 : 0, l.choice, l.ratio, l.calls,
+                                            l.exploring_calls, l.extra_seconds, candidates[i])
+                                   .Run());
+    }
+  }
   TOPOTUNE_RETURN_IF_ERROR(txn.Commit());
   return id;
+}
+
+StatusOr<std::vector<LearnedChoiceRow>> Store::Learned(int64_t topology_version) {
+  std::lock_guard lock(impl_->mu);
+  Connection& conn = *impl_->conn;
+  TOPOTUNE_DB_ASSIGN_OR_RETURN(Statement st, conn.Prepare(R"sql(
+      SELECT collective, nprocs, ranks_per_node, pattern, size_bucket, choice, ratio
+      FROM learned WHERE topology_version = ? AND settled = 1
+      ORDER BY collective, nprocs, ranks_per_node, pattern, size_bucket, received_at, report_id, rowid)sql"));
+  st.BindAll(topology_version);
+  std::vector<LearnedChoiceRow> out;
+  for (;;) {
+    TOPOTUNE_DB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    LearnedChoiceRow r;
+    r.collective = st.ColumnText(0);
+    r.nprocs = static_cast<int>(st.ColumnInt64(1));
+    r.ranks_per_node = static_cast<int>(st.ColumnInt64(2));
+    r.pattern = st.ColumnText(3);
+    r.size_bucket = st.ColumnInt64(4);
+    r.algorithm = st.ColumnText(5);
+    r.ratio = st.ColumnDouble(6);
+    const bool same = !out.empty() && out.back().collective == r.collective && out.back().nprocs == r.nprocs &&
+                      out.back().ranks_per_node == r.ranks_per_node && out.back().pattern == r.pattern &&
+                      out.back().size_bucket == r.size_bucket;
+    // Later rows are later jobs: the latest choice stands, and counts them all.
+    r.jobs = same ? out.back().jobs + 1 : 1;
+    if (same)
+      out.back() = std::move(r);
+    else
+      out.push_back(std::move(r));
+  }
+  return out;
 }
 
 StatusOr<DemandTotals> Store::Demand(std::chrono::milliseconds window, std::string_view collective) {

@@ -185,6 +185,35 @@ struct DemandCellTotals {
   int hosts = 0, switches = 0;  // The most of any entry.
 };
 
+// One adapted bucket of a job report (the learned table).
+struct LearnedEntry {
+  int64_t topology_version = 0;
+  std::string collective;
+  int nprocs = 0;
+  int ranks_per_node = 0;
+  std::string pattern;
+  int64_t size_bucket = 0;
+  bool settled = false;
+  std::string choice;  // When settled.
+  double ratio = 1;
+  int64_t calls = 0;
+  int64_t exploring_calls = 0;
+  double extra_seconds = 0;
+  std::string candidates_json = "[]";  // A JSON array.
+};
+
+// The learned choice of one bucket of a layout: the latest settled one.
+struct LearnedChoiceRow {
+  std::string collective;
+  int nprocs = 0;
+  int ranks_per_node = 0;
+  std::string pattern;
+  int64_t size_bucket = 0;
+  std::string algorithm;
+  int jobs = 0;  // Reports that settled the bucket.
+  double ratio = 1;
+};
+
 struct DemandTotals {
   std::vector<DemandCellTotals> cells;  // By seconds, most first.
   int64_t jobs = 0;                     // Distinct reports with any demand.
@@ -307,8 +336,16 @@ class Store {
   // and returns its id. InvalidArgument (nothing stored) for an entry with
   // an empty collective or source, a layout below 1, or a count, size or
   // time that is negative or not finite.
+  // With them, its adapted buckets (`learned`; InvalidArgument likewise for
+  // an empty collective, a layout below 1, a negative count, a settled one
+  // without a choice, or candidates that are not a JSON array).
   StatusOr<int64_t> AddJobReport(std::string_view job_id, std::string_view report_json,
-                                 std::span<const DemandEntry> demand = {});
+                                 std::span<const DemandEntry> demand = {}, std::span<const LearnedEntry> learned = {});
+  // The learned choice of every settled bucket of `topology_version`, by
+  // collective, nprocs, ranks_per_node, pattern, size_bucket: the latest
+  // report's (within one report, the bucket stored last: a job reports its
+  // world communicator's buckets last).
+  StatusOr<std::vector<LearnedChoiceRow>> Learned(int64_t topology_version);
   // The demand of the reports received within `window` before now (the
   // store's clock), per cell (only `collective`'s when not empty).
   StatusOr<DemandTotals> Demand(std::chrono::milliseconds window, std::string_view collective = {});

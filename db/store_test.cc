@@ -623,6 +623,43 @@ TEST_F(StoreTest, DemandSumsCellsOverTheWindow) {
   EXPECT_EQ(Count("SELECT count(*) FROM job_reports"), before);
 }
 
+TEST_F(StoreTest, LearnedKeepsTheLatestSettledChoicePerBucket) {
+  auto bucket = [](int64_t size, bool settled, std::string choice, double ratio) {
+    LearnedEntry l;
+    l.topology_version = 1;
+    l.collective = "alltoall";
+    l.nprocs = 8;
+    l.ranks_per_node = 2;
+    l.size_bucket = size;
+    l.settled = settled;
+    l.choice = std::move(choice);
+    l.ratio = ratio;
+    l.calls = 40;
+    l.exploring_calls = 12;
+    l.candidates_json = R"([{"algorithm": "pairwise", "pairs": 6}])";
+    return l;
+  };
+  const std::vector<LearnedEntry> first = {bucket(65536, true, "pairwise", 0.8), bucket(1024, false, "", 1)};
+  Must(store().AddJobReport("a", "{}", {}, first));
+  clock_.Advance(1000);
+  const std::vector<LearnedEntry> second = {bucket(65536, true, "native", 1)};
+  Must(store().AddJobReport("b", "{}", {}, second));
+  std::vector<LearnedChoiceRow> rows = Must(store().Learned(1));
+  ASSERT_EQ(rows.size(), 1u);  // The unsettled 1 KiB bucket taught nothing.
+  EXPECT_EQ(rows[0].size_bucket, 65536);
+  EXPECT_EQ(rows[0].algorithm, "native");  // The latest job's.
+  EXPECT_EQ(rows[0].jobs, 2);
+  EXPECT_TRUE(Must(store().Learned(2)).empty());
+  EXPECT_EQ(Count("SELECT count(*) FROM learned"), 3);
+  // A settled bucket without its choice, or candidates that are no array: nothing stored.
+  std::vector<LearnedEntry> bad = {bucket(4096, true, "", 1)};
+  EXPECT_EQ(store().AddJobReport("c", "{}", {}, bad).status().code(), Status::Code::kInvalidArgument);
+  bad = {bucket(4096, true, "ring", 1)};
+  bad[0].candidates_json = "{}";
+  EXPECT_EQ(store().AddJobReport("c", "{}", {}, bad).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Count("SELECT count(*) FROM job_reports WHERE job_id = 'c'"), 0);
+}
+
 TEST_F(StoreTest, IntegrityCheckFindsOrphans) {
   EXPECT_TRUE(store().IntegrityCheck().ok());
   {

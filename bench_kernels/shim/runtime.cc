@@ -12,6 +12,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
+#include "proto/json.h"
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/demand.h"
@@ -339,6 +340,10 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
         plan->pattern_sources[static_cast<size_t>(k)] = {t.source(), t.tuned_nprocs(), t.tuned_ranks_per_node()};
       }
     }
+    for (const v1::LearnedChoice& l : p.learned()) {
+      const kernels::KernelInfo* k = kernels::FindKernel(c, l.algorithm());
+      if (k != nullptr && !k->needs_context) plan->learned[Index(c)][l.size_bucket()] = k;
+    }
     if (p.has_ring()) {
       plan->ring_order.assign(p.ring().order().begin(), p.ring().order().end());
       plan->switch_of_rank.assign(p.ring().switch_of_rank().begin(), p.ring().switch_of_rank().end());
@@ -407,6 +412,7 @@ void Runtime::SetContexts(CommState& state, MPI_Comm comm) {
         base.comm_ranks_per_node = std::max(base.comm_ranks_per_node, ++per_host[hosts_[static_cast<size_t>(r)]]);
     base.comm_hosts = static_cast<int>(per_host.size());
   }
+  state.ranks_per_node = base.comm_ranks_per_node;
   auto with = [&](const TableSource& t) {
     CallContext c = base;
     c.source = t.source;
@@ -578,35 +584,41 @@ Runtime::CommState::Adapted* Runtime::AdaptedBucket(CommState& state, Collective
 void Runtime::Retire(CommState& state) {
   if (state.adapted.empty()) return;
   FinishAgreement(state);
-  std::vector<std::string> out;
+  std::vector<v1::AdaptedBucket> out;
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
   for (const auto& [key, b] : state.adapted) {
     const Explorer& e = b->explorer;
-    nlohmann::json j = {{"collective", std::string(kernels::CollectiveName(b->collective))},
-                        {"size_bucket", b->size_bucket},
-                        {"comm_size", state.size},
-                        {"calls", b->calls},
-                        {"state", e.state() == Explorer::State::kExploring ? "exploring"
-                                  : e.state() == Explorer::State::kSettled ? "settled"
-                                                                           : "not_explored"},
-                        {"choice", e.name(e.choice())},
-                        {"why", e.why()},
-                        {"exploring_calls", e.exploring_calls()},
-                        {"extra_seconds", e.extra_seconds()},
-                        {"candidates", nlohmann::json::array()}};
+    v1::AdaptedBucket& a = out.emplace_back();
+    a.set_collective(*v1::ParseCollectiveName(kernels::CollectiveName(b->collective)));
+    a.set_size_bucket(b->size_bucket);
+    a.set_comm_size(state.size);
+    a.set_comm_ranks_per_node(std::max(1, state.ranks_per_node));
+    a.set_plan_id(state.plan->plan_id);
+    a.set_calls(b->calls);
+    a.set_exploring_calls(e.exploring_calls());
+    a.set_extra_seconds(e.extra_seconds());
+    a.set_settled(e.state() == Explorer::State::kSettled);
+    if (a.settled()) a.set_choice(e.name(e.choice()));
+    a.set_why(e.why().substr(0, v1::limits::kMaxDroppedBytes));
     for (int i = 1; i < e.size(); ++i) {
       const Explorer::Candidate& k = e.candidates()[static_cast<size_t>(i)];
-      j["candidates"].push_back({{"algorithm", e.name(i)},
-                                 {"pairs", k.times.size()},
-                                 {"ratio", k.ratio},
-                                 {"p", k.p},
-                                 {"won", k.won},
-                                 {"left", k.left},
-                                 {"why", k.why}});
+      v1::ExploredCandidate* c = a.add_candidates();
+      c->set_algorithm(e.name(i));
+      c->set_pairs(static_cast<int>(k.times.size()));
+      c->set_mean_seconds(mean(k.times));
+      c->set_native_mean_seconds(mean(k.natives));
+      c->set_p(k.p);
+      c->set_won(k.won);
+      c->set_left(k.left);
+      c->set_why(k.why.substr(0, v1::limits::kMaxDroppedBytes));
     }
-    out.push_back(j.dump());
   }
   std::lock_guard lock(mu_);
-  adapt_summary_.insert(adapt_summary_.end(), out.begin(), out.end());
+  for (v1::AdaptedBucket& a : out) adapted_.push_back(std::move(a));
 }
 
 const kernels::KernelInfo* Runtime::Choose(const std::vector<TableRow>& rows, int64_t msize) {
@@ -822,7 +834,11 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   InjectFault(*state);
   const auto [msize, bytes] = FixedSizes(a, state->size);
   const kernels::KernelInfo* k = Choose(state->plan->tables[Index(c)], msize);
-  CommState::Adapted* bucket = AdaptedBucket(*state, c, msize, k);
+  // A bucket production jobs learned runs what they learned, unexplored.
+  bool learned = false;
+  if (const auto& l = state->plan->learned[Index(c)]; config_.adapt && !l.empty())
+    if (auto it = l.find(SizeBucket(static_cast<double>(msize))); it != l.end()) k = it->second, learned = true;
+  CommState::Adapted* bucket = learned ? nullptr : AdaptedBucket(*state, c, msize, k);
   if (bucket == nullptr)
     return Run(*state, c, k, a, msize, bytes, state->contexts[Index(c)], CallStats::kNoPattern, call_native, run);
   // Every rank asks its bucket's Explorer, on the same agreed times: the
@@ -972,6 +988,8 @@ void Runtime::Finish() {
     *report.mutable_started_at() = ToTimestamp(started_at_);
     *report.mutable_finished_at() = ToTimestamp(finished_at_);
     stats_.ToProto(v1::limits::kMaxJobStats, report.mutable_stats());
+    for (size_t i = 0; i < adapted_.size() && static_cast<int64_t>(i) < v1::limits::kMaxJobStats; ++i)
+      *report.add_adapted() = adapted_[i];
     LinkError error;
     if (!link_.ReportJob(report, &error))
       Log(LogLevel::kInfo, "the job's statistics were not reported: " + error.message);
@@ -1026,7 +1044,21 @@ void Runtime::Finish() {
       {"count", internal_errors_.load()},
       {"first", first_error_ready_.load(std::memory_order_acquire) ? std::string(first_error_.data()) : ""}};
   j["adapt"] = nlohmann::json::array();
-  for (const std::string& a : adapt_summary_) j["adapt"].push_back(nlohmann::json::parse(a));
+  for (const v1::AdaptedBucket& a : adapted_) {
+    nlohmann::json e = {{"collective", std::string(v1::CollectiveName(a.collective()))},
+                        {"size_bucket", a.size_bucket()},
+                        {"comm_size", a.comm_size()},
+                        {"calls", a.calls()},
+                        {"settled", a.settled()},
+                        {"choice", a.choice()},
+                        {"why", a.why()},
+                        {"exploring_calls", a.exploring_calls()},
+                        {"extra_seconds", a.extra_seconds()},
+                        {"candidates", nlohmann::json::array()}};
+    for (const v1::ExploredCandidate& c : a.candidates())
+      e["candidates"].push_back(nlohmann::json::parse(v1::MessageJson(c)));
+    j["adapt"].push_back(std::move(e));
+  }
   j["nonblocking"] = nlohmann::json::object();
   for (Collective c : kCollectives)
     j["nonblocking"][std::string(kernels::CollectiveName(c))] = {{"calls", nonblocking_[Index(c)].calls},

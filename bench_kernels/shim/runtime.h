@@ -103,6 +103,10 @@ struct PlanData {
   // Where each of those tables came from, indexed alike.
   std::array<TableSource, 3> sources;
   std::array<TableSource, kernels::kPatternClassCount> pattern_sources;
+  // What production jobs learned (GetPlan's learned), per collective: the
+  // kernel of each size bucket; used with TOPOTUNE_ADAPT, instead of the
+  // table and without exploring.
+  std::array<std::map<int64_t, const kernels::KernelInfo*>, 3> learned;
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
@@ -197,6 +201,7 @@ class Runtime {
     // The class of the last agreed alltoallv call: what calls that ran
     // without agreeing (deferred or skipped) are counted under.
     kernels::PatternClass v_pattern = kernels::PatternClass::kUniform;
+    int ranks_per_node = 0;  // The most of its ranks on one host (0: an intercommunicator).
     // The CallStats contexts of the calls on this communicator: per
     // collective (kernels::Collective), and per alltoallv class.
     std::array<int, 3> contexts{CallStats::kNoContext, CallStats::kNoContext, CallStats::kNoContext};
@@ -268,7 +273,7 @@ class Runtime {
                                     const kernels::KernelInfo* table_choice);
   // Completes state's time agreement in flight and gives it to its bucket.
   static void FinishAgreement(CommState& state);
-  // Before a state goes: its buckets' findings into adapt_summary_.
+  // Before a state goes: its buckets' findings into adapted_.
   void Retire(CommState& state);
   static const kernels::KernelInfo* Choose(const std::vector<TableRow>& rows, int64_t msize);
   // TOPOTUNE_TEST_THROW: throws std::bad_alloc on every Nth blocking
@@ -324,9 +329,9 @@ class Runtime {
     int64_t calls = 0, bytes = 0;
   };
   std::array<Passed, 3> nonblocking_{};  // Indexed by kernels::Collective.
-  // What the adapted buckets of retired communicators found (the stats
-  // file's "adapt"), as JSON text, one entry each.
-  std::vector<std::string> adapt_summary_;
+  // What the adapted buckets of retired communicators found (ReportJob's
+  // adapted, the stats file's "adapt").
+  std::vector<v1::AdaptedBucket> adapted_;
   // InternalError's count, and the first error ("where: what"), written
   // once by the thread that claims it.
   std::atomic<int64_t> internal_errors_{0};

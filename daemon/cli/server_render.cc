@@ -144,7 +144,18 @@ std::string SourceText(v1::DecisionSource source, int tuned_nprocs, int tuned_ra
 }  // namespace
 
 std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
-  if (response.decisions().empty()) return "no decisions\n";
+  // What production jobs learned where nothing (or another layout) was tuned.
+  std::string learned;
+  for (const v1::LearnedLayout& l : response.learned()) {
+    learned += fmt::format("{}, {}: LEARNED in production jobs (in-job adaptation)\n", CollectiveLabel(l.collective()),
+                           Layout(l.nprocs(), l.ranks_per_node()));
+    std::vector<std::vector<std::string>> rows{{"size", "algorithm", "vs native", "jobs"}};
+    for (const v1::LearnedChoice& c : l.choices())
+      rows.push_back({"~" + FormatBytes(static_cast<double>(c.size_bucket())), c.algorithm(),
+                      fmt::format("{:.3f}", c.ratio()), std::to_string(c.jobs())});
+    learned += Columns(rows, 2);
+  }
+  if (response.decisions().empty()) return learned.empty() ? "no decisions\n" : learned;
   std::string out;
   bool first = true;
   for (const v1::Decision& d : response.decisions()) {
@@ -202,6 +213,7 @@ std::string FormatDecisions(const v1::ListDecisionsResponse& response) {
         "interval;\nbest other: where native stays, the fastest other algorithm and its interval; A/A: native "
         "measured twice, whose\nratio must show no difference; sampling: settled (every interval excludes the "
         "margin) or budget (time ran out);\ntuned in: the wall time tuning spent at the size\n";
+  if (!learned.empty()) out += "\n" + learned;
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "daemon/topotuned/snmp_config.h"
 #include "daemon/topotuned/tuning.h"
 #include "daemon/topotuned/validate.h"
+#include "proto/json.h"
 #include "proto/limits.h"
 #include "proto/names.h"
 #include "tuner/allgather_orders.h"
@@ -117,6 +118,12 @@ bool HasPrograms(std::string_view collective, std::string_view algorithm) {
 }
 bool NeedsRing(std::string_view collective, std::string_view algorithm) {
   return NeedsRingOrder(collective, algorithm);
+}
+// The kernels a job runs from a plan's learned choices: those that need no
+// context (native among them).
+bool RunsWithoutPlan(std::string_view collective, std::string_view algorithm) {
+  const int i = CatalogKernelIndex(collective, algorithm);
+  return i >= 0 && !kKernelCatalog[i].needs_context;
 }
 
 // The discovered tree in an order that does not depend on the order the
@@ -518,7 +525,8 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   resp->set_nprocs(nprocs);
   resp->set_ranks_per_node(rpn);
   std::string identity = fmt::format("{} {:016x}", topo->stored.version, placement_hash);
-  std::optional<RankTree> tree;  // Built once, when a ring order is needed.
+  std::optional<RankTree> tree;                              // Built once, when a ring order is needed.
+  std::optional<std::vector<db::LearnedChoiceRow>> learned;  // Read once, when a table is not tuned.
   for (int c : req.collectives()) {
     auto collective = static_cast<v1::Collective>(c);
     std::string name(v1::CollectiveName(collective));
@@ -568,6 +576,25 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
         TableToProto(d->table, pt->mutable_table());
         identity += fmt::format(" {}", kPatternClasses[k]);
         for (const DecisionRange& r : d->table) identity += fmt::format(" {}:{}", WholeBytes(r.min_msize), r.algorithm);
+      }
+    }
+    // What production jobs of this layout learned where it is not tuned:
+    // native or kernels that need no plan.
+    if (!classes && plan->source() != v1::DECISION_SOURCE_TUNED && plan->source() != v1::DECISION_SOURCE_FORCED) {
+      if (!learned) {
+        auto rows = store_.Learned(topo->stored.version);
+        learned = rows.ok() ? std::move(*rows) : std::vector<db::LearnedChoiceRow>{};
+      }
+      for (const db::LearnedChoiceRow& l : *learned) {
+        if (l.collective != name || l.nprocs != nprocs || l.ranks_per_node != rpn ||
+            !RunsWithoutPlan(name, l.algorithm))
+          continue;
+        v1::LearnedChoice* lc = plan->add_learned();
+        lc->set_size_bucket(l.size_bucket);
+        lc->set_algorithm(l.algorithm);
+        lc->set_jobs(l.jobs);
+        lc->set_ratio(l.ratio);
+        identity += fmt::format(" learned {}:{}", l.size_bucket, l.algorithm);
       }
     }
     TableToProto(table, plan->mutable_table());
@@ -776,6 +803,29 @@ grpc::Status Core::ListDecisions(const v1::ListDecisionsRequest& req, v1::ListDe
   }
   size_t page = req.page_size() > 0 ? static_cast<size_t>(req.page_size()) : limits::kDefaultPageSize;
   size_t end = std::min(match.size(), offset + page);
+  if (offset == 0) {
+    auto learned = store_.Learned(version);
+    if (!learned.ok()) return ToGrpc(learned.status());
+    for (const db::LearnedChoiceRow& l : *learned) {
+      if ((!name.empty() && l.collective != name) || (req.nprocs() != 0 && l.nprocs != req.nprocs()) ||
+          (req.ranks_per_node() != 0 && l.ranks_per_node != req.ranks_per_node()))
+        continue;
+      const v1::Collective c = v1::ParseCollectiveName(l.collective).value_or(v1::COLLECTIVE_UNSPECIFIED);
+      if (resp->learned().empty() || resp->learned().rbegin()->collective() != c ||
+          resp->learned().rbegin()->nprocs() != l.nprocs ||
+          resp->learned().rbegin()->ranks_per_node() != l.ranks_per_node) {
+        v1::LearnedLayout* layout = resp->add_learned();
+        layout->set_collective(c);
+        layout->set_nprocs(l.nprocs);
+        layout->set_ranks_per_node(l.ranks_per_node);
+      }
+      v1::LearnedChoice* choice = resp->mutable_learned()->rbegin()->add_choices();
+      choice->set_size_bucket(l.size_bucket);
+      choice->set_algorithm(l.algorithm);
+      choice->set_jobs(l.jobs);
+      choice->set_ratio(l.ratio);
+    }
+  }
   // Samples per layout: the runs' counts, one query for the page (loading
   // the samples themselves only to count them would read every time stored).
   std::map<std::tuple<std::string, int, int, std::string>, int64_t> samples;
@@ -1001,9 +1051,35 @@ grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobRespo
   }
   std::vector<db::DemandEntry> entries;
   for (auto& [key, d] : demand) entries.push_back(std::move(d));
+  // What in-job adaptation found: production samples of their own. A plan
+  // that is not recent here is taken for the current topology's.
+  std::vector<db::LearnedEntry> learned;
+  const auto current = topology();
+  for (const v1::AdaptedBucket& b : req.adapted()) {
+    const ReportedPlacement* where = placement_of(b.plan_id(), b.comm_size());
+    db::LearnedEntry l;
+    l.topology_version = where ? where->topology_version : current ? current->stored.version : 0;
+    l.collective = std::string(v1::CollectiveName(b.collective()));
+    l.nprocs = b.comm_size();
+    l.ranks_per_node = b.comm_ranks_per_node();
+    l.size_bucket = b.size_bucket();
+    l.settled = b.settled();
+    l.choice = b.choice();
+    l.calls = b.calls();
+    l.exploring_calls = b.exploring_calls();
+    l.extra_seconds = b.extra_seconds();
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const v1::ExploredCandidate& c : b.candidates()) {
+      candidates.push_back(nlohmann::json::parse(v1::MessageJson(c)));
+      if (c.algorithm() == b.choice() && c.native_mean_seconds() > 0)
+        l.ratio = c.mean_seconds() / c.native_mean_seconds();
+    }
+    l.candidates_json = candidates.dump();
+    learned.push_back(std::move(l));
+  }
   // job_id may be empty (a job outside a batch system, as in GetPlan); the
   // store keys reports by a non-empty id, so such reports share one.
-  auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json, entries);
+  auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json, entries, learned);
   if (!id.ok()) return ToGrpc(id.status());
   resp->set_accepted(req.stats_size());
   return grpc::Status::OK;

@@ -507,6 +507,34 @@ Status CheckStats(const Field& f, const v1::CollectiveCallStats& s) {
   });
 }
 
+Status CheckExplored(const Field& f, const v1::ExploredCandidate& c) {
+  return First({
+      CheckString(f.Sub("algorithm"), c.algorithm(), 1, TOPOTUNE_LIMIT(kMaxAlgorithmNameBytes)),
+      CheckRange(f.Sub("pairs"), c.pairs(), 0, kUnbounded),
+      CheckTime(f.Sub("mean_seconds"), c.mean_seconds()),
+      CheckTime(f.Sub("native_mean_seconds"), c.native_mean_seconds()),
+      CheckFraction(f.Sub("p"), c.p(), 1),
+      CheckString(f.Sub("why"), c.why(), 0, TOPOTUNE_LIMIT(kMaxDroppedBytes)),
+  });
+}
+
+Status CheckAdapted(const Field& f, const v1::AdaptedBucket& b) {
+  return First({
+      CheckCollective(f.Sub("collective"), b.collective()),
+      CheckRange(f.Sub("size_bucket"), b.size_bucket(), 0, TOPOTUNE_LIMIT(kMaxMsizeBytes)),
+      CheckRange(f.Sub("comm_size"), b.comm_size(), 1, TOPOTUNE_LIMIT(kMaxRanks)),
+      CheckRange(f.Sub("comm_ranks_per_node"), b.comm_ranks_per_node(), 1, Limit(b.comm_size(), "comm_size")),
+      CheckString(f.Sub("plan_id"), b.plan_id(), 0, TOPOTUNE_LIMIT(kMaxIdBytes)),
+      CheckRange(f.Sub("calls"), b.calls(), 0, kUnbounded),
+      CheckRange(f.Sub("exploring_calls"), b.exploring_calls(), 0, Limit(b.calls(), "calls")),
+      std::isfinite(b.extra_seconds()) ? Status::Ok() : Invalid(f.Sub("extra_seconds"), "not finite"),
+      CheckString(f.Sub("choice"), b.choice(), b.settled() ? 1 : 0, TOPOTUNE_LIMIT(kMaxAlgorithmNameBytes)),
+      CheckString(f.Sub("why"), b.why(), 0, TOPOTUNE_LIMIT(kMaxDroppedBytes)),
+      CheckCount(f.Sub("candidates"), b.candidates_size(), 0, 8),
+      Each(f.Sub("candidates"), b.candidates(), CheckExplored),
+  });
+}
+
 // Each (collective, algorithm, msize, pattern, source, communicator,
 // plan) once: a job's calls of one kind are one entry.
 Status CheckStatsOnce(const google::protobuf::RepeatedPtrField<v1::CollectiveCallStats>& stats) {
@@ -776,6 +804,8 @@ Status Validate(const v1::ReportJobRequest& req) {
       CheckCount("stats", req.stats_size(), 0, TOPOTUNE_LIMIT(kMaxJobStats)),
       Each(Field("stats"), req.stats(), CheckStats),
       CheckStatsOnce(req.stats()),
+      CheckCount("adapted", req.adapted_size(), 0, TOPOTUNE_LIMIT(kMaxJobStats)),
+      Each(Field("adapted"), req.adapted(), CheckAdapted),
   });
 }
 

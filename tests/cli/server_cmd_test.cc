@@ -268,6 +268,23 @@ TEST(ServerRenderTest, DemandByTimeWithWhatIsAtStake) {
       "  ... 1 more cells (--limit)\n");
 }
 
+TEST(ServerRenderTest, DecisionsShowWhatJobsLearned) {
+  v1::ListDecisionsResponse r;
+  v1::LearnedLayout* l = r.add_learned();
+  l->set_collective(v1::COLLECTIVE_ALLTOALL);
+  l->set_nprocs(8);
+  l->set_ranks_per_node(2);
+  v1::LearnedChoice* c = l->add_choices();
+  c->set_size_bucket(65536);
+  c->set_algorithm("pairwise");
+  c->set_jobs(3);
+  c->set_ratio(0.8123);
+  EXPECT_EQ(FormatDecisions(r),
+            "alltoall, 8 ranks, 2 per node: LEARNED in production jobs (in-job adaptation)\n"
+            "  size    algorithm  vs native  jobs\n"
+            "  ~64KiB  pairwise   0.812      3\n");
+}
+
 TEST(ServerOptionsTest, Durations) {
   EXPECT_EQ(*ParseDurationText("90s"), 90);
   EXPECT_EQ(*ParseDurationText("30m"), 1800);

@@ -478,6 +478,62 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics,
               HasSubstr("topotune_job_collective_seconds_total{collective=\"allgather\",source=\"tuned\"} 0\n"));
 
+  // In-job adaptation's findings: a job of 4 ranks (the nearest layout's
+  // table) settled its 64 KiB alltoall bucket on pairwise; the next job of
+  // that layout gets it in its plan, and decisions show it as learned.
+  {
+    v1::ReportJobRequest adapted;
+    adapted.set_job_id("job-3");
+    adapted.set_plan_id(nearest.plan_id());
+    adapted.set_nprocs(4);
+    adapted.set_ranks_per_node(1);
+    v1::AdaptedBucket* b = adapted.add_adapted();
+    b->set_collective(v1::COLLECTIVE_ALLTOALL);
+    b->set_size_bucket(65536);
+    b->set_comm_size(4);
+    b->set_comm_ranks_per_node(1);
+    b->set_plan_id(nearest.plan_id());
+    b->set_calls(40);
+    b->set_exploring_calls(7);
+    b->set_extra_seconds(-0.002);
+    b->set_settled(true);
+    b->set_choice("pairwise");
+    v1::ExploredCandidate* c = b->add_candidates();
+    c->set_algorithm("pairwise");
+    c->set_pairs(7);
+    c->set_mean_seconds(0.8e-3);
+    c->set_native_mean_seconds(1e-3);
+    c->set_won(true);
+    v1::AdaptedBucket* unsettled = adapted.add_adapted();
+    *unsettled = *b;
+    unsettled->set_size_bucket(1024);
+    unsettled->set_settled(false);
+    unsettled->clear_choice();
+    auto ca = Context();
+    ASSERT_TRUE(admin_->ReportJob(ca.get(), adapted, &reported).ok());
+    v1::GetPlanResponse next = Plan({"h0", "h1", "h4", "h5"});
+    ASSERT_EQ(next.plans(0).learned_size(), 1);
+    EXPECT_EQ(next.plans(0).learned(0).size_bucket(), 65536);
+    EXPECT_EQ(next.plans(0).learned(0).algorithm(), "pairwise");
+    EXPECT_EQ(next.plans(0).learned(0).jobs(), 1);
+    EXPECT_DOUBLE_EQ(next.plans(0).learned(0).ratio(), 0.8);
+    EXPECT_NE(next.plan_id(), nearest.plan_id());              // Another plan now.
+    EXPECT_EQ(Plan({"h0", "h4"}).plans(0).learned_size(), 0);  // A tuned layout keeps its table.
+    v1::ListDecisionsResponse listed;
+    auto cl = Context();
+    ASSERT_TRUE(admin_->ListDecisions(cl.get(), v1::ListDecisionsRequest(), &listed).ok());
+    ASSERT_EQ(listed.learned_size(), 1);
+    EXPECT_EQ(listed.learned(0).nprocs(), 4);
+    ASSERT_EQ(listed.learned(0).choices_size(), 1);
+    EXPECT_EQ(listed.learned(0).choices(0).algorithm(), "pairwise");
+    // A settled bucket without its choice is refused by name.
+    adapted.mutable_adapted(1)->set_settled(true);
+    auto cb = Context();
+    grpc::Status refused = admin_->ReportJob(cb.get(), adapted, &reported);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(refused.error_message(), HasSubstr("adapted[1].choice"));
+  }
+
   // A restart keeps topology, decisions and compiled plans (a database hit).
   EXPECT_EQ(daemon_.Kill(SIGTERM), 0);
   EXPECT_THAT(daemon_.log(), HasSubstr("shutting down"));

@@ -67,6 +67,10 @@ reports in topotuned's database and its /metrics.
       world communicator's adapted buckets are the same on every rank (calls,
       state, choice, exploring calls, each candidate's pairs and verdict), at
       most half of each bucket's calls explored, and some bucket explored.
+  shim_check.py learned LEARNED STATS
+      LEARNED: collective|size bucket|choice lines of topotuned's learned
+      table. The job's stats file explored none of those buckets on 4 ranks,
+      and its calls in them (4 ranks, 2 per node) ran the learned kernel.
   shim_check.py metrics URL ALGORITHM
       /metrics at URL has topotune_collective_throughput_bytes_per_second
       with source="job", collective="alltoall", algorithm=ALGORITHM,
@@ -76,6 +80,7 @@ reports in topotuned's database and its /metrics.
 Exit status 0 when the check holds, 1 (with the reason on stderr) when not.
 """
 import json
+import math
 import re
 import sys
 import urllib.request
@@ -495,7 +500,7 @@ def cmd_adapt(pattern, np):
     for r in range(int(np)):
         stats = load(pattern.replace("%r", str(r)))
         per_rank.append(sorted(
-            ((a["collective"], a["size_bucket"], a["comm_size"], a["calls"], a["state"], a["choice"],
+            ((a["collective"], a["size_bucket"], a["comm_size"], a["calls"], a["settled"], a["choice"],
               a["exploring_calls"], tuple((c["algorithm"], c["pairs"], c["won"], c["left"]) for c in a["candidates"]))
              for a in stats.get("adapt", [])), key=repr))
     world = [b for b in per_rank[0] if b[2] == int(np)]
@@ -512,6 +517,34 @@ def cmd_adapt(pattern, np):
     if explored == 0:
         fail(f"no world bucket explored: {world[:4]}")
     print(f"adapt: {len(world)} world buckets alike on {np} ranks, {explored} exploring calls")
+
+
+def size_bucket(msize):
+    return 0 if msize < 1 else 1 << min(62, round(math.log2(msize)))
+
+
+def cmd_learned(learned_path, stats_path):
+    """The second job ran each learned bucket of 4 ranks with its learned
+    kernel, and explored none of them."""
+    learned = {}
+    for line in open(learned_path).read().split("\n"):
+        if line.strip():
+            collective, bucket, choice = line.split("|")
+            learned[(collective, int(bucket))] = choice  # The last one stands, as topotuned's.
+    stats = load(stats_path)
+    for a in stats.get("adapt", []):
+        if a["comm_size"] == 4 and (a["collective"], a["size_bucket"]) in learned:
+            fail(f"bucket {a['collective']} {a['size_bucket']} was explored again: {a}")
+    ran = 0
+    for e in stats["stats"]:
+        key = (e["collective"], size_bucket(e["msize"]))
+        if key in learned and e["comm"]["size"] == 4 and e["comm"]["ranks_per_node"] == 2:
+            if e["algorithm"] != learned[key]:
+                fail(f"{key}: ran {e['algorithm']} ({e['calls']} calls), learned {learned[key]}")
+            ran += e["calls"]
+    if ran == 0:
+        fail(f"no call of a learned bucket: {sorted(learned.items())[:4]}")
+    print(f"learned: {len(learned)} buckets, {ran} calls ran their learned kernel")
 
 
 def scrape(url):
@@ -556,7 +589,7 @@ def cmd_rpc_count(url, method):
 def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
                 "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
-                "report": (cmd_report, 4), "adapt": (cmd_adapt, 2), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
+                "report": (cmd_report, 4), "adapt": (cmd_adapt, 2), "learned": (cmd_learned, 2), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
                 "nonblocking": (cmd_nonblocking, 2), "internal_errors": (cmd_internal_errors, "3+")}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)

@@ -135,11 +135,14 @@
 #   fortran_faults        fcoll_check (mpif.h) with the daemon down (context
 #                         kernels forced fall back) and with a garbage plan.
 #   adapt                 a real topotuned with nothing tuned and
-#                         TOPOTUNE_ADAPT=1, two rounds: the data equal the
+#                         TOPOTUNE_ADAPT=1, eight rounds: the data equal the
 #                         native run's; every rank's stats file shows the same
 #                         buckets explored with the same calls, exploring
 #                         calls, states and choices; at most half of a
-#                         bucket's calls explored, and some bucket explored.
+#                         bucket's calls explored, and some bucket explored;
+#                         the settled buckets are kept (table learned, not
+#                         samples), and a second job runs each learned
+#                         bucket's kernel without exploring it.
 #   report_forced         a real topotuned; jobs forcing pairwise and
 #                         tree_scheduled each leave one row in job_reports
 #                         (their plan id and calls; the second's job id from
@@ -441,11 +444,24 @@ case $case_name in
     # Nothing is tuned: every alltoall and allgather bucket explores. Each
     # rank writes its own stats file, whose findings must agree.
     start_daemon daemon
-    cc_args=(--rounds 2)
+    mkdir -p "$work/native8"
+    run "${mpirun[@]}" "$np_flag" 4 "$COLL_CHECK" --out "$work/native8" --rounds 8
+    [[ $status -eq 0 ]] || fail "native run of 8 rounds: exit status $status"
+    cc_args=(--rounds 8)
     job adapt_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1 TOPOTUNE_STATS_FILE="$work/adapt_r%r.stats.json"
-    passed adapt_r0 "$NATIVE_DIR/r2"
+    passed adapt_r0 "$work/native8"
     check plan "$stats" ok
     check adapt "$work/adapt_r%r.stats.json" 4
+    # What it settled is kept apart from sweep samples, and the next job of
+    # the layout starts from it: those buckets run the learned kernel,
+    # unexplored.
+    sql "SELECT collective, size_bucket, choice FROM learned WHERE settled = 1 AND nprocs = 4 ORDER BY rowid" \
+      >"$work/learned.txt"
+    [[ -s $work/learned.txt ]] || fail "the job settled no bucket of 4 ranks, or topotuned kept none"
+    [[ $(sql 'SELECT count(*) FROM samples') -eq 0 ]] || fail "production findings went into the sweep samples"
+    job learned_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1 TOPOTUNE_STATS_FILE="$work/learned_r%r.stats.json"
+    passed learned_r0 "$work/native8"
+    check learned "$work/learned.txt" "$work/learned_r0.stats.json"
     ;;
 
   derived)
