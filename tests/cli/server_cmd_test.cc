@@ -368,7 +368,7 @@ TEST(ServerRenderTest, TopologyHeaderDiscoverAndStatus) {
 TEST(ServerRenderTest, JsonUsesProtoFieldNamesAndEnumNames) {
   v1::StartTuningResponse r;
   r.set_tuning_id("t-1");
-  EXPECT_EQ(ToJson(r), "{\"tuning_id\":\"t-1\",\"runs_total\":0}\n");
+  EXPECT_EQ(ToJson(r), "{\"tuning_id\":\"t-1\",\"runs_total\":0,\"planned\":[],\"left_out\":[]}\n");
   v1::TuningStatusResponse s;
   s.set_state(v1::TUNING_STATE_FAILED);
   EXPECT_NE(ToJson(s).find("\"state\":\"TUNING_STATE_FAILED\""), std::string::npos) << ToJson(s);
