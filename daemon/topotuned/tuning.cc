@@ -132,23 +132,12 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
   sweep.request = req;
   if (req.from_demand()) {
     if (grpc::Status st = PlanFromDemand(req, live.size(), &sweep); !st.ok()) return st;
-    sweep.runs_total = static_cast<int>(sweep.runs.size());
-    sweep.created_ms = NowMs();
     for (const Run& r : sweep.runs) resp->mutable_planned()->Add(r.cells.begin(), r.cells.end());
     for (const std::string& l : sweep.left_out) resp->add_left_out(l);
-    std::lock_guard lock(mu_);
-    if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "topotuned is shutting down"};
-    sweep.id = fmt::format("tune-{}-{}", sweep.created_ms, next_sweep_++);
-    resp->set_tuning_id(sweep.id);
-    resp->set_runs_total(sweep.runs_total);
-    queue_.push_back(sweep.id);
-    core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
-    spdlog::info("{} queued from demand: {} runs for {} cells, {} cells left out{}", sweep.id, sweep.runs_total,
-                 resp->planned_size(), sweep.left_out.size(),
-                 sweep.budget_ms ? fmt::format(", budget {} s", sweep.budget_ms / 1000) : "");
-    sweeps_.emplace(sweep.id, std::move(sweep));
-    cv_.notify_all();
-    return grpc::Status::OK;
+    const std::string what =
+        fmt::format("from demand: {} cells planned, {} left out{}", resp->planned_size(), sweep.left_out.size(),
+                    sweep.budget_ms ? fmt::format(", budget {} s", sweep.budget_ms / 1000) : "");
+    return Queue(std::move(sweep), what, resp);
   }
   std::vector<std::string> collectives;
   for (int c : req.collectives()) collectives.emplace_back(v1::CollectiveName(static_cast<v1::Collective>(c)));
@@ -179,6 +168,14 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
         }
         for (const std::string& p : patterns) sweep.runs.push_back({c, n, r, p});
       }
+  return Queue(
+      std::move(sweep),
+      fmt::format("{} x node counts {} x ranks per node {}; alltoallv patterns {}", fmt::join(collectives, ","),
+                  fmt::join(nodes, ","), fmt::join(rpns, ","), fmt::join(patterns, ",")),
+      resp);
+}
+
+grpc::Status Tuner::Queue(Sweep sweep, const std::string& what, v1::StartTuningResponse* resp) {
   sweep.runs_total = static_cast<int>(sweep.runs.size());
   sweep.created_ms = NowMs();
   {
@@ -189,9 +186,7 @@ grpc::Status Tuner::StartTuning(const v1::StartTuningRequest& req, v1::StartTuni
     resp->set_runs_total(sweep.runs_total);
     queue_.push_back(sweep.id);
     core_->metrics().SetSweepsQueued(static_cast<int>(queue_.size()));
-    spdlog::info("{} queued: {} runs ({} x node counts {} x ranks per node {}; alltoallv patterns {})", sweep.id,
-                 sweep.runs_total, fmt::join(collectives, ","), fmt::join(nodes, ","), fmt::join(rpns, ","),
-                 fmt::join(patterns, ","));
+    spdlog::info("{} queued: {} runs ({})", sweep.id, sweep.runs_total, what);
     sweeps_.emplace(sweep.id, std::move(sweep));
   }
   cv_.notify_all();

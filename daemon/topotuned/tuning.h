@@ -134,6 +134,9 @@ class Tuner {
   // StartTuning's from_demand: the runs of the demand cells with time at
   // stake (Core::ListDemand), filtered by the request and `live` hosts.
   grpc::Status PlanFromDemand(const v1::StartTuningRequest& req, size_t live, Sweep* sweep);
+  // Gives `sweep` its id and queues it (UNAVAILABLE when stopping); `what`
+  // is the log's description of its runs.
+  grpc::Status Queue(Sweep sweep, const std::string& what, v1::StartTuningResponse* resp);
   void RunSweep(const std::string& sweep_id);
   // One benchmark job; returns the run's end state and message.
   std::pair<int, std::string> RunJob(const std::string& sweep_id, const Run& run, const std::vector<std::string>& hosts,
