@@ -151,7 +151,7 @@ TEST_F(ServeTest, StopWithALongIntervalIsPrompt) {
 }
 
 TEST_F(ServeTest, NotFoundMakesItRegisterAgain) {
-  TestDaemon first;
+  TestDaemon first(DaemonOptions{.port = testing::FreePort()});
   Log(&first);
   START_OR_FAIL(first);
   ServeOptions options = Options(first.address());

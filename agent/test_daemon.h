@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -48,21 +49,31 @@ namespace topotune::agent::testing {
 using ::topotune::testing::ReadWhole;
 using ::topotune::testing::ScratchDir;
 
-// A port on 127.0.0.1 where nothing listens: the kernel's choice for a socket
-// bound and closed at once. 0 when no socket can be bound.
+// A port on 127.0.0.1 where nothing listens, and which no other process gets
+// while this test waits for it: one below the kernel's ephemeral range
+// (ip_local_port_range), which the kernel never hands out for a bind to port 0
+// or an outgoing connection, so that a daemon of a concurrent test cannot take
+// it while this test's daemon is down. Tried from a point drawn by the process
+// id, it is free when drawn. 0 when none can be bound.
 inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
+  int low = 32768;
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> low;
+  const int first = std::max(1024, low - 16384), span = low - first;
+  if (span <= 0) return 0;
+  static unsigned draw = static_cast<unsigned>(getpid()) * 7919u;
+  for (int tries = 0; tries < span; ++tries) {
+    const int port = first + static_cast<int>(draw++ % static_cast<unsigned>(span));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
 }
 
 // A self-signed certificate (its own CA) for 127.0.0.1 and localhost, made by

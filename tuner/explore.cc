@@ -26,6 +26,7 @@ std::string ModelAlternative(std::string_view collective, int64_t msize) {
   constexpr int64_t kLatencyBound = 2048;
   if (collective == "alltoall") return msize < kLatencyBound ? "bruck" : "pairwise";
   if (collective == "allgather") return msize < kLatencyBound ? "recursive_doubling" : "ring";
+  if (collective == "alltoallv") return msize < kLatencyBound ? "linear" : "greedy_phased";
   return "";
 }
 

@@ -38,11 +38,13 @@
 
 namespace topotune {
 
-// The model's next best for a call of `collective` ("alltoall", "allgather")
-// with blocks of `msize` bytes, among the kernels that need no plan: below
-// 2 KiB, where per-message latency dominates, the log-step kernel (bruck,
-// recursive_doubling); above, the bandwidth kernel (pairwise, ring); "" for
-// another collective.
+// The model's next best for a call of `collective` ("alltoall", "allgather",
+// "alltoallv") with blocks of `msize` bytes (alltoallv: the mean block),
+// among the kernels that need no plan: below 2 KiB, where per-message
+// latency dominates, the log-step kernel (bruck, recursive_doubling) or, for
+// alltoallv, every message posted at once (linear); above, the bandwidth
+// kernel (pairwise, ring) or, for alltoallv, contention-free phases
+// (greedy_phased, CC-MPI Level 1); "" for another collective.
 std::string ModelAlternative(std::string_view collective, int64_t msize);
 
 struct ExploreRule {

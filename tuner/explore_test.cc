@@ -156,7 +156,9 @@ TEST(Explore, TheModelsAlternativeBySize) {
   EXPECT_EQ(ModelAlternative("alltoall", 65536), "pairwise");
   EXPECT_EQ(ModelAlternative("allgather", 1024), "recursive_doubling");
   EXPECT_EQ(ModelAlternative("allgather", 2048), "ring");
-  EXPECT_EQ(ModelAlternative("alltoallv", 2048), "");
+  EXPECT_EQ(ModelAlternative("alltoallv", 1024), "linear");
+  EXPECT_EQ(ModelAlternative("alltoallv", 2048), "greedy_phased");
+  EXPECT_EQ(ModelAlternative("reduce", 2048), "");
 }
 
 }  // namespace

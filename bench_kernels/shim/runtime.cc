@@ -105,12 +105,14 @@ void Complete(PlanData* plan, const std::array<std::string, 3>& force) {
       std::vector<TableRow>* rows = tables[t];
       if (!force[Index(c)].empty()) {
         *rows = {{0, kernels::FindKernel(c, force[Index(c)])}};
-        *sources[t] = {v1::DECISION_SOURCE_FORCED, 0, 0};
+        *sources[t] = {v1::DECISION_SOURCE_FORCED, 0, 0, false, {}, {}};
       }
       if (rows->empty()) {
         *rows = {{0, Native(c)}};
         *sources[t] = {};
       }
+      if (c == Collective::kAlltoallv)
+        plan->v_explores = plan->v_explores || sources[t]->explore || !sources[t]->noisy_buckets.empty();
       for (const TableRow& row : *rows) {
         plan->any_kernel = plan->any_kernel || row.kernel != Native(c);
         if (c != Collective::kAlltoallv) continue;
@@ -181,16 +183,17 @@ void Runtime::Start() {
   }
 
   // Rank 0's forced algorithms, so that every rank runs the same kernels.
-  // With them, rank 0's TOPOTUNE_ADAPT, so that every rank adapts alike.
+  // With them, rank 0's TOPOTUNE_ADAPT (0 unset, 1 off, 2 on), so that
+  // every rank adapts alike.
   std::vector<char> force(kCollectives.size() * kForceBytes + 1);
   if (world_rank_ == 0) {
     for (Collective c : kCollectives)
       std::copy_n(config_.force[Index(c)].begin(), std::min<size_t>(config_.force[Index(c)].size(), kForceBytes - 1),
                   force.begin() + static_cast<std::ptrdiff_t>(Index(c) * kForceBytes));
-    force.back() = config_.adapt ? 1 : 0;
+    force.back() = static_cast<char>(config_.adapt ? 1 + *config_.adapt : 0);
   }
   PMPI_Bcast(force.data(), static_cast<int>(force.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
-  config_.adapt = force.back() != 0;
+  config_.adapt = force.back() == 0 ? std::nullopt : std::optional<bool>(force.back() == 2);
   for (Collective c : kCollectives) {
     const char* p = force.data() + Index(c) * kForceBytes;
     std::string name(p, strnlen(p, kForceBytes - 1));
@@ -323,6 +326,12 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
   auto plan = std::make_shared<PlanData>();
   plan->plan_id = shared.plan_id();
   plan->topology_version = shared.topology_version();
+  plan->adaptation_off = shared.adaptation_off();
+  auto source_of = [](v1::DecisionSource source, int nprocs, int rpn, const v1::TableAdaptation& a) {
+    TableSource t{source, nprocs, rpn, a.explore(), {a.noisy_buckets().begin(), a.noisy_buckets().end()}, {}};
+    for (const v1::BucketCalls& e : a.expected_calls()) t.expected_calls[e.size_bucket()] = e.calls_per_job();
+    return t;
+  };
   for (int i = 0; i < shared.plans_size(); ++i) {
     const v1::CollectivePlan& p = shared.plans(i);
     Collective c;
@@ -330,19 +339,22 @@ std::shared_ptr<const PlanData> Runtime::Exchange(MPI_Comm comm, const std::vect
     auto rows = CheckTable(c, p.table());  // Checked by rank 0: it holds.
     if (rows.ok()) {
       plan->tables[Index(c)] = std::move(rows).value();
-      plan->sources[Index(c)] = {p.source(), p.tuned_nprocs(), p.tuned_ranks_per_node()};
+      plan->sources[Index(c)] = source_of(p.source(), p.tuned_nprocs(), p.tuned_ranks_per_node(), p.adaptation());
     }
     for (const v1::PatternTable& t : p.pattern_tables()) {
       kernels::PatternClass k;
       auto class_rows = CheckTable(c, t.table());
       if (ToPatternClass(t.pattern(), &k) && k != kernels::PatternClass::kUniform && class_rows.ok()) {
         plan->pattern_tables[static_cast<size_t>(k)] = std::move(class_rows).value();
-        plan->pattern_sources[static_cast<size_t>(k)] = {t.source(), t.tuned_nprocs(), t.tuned_ranks_per_node()};
+        plan->pattern_sources[static_cast<size_t>(k)] =
+            source_of(t.source(), t.tuned_nprocs(), t.tuned_ranks_per_node(), t.adaptation());
       }
     }
     for (const v1::LearnedChoice& l : p.learned()) {
       const kernels::KernelInfo* k = kernels::FindKernel(c, l.algorithm());
-      if (k != nullptr && !k->needs_context) plan->learned[Index(c)][l.size_bucket()] = k;
+      kernels::PatternClass pc = kernels::PatternClass::kUniform;
+      if (c == Collective::kAlltoallv && !ToPatternClass(l.pattern(), &pc)) continue;
+      if (k != nullptr && !k->needs_context) plan->learned[Index(c)][{static_cast<int>(pc), l.size_bucket()}] = k;
     }
     if (p.has_ring()) {
       plan->ring_order.assign(p.ring().order().begin(), p.ring().order().end());
@@ -542,12 +554,37 @@ void Runtime::Forget(MPI_Comm comm) {
 }
 
 bool Runtime::Adapts(const PlanData& plan) const {
-  if (!config_.adapt) return false;
+  if (!AdaptOn(plan)) return false;
   for (Collective c : {Collective::kAlltoall, Collective::kAllgather}) {
-    const v1::DecisionSource s = plan.sources[Index(c)].source;
-    if (s != v1::DECISION_SOURCE_TUNED && s != v1::DECISION_SOURCE_FORCED) return true;
+    const TableSource& s = plan.sources[Index(c)];
+    if (s.explore || !s.noisy_buckets.empty()) return true;
   }
-  return false;
+  return plan.v_explores;
+}
+
+const kernels::KernelInfo* Runtime::Learned(const PlanData& plan, Collective c, kernels::PatternClass p,
+                                            int64_t msize) const {
+  const auto& learned = plan.learned[Index(c)];
+  if (learned.empty() || !AdaptOn(plan)) return nullptr;
+  const auto it = learned.find({static_cast<int>(p), SizeBucket(static_cast<double>(msize))});
+  return it == learned.end() ? nullptr : it->second;
+}
+
+void Runtime::AgreeTime(CommState& state, CommState::Adapted* bucket, int64_t call, double seconds, MPI_Comm comm) {
+  state.a_time = seconds;
+  state.a_bucket = bucket;
+  state.a_call = call;
+  PMPI_Iallreduce(MPI_IN_PLACE, &state.a_time, 1, MPI_DOUBLE, MPI_MAX, comm, &state.a_pending);
+}
+
+bool Runtime::VExploring(const CommState& state, kernels::PatternClass p, int64_t msize) const {
+  const PlanData& plan = *state.plan;
+  const int64_t bucket = SizeBucket(static_cast<double>(msize));
+  if (!plan.v_explores || !AdaptOn(plan) || msize <= 0 || !plan.AlltoallvSource(p).Explores(bucket) ||
+      Learned(plan, Collective::kAlltoallv, p, msize) != nullptr)
+    return false;
+  const auto it = state.adapted.find({static_cast<int>(Collective::kAlltoallv), static_cast<int>(p), bucket});
+  return it == state.adapted.end() || it->second->explorer.state() == Explorer::State::kExploring;
 }
 
 void Runtime::FinishAgreement(CommState& state) {
@@ -556,16 +593,17 @@ void Runtime::FinishAgreement(CommState& state) {
   state.a_bucket->explorer.Record(state.a_call, state.a_time);
 }
 
-Runtime::CommState::Adapted* Runtime::AdaptedBucket(CommState& state, Collective c, int64_t msize,
-                                                    const kernels::KernelInfo* table_choice) {
+Runtime::CommState::Adapted* Runtime::AdaptedBucket(CommState& state, Collective c, kernels::PatternClass p,
+                                                    int64_t msize, const kernels::KernelInfo* table_choice) {
   // Calls that move nothing are not worth a choice.
-  if (!config_.adapt || state.size < 2 || msize <= 0 || state.holder.context().private_comm == MPI_COMM_NULL)
+  if (!AdaptOn(*state.plan) || state.size < 2 || msize <= 0 || state.holder.context().private_comm == MPI_COMM_NULL)
     return nullptr;
-  const v1::DecisionSource source = state.plan->sources[Index(c)].source;
-  if (source == v1::DECISION_SOURCE_TUNED || source == v1::DECISION_SOURCE_FORCED) return nullptr;
-  FinishAgreement(state);
   const int64_t bucket = SizeBucket(static_cast<double>(msize));
-  auto& slot = state.adapted[{static_cast<int>(c), bucket}];
+  const TableSource& source =
+      c == Collective::kAlltoallv ? state.plan->AlltoallvSource(p) : state.plan->sources[Index(c)];
+  if (!source.Explores(bucket)) return nullptr;
+  FinishAgreement(state);
+  auto& slot = state.adapted[{static_cast<int>(c), static_cast<int>(p), bucket}];
   if (!slot) {
     // Candidates: the table's choice, then the model's next best (tuner/explore.h).
     std::vector<const kernels::KernelInfo*> ks = {Native(c)};
@@ -575,8 +613,11 @@ Runtime::CommState::Adapted* Runtime::AdaptedBucket(CommState& state, Collective
       ks.push_back(k);
     std::vector<std::string> names;
     for (size_t i = 1; i < ks.size(); ++i) names.emplace_back(ks[i]->name);
+    ExploreRule rule;
+    if (auto it = source.expected_calls.find(bucket); it != source.expected_calls.end())
+      rule.expected_calls = it->second;
     slot = std::make_unique<CommState::Adapted>(CommState::Adapted{
-        c, bucket, Explorer(std::move(names), table_choice != Native(c) ? 1 : 0, ExploreRule{}), std::move(ks), 0});
+        c, p, bucket, Explorer(std::move(names), table_choice != Native(c) ? 1 : 0, rule), std::move(ks), 0});
   }
   return slot.get();
 }
@@ -595,6 +636,8 @@ void Runtime::Retire(CommState& state) {
     v1::AdaptedBucket& a = out.emplace_back();
     a.set_collective(*v1::ParseCollectiveName(kernels::CollectiveName(b->collective)));
     a.set_size_bucket(b->size_bucket);
+    if (b->collective == Collective::kAlltoallv)
+      a.set_pattern(*v1::ParsePatternName(kernels::PatternClassName(b->pattern)));
     a.set_comm_size(state.size);
     a.set_comm_ranks_per_node(std::max(1, state.ranks_per_node));
     a.set_plan_id(state.plan->plan_id);
@@ -835,10 +878,9 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   const auto [msize, bytes] = FixedSizes(a, state->size);
   const kernels::KernelInfo* k = Choose(state->plan->tables[Index(c)], msize);
   // A bucket production jobs learned runs what they learned, unexplored.
-  bool learned = false;
-  if (const auto& l = state->plan->learned[Index(c)]; config_.adapt && !l.empty())
-    if (auto it = l.find(SizeBucket(static_cast<double>(msize))); it != l.end()) k = it->second, learned = true;
-  CommState::Adapted* bucket = learned ? nullptr : AdaptedBucket(*state, c, msize, k);
+  const kernels::KernelInfo* learned = Learned(*state->plan, c, kernels::PatternClass::kUniform, msize);
+  if (learned != nullptr) k = learned;
+  CommState::Adapted* bucket = learned ? nullptr : AdaptedBucket(*state, c, kernels::PatternClass::kUniform, msize, k);
   if (bucket == nullptr)
     return Run(*state, c, k, a, msize, bytes, state->contexts[Index(c)], CallStats::kNoPattern, call_native, run);
   // Every rank asks its bucket's Explorer, on the same agreed times: the
@@ -847,11 +889,7 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   double seconds = 0;
   const int rc = Run(*state, c, bucket->kernels[static_cast<size_t>(bucket->explorer.Next(call))], a, msize, bytes,
                      state->contexts[Index(c)], CallStats::kNoPattern, call_native, run, &seconds);
-  state->a_time = seconds;
-  state->a_bucket = bucket;
-  state->a_call = call;
-  PMPI_Iallreduce(MPI_IN_PLACE, &state->a_time, 1, MPI_DOUBLE, MPI_MAX, state->holder.context().CommFor(a.comm),
-                  &state->a_pending);
+  AgreeTime(*state, bucket, call, seconds, state->holder.context().CommFor(a.comm));
   return rc;
 }
 
@@ -896,17 +934,28 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   const kernels::KernelInfo* k = plan.tables[Index(Collective::kAlltoallv)][0].kernel;
   int64_t msize = n > 1 ? mine.bytes / (n - 1) : 0, bytes = mine.bytes * n;
   constexpr int kWords = kernels::PatternFeatures::kWords;
-  const MPI_Comm comm = plan.v_agree && n > 1 ? state->holder.context().CommFor(a.comm) : MPI_COMM_NULL;
+  // Adaptation needs every call of an exploring bucket agreed, so that
+  // every rank's Explorer counts the same calls.
+  const bool adapting = plan.v_explores && AdaptOn(plan);
+  const MPI_Comm comm = (plan.v_agree || adapting) && n > 1 ? state->holder.context().CommFor(a.comm) : MPI_COMM_NULL;
+  // Whether an outcome runs native for good: the learned kernel of its
+  // bucket, else its table's, is native, and its bucket does not explore.
+  auto runs_native = [&](const VOutcome& o) {
+    const kernels::KernelInfo* learned = Learned(plan, Collective::kAlltoallv, o.pattern, o.msize);
+    return (learned ? learned : o.kernel) == native_kernel && !VExploring(*state, o.pattern, o.msize);
+  };
   if (comm != MPI_COMM_NULL && state->v_pending != MPI_REQUEST_NULL) {
     // The previous call's deferred agreement: whether this call defers too.
     PMPI_Wait(&state->v_pending, MPI_STATUS_IGNORE);
     const VOutcome last = Outcome(plan, state->v_words.data(), n);
-    state->v_backoff.Deferred(last.kernel == native_kernel);
+    state->v_backoff.Deferred(runs_native(last));
     state->v_pattern = last.pattern;
     state->v_msize = last.msize;
     state->v_bytes = last.bytes;
   }
   std::optional<kernels::PatternClass> pattern;
+  CommState::Adapted* bucket = nullptr;  // The bucket the call explores in.
+  int64_t call = 0;                      // Its call's number there.
   using Action = AgreementBackoff::Action;
   const Action action = comm != MPI_COMM_NULL ? state->v_backoff.Next() : Action::kAgree;
   if (comm != MPI_COMM_NULL && action != Action::kAgree) {
@@ -938,7 +987,13 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     k = now.kernel;
     msize = state->v_msize = now.msize;
     bytes = state->v_bytes = now.bytes;
-    state->v_backoff.Agreed(k == native_kernel);
+    state->v_backoff.Agreed(runs_native(now));
+    // A bucket production jobs learned runs what they learned; one that
+    // explores runs what its Explorer says, the same on every rank.
+    if (const kernels::KernelInfo* learned = Learned(plan, Collective::kAlltoallv, now.pattern, now.msize))
+      k = learned;
+    else if (adapting && (bucket = AdaptedBucket(*state, Collective::kAlltoallv, now.pattern, now.msize, k)))
+      k = bucket->kernels[static_cast<size_t>(bucket->explorer.Next(call = bucket->calls++))];
     if (IsL3(k) && (words[kWords] > 0 || state->v_kernel != k)) {
       // Every rank takes this branch together: the plan of the new sizes.
       if (state->holder.SetAlltoallvPlanFor(a, k->name) != MPI_SUCCESS) state->holder.ClearAlltoallvPlan();
@@ -960,8 +1015,15 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   const kernels::PatternClass counted = pattern                 ? *pattern
                                         : comm != MPI_COMM_NULL ? state->v_pattern
                                                                 : kernels::ClassifyRow(mine, n);
-  return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, state->v_contexts[static_cast<size_t>(counted)],
-             static_cast<int>(counted), native, kernels::RunAlltoallv);
+  if (bucket == nullptr)
+    return Run(*state, Collective::kAlltoallv, k, a, msize, bytes, state->v_contexts[static_cast<size_t>(counted)],
+               static_cast<int>(counted), native, kernels::RunAlltoallv);
+  double seconds = 0;
+  const int rc =
+      Run(*state, Collective::kAlltoallv, k, a, msize, bytes, state->v_contexts[static_cast<size_t>(counted)],
+          static_cast<int>(counted), native, kernels::RunAlltoallv, &seconds);
+  AgreeTime(*state, bucket, call, seconds, comm);
+  return rc;
 }
 
 void Runtime::Stop() {
@@ -1046,6 +1108,7 @@ void Runtime::Finish() {
   j["adapt"] = nlohmann::json::array();
   for (const v1::AdaptedBucket& a : adapted_) {
     nlohmann::json e = {{"collective", std::string(v1::CollectiveName(a.collective()))},
+                        {"pattern", a.collective() == v1::COLLECTIVE_ALLTOALLV ? v1::PatternName(a.pattern()) : ""},
                         {"size_bucket", a.size_bucket()},
                         {"comm_size", a.comm_size()},
                         {"calls", a.calls()},

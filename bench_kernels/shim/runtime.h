@@ -61,8 +61,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -88,6 +90,15 @@ void CollectivePeers(MPI_Comm comm, int* n, int* me);
 struct TableSource {
   v1::DecisionSource source = v1::DECISION_SOURCE_DEFAULT;
   int tuned_nprocs = 0, tuned_ranks_per_node = 0;
+  // In-job adaptation (GetPlan's TableAdaptation): the table is not trusted
+  // here, so every size bucket explores (a table the plan did not list is
+  // not trusted either); the noisy buckets, which explore anyway; and the
+  // calls per job production jobs made in each bucket.
+  bool explore = true;
+  std::set<int64_t> noisy_buckets;
+  std::map<int64_t, int64_t> expected_calls;
+
+  bool Explores(int64_t bucket) const { return explore || noisy_buckets.contains(bucket); }
 };
 
 // What a communicator runs, shared by communicators with the same ranks.
@@ -104,9 +115,14 @@ struct PlanData {
   std::array<TableSource, 3> sources;
   std::array<TableSource, kernels::kPatternClassCount> pattern_sources;
   // What production jobs learned (GetPlan's learned), per collective: the
-  // kernel of each size bucket; used with TOPOTUNE_ADAPT, instead of the
-  // table and without exploring.
-  std::array<std::map<int64_t, const kernels::KernelInfo*>, 3> learned;
+  // kernel of each (pattern class, size bucket), the class uniform but for
+  // alltoallv; used with adaptation on, instead of the table and without
+  // exploring.
+  std::array<std::map<std::pair<int, int64_t>, const kernels::KernelInfo*>, 3> learned;
+  // The site turned adaptation off (GetPlanResponse.adaptation_off).
+  bool adaptation_off = false;
+  // Some alltoallv class's table explores some bucket.
+  bool v_explores = false;
   // Alltoallv calls agree on their class and size (see the header comment),
   // and some table names an *_l3 kernel.
   bool v_agree = false, v_any_l3 = false;
@@ -208,19 +224,20 @@ class Runtime {
     std::array<int, kernels::kPatternClassCount> v_contexts{CallStats::kNoContext, CallStats::kNoContext,
                                                             CallStats::kNoContext};
 
-    // In-job adaptation (TOPOTUNE_ADAPT): per (collective, size bucket) of
-    // a table not tuned on this layout, its Explorer and kernels (index 0
+    // In-job adaptation: per (collective, pattern class, size bucket) of a
+    // table not trusted on this layout, its Explorer and kernels (index 0
     // native), and the time agreement of the last adapted call in flight
     // (its slowest rank's time, a PMPI_Iallreduce completed at the next
     // adapted call on this communicator).
     struct Adapted {
       kernels::Collective collective;
+      kernels::PatternClass pattern;  // Uniform but for alltoallv.
       int64_t size_bucket = 0;
       Explorer explorer;
       std::vector<const kernels::KernelInfo*> kernels;
       int64_t calls = 0;
     };
-    std::map<std::pair<int, int64_t>, std::unique_ptr<Adapted>> adapted;
+    std::map<std::tuple<int, int, int64_t>, std::unique_ptr<Adapted>> adapted;
     MPI_Request a_pending = MPI_REQUEST_NULL;
     double a_time = 0;
     Adapted* a_bucket = nullptr;
@@ -263,14 +280,26 @@ class Runtime {
   template <typename Args, typename NativeFn, typename RunFn>
   int Run(CommState& state, kernels::Collective c, const kernels::KernelInfo* k, const Args& a, int64_t msize,
           int64_t bytes, int context, int pattern, NativeFn native, RunFn run, double* seconds_out = nullptr);
-  // Whether `plan` has a table that adaptation explores (not tuned on the
-  // layout, nor forced), with adaptation on.
+  // Whether adaptation is on for `plan`: rank 0's TOPOTUNE_ADAPT, else the
+  // site's setting (on unless the plan says it is off).
+  bool AdaptOn(const PlanData& plan) const { return config_.adapt.value_or(!plan.adaptation_off); }
+  // Whether `plan` has a table that adaptation explores, with adaptation on.
   bool Adapts(const PlanData& plan) const;
-  // The bucket a call of `c` at `msize` explores in, or null; completes the
-  // communicator's time agreement in flight first. `table_choice` is the
-  // kernel the table gives the call.
-  CommState::Adapted* AdaptedBucket(CommState& state, kernels::Collective c, int64_t msize,
+  // The kernel production jobs learned for the bucket of a call of `c` at
+  // `msize` in class `p`, with adaptation on and the bucket explored; else null.
+  const kernels::KernelInfo* Learned(const PlanData& plan, kernels::Collective c, kernels::PatternClass p,
+                                     int64_t msize) const;
+  // The bucket a call of `c` at `msize` (class `p`) explores in, or null;
+  // completes the communicator's time agreement in flight first.
+  // `table_choice` is the kernel the table gives the call.
+  CommState::Adapted* AdaptedBucket(CommState& state, kernels::Collective c, kernels::PatternClass p, int64_t msize,
                                     const kernels::KernelInfo* table_choice);
+  // Whether an agreed alltoallv call of class `p` at `msize` still explores
+  // (its bucket is new or exploring): then the next calls agree too.
+  bool VExploring(const CommState& state, kernels::PatternClass p, int64_t msize) const;
+  // Starts the agreement of the slowest rank's time of `bucket`'s call
+  // `call`, which took `seconds` here.
+  static void AgreeTime(CommState& state, CommState::Adapted* bucket, int64_t call, double seconds, MPI_Comm comm);
   // Completes state's time agreement in flight and gives it to its bucket.
   static void FinishAgreement(CommState& state);
   // Before a state goes: its buckets' findings into adapted_.

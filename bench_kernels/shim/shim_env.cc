@@ -38,7 +38,13 @@ ShimConfig ConfigFromEnv(const GetEnv& getenv) {
   };
   boolean("TOPOTUNE_DISABLE", &c.disabled);
   boolean("TOPOTUNE_REPORT", &c.report);
-  boolean("TOPOTUNE_ADAPT", &c.adapt);
+  if (std::string v = Value(getenv, "TOPOTUNE_ADAPT"); !v.empty()) {
+    if (bool adapt = false; ParseBool(v, &adapt))
+      c.adapt = adapt;
+    else
+      c.problems.push_back(fmt::format(
+          "TOPOTUNE_ADAPT='{}' is not 1 or 0 (nor true/false, yes/no, on/off); using the site's setting", v));
+  }
   if (std::string v = Value(getenv, "TOPOTUNE_SERVER"); !v.empty()) c.server = v;
   if (std::string v = Value(getenv, "TOPOTUNE_TIMEOUT_MS"); !v.empty()) {
     int ms = 0;

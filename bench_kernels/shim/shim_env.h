@@ -14,11 +14,13 @@
 //                          run this kernel (registry name) for every size and
 //                          communicator, whatever the tables say
 //   TOPOTUNE_REPORT=0      no ReportJob at MPI_Finalize
-//   TOPOTUNE_ADAPT=1       in-job adaptation (tuner/explore.h) of the
-//                          alltoall and allgather buckets whose table is not
-//                          tuned on the communicator's layout (default 0
-//                          until the job's findings are reported and kept);
-//                          rank 0's value counts
+//   TOPOTUNE_ADAPT=0       no in-job adaptation (tuner/explore.h) of the
+//                          alltoall, allgather and alltoallv size buckets
+//                          whose table is not trusted at the communicator's
+//                          layout; =1 adapts even where the site turned it
+//                          off (topotuned.yaml adaptation.enabled); unset:
+//                          the site's setting, on by default. Rank 0's
+//                          value counts
 //   TOPOTUNE_HOSTNAME      this rank's host as the topology names it
 //                          (default: MPI_Get_processor_name)
 //   TOPOTUNE_JOB_ID        the job's id for the daemon (default SLURM_JOB_ID)
@@ -46,6 +48,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,7 +64,7 @@ struct ShimConfig {
   // Indexed by kernels::Collective: the forced algorithm, or "".
   std::array<std::string, 3> force;
   bool report = true;
-  bool adapt = false;
+  std::optional<bool> adapt;  // TOPOTUNE_ADAPT; unset: the site's setting.
   std::string hostname;
   std::string job_id;
   std::string stats_file;

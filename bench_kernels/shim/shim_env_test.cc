@@ -23,7 +23,7 @@ TEST(ShimEnv, DefaultsWithNothingSet) {
   EXPECT_EQ(c.timeout_ms, 2000);
   EXPECT_EQ(c.log, LogLevel::kWarn);
   EXPECT_TRUE(c.report);
-  EXPECT_FALSE(c.adapt);
+  EXPECT_FALSE(c.adapt.has_value());  // The site's setting.
   for (const std::string& f : c.force) EXPECT_EQ(f, "");
   EXPECT_TRUE(c.problems.empty());
 }
@@ -49,7 +49,7 @@ TEST(ShimEnv, ReadsEverySetting) {
   EXPECT_EQ(c.force[1], "greedy_phased_l3");
   EXPECT_EQ(c.force[2], "ring");
   EXPECT_FALSE(c.report);
-  EXPECT_TRUE(c.adapt);
+  EXPECT_EQ(c.adapt, std::optional<bool>(true));
   EXPECT_EQ(c.hostname, "h7");
   EXPECT_EQ(c.job_id, "4242");
   EXPECT_EQ(c.stats_file, "/tmp/s-%r.json");
@@ -74,6 +74,11 @@ TEST(ShimEnv, BadValuesAreReportedAndTheDefaultsKept) {
   EXPECT_NE(c.problems[3].find("valid algorithms for alltoall"), std::string::npos) << c.problems[3];
   EXPECT_NE(c.problems[4].find("TOPOTUNE_FORCE_ALLGATHER='pairwise'"), std::string::npos) << c.problems[4];
   EXPECT_EQ(From({{"TOPOTUNE_TIMEOUT_MS", "0"}}).problems.size(), 1u);
+  ShimConfig adapt = From({{"TOPOTUNE_ADAPT", "sometimes"}});
+  EXPECT_FALSE(adapt.adapt.has_value());  // The site's setting stands.
+  ASSERT_EQ(adapt.problems.size(), 1u);
+  EXPECT_NE(adapt.problems[0].find("TOPOTUNE_ADAPT='sometimes'"), std::string::npos) << adapt.problems[0];
+  EXPECT_EQ(From({{"TOPOTUNE_ADAPT", "0"}}).adapt, std::optional<bool>(false));
 }
 
 TEST(ShimEnv, TestThrowIsACountOfCalls) {

@@ -214,29 +214,35 @@ StatusOr<Config> ParseConfig(const std::string& text, const std::string& source)
       {"candidate_timeout", Seconds(&t.candidate_timeout_s, 0, 86400)},
       {"slow_warmup_factor", Number<double>(&t.slow_warmup_factor, 0, 1000)},
   };
-  Status s = r.Map(root, "",
-                   {
-                       {"listen", Str(&c.listen)},
-                       {"metrics_listen", Str(&c.metrics_listen)},
-                       {"database", Str(&c.database)},
-                       {"tls_cert", Str(&c.tls_cert)},
-                       {"tls_key", Str(&c.tls_key)},
-                       {"token_file", Str(&c.token_file)},
-                       {"max_concurrent_rpcs", Number<int>(&c.max_concurrent_rpcs, 1, 100000)},
-                       {"max_message_size", Bytes(&c.max_message_bytes, 4096, 1 << 30)},
-                       {"topology_file", Str(&c.topology_file)},
-                       {"hosts_file", Str(&c.hosts_file)},
-                       {"plan_cache_size", Bytes(&c.plan_cache_bytes, 0, 1LL << 40)},
-                       {"plan_compile_max_size", Bytes(&c.plan_compile_max_bytes, 0, 1LL << 40)},
-                       {"plan_compile_cpu", Seconds(&c.plan_compile_cpu_s, 0.01, 86400)},
-                       {"plan_compiles", Number<int>(&c.plan_compiles, 1, 64)},
-                       {"plan_gzip", Bool(&c.plan_gzip)},
-                       {"reflection", Bool(&c.reflection)},
-                       {"agent_timeout", Seconds(&c.agent_timeout_s, 1, 86400)},
-                       {"log_level", Str(&c.log_level)},
-                       {"discovery", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "discovery", discovery)); }},
-                       {"tuning", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "tuning", tuning)); }},
-                   });
+  std::map<std::string, Reader::Handler> adaptation = {
+      {"enabled", Bool(&c.adaptation.enabled)},
+      {"nearest_distance", Number<double>(&c.adaptation.nearest_distance, 0, 64)},
+  };
+  Status s =
+      r.Map(root, "",
+            {
+                {"listen", Str(&c.listen)},
+                {"metrics_listen", Str(&c.metrics_listen)},
+                {"database", Str(&c.database)},
+                {"tls_cert", Str(&c.tls_cert)},
+                {"tls_key", Str(&c.tls_key)},
+                {"token_file", Str(&c.token_file)},
+                {"max_concurrent_rpcs", Number<int>(&c.max_concurrent_rpcs, 1, 100000)},
+                {"max_message_size", Bytes(&c.max_message_bytes, 4096, 1 << 30)},
+                {"topology_file", Str(&c.topology_file)},
+                {"hosts_file", Str(&c.hosts_file)},
+                {"plan_cache_size", Bytes(&c.plan_cache_bytes, 0, 1LL << 40)},
+                {"plan_compile_max_size", Bytes(&c.plan_compile_max_bytes, 0, 1LL << 40)},
+                {"plan_compile_cpu", Seconds(&c.plan_compile_cpu_s, 0.01, 86400)},
+                {"plan_compiles", Number<int>(&c.plan_compiles, 1, 64)},
+                {"plan_gzip", Bool(&c.plan_gzip)},
+                {"reflection", Bool(&c.reflection)},
+                {"agent_timeout", Seconds(&c.agent_timeout_s, 1, 86400)},
+                {"log_level", Str(&c.log_level)},
+                {"discovery", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "discovery", discovery)); }},
+                {"tuning", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "tuning", tuning)); }},
+                {"adaptation", [&](const YAML::Node& n) { return r.Nested(r.Map(n, "adaptation", adaptation)); }},
+            });
   if (!s.ok()) return s;
   for (const std::string& size : t.sizes)
     if (!ParseBytes(size))

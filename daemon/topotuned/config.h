@@ -96,6 +96,16 @@ struct TuningConfig {
 // its point aborts the job); 0 when candidate_timeout_s is 0.
 double CandidateLimit(const TuningConfig& t);
 
+// In-job adaptation by libtopotune-mpi (tuner/explore.h), as GetPlan tells
+// the library (TableAdaptation, GetPlanResponse.adaptation_off).
+struct AdaptationConfig {
+  // Off: the library adapts only in jobs that ask for it (TOPOTUNE_ADAPT=1).
+  bool enabled = true;
+  // A nearest table further than this from the job's layout (tuner/demand.h
+  // LayoutDistance: 1 is twice or half the ranks) is explored like native's.
+  double nearest_distance = 1;
+};
+
 struct Config {
   std::string source;                             // The file loaded, or "(defaults)".
   std::string listen = "127.0.0.1:50051";         // gRPC.
@@ -109,6 +119,7 @@ struct Config {
   std::string hosts_file;     // Host MACs for discovery, besides what agents report.
   DiscoveryConfig discovery;
   TuningConfig tuning;
+  AdaptationConfig adaptation;
   int64_t plan_cache_bytes = 256 << 20;
   // A plan estimated (EstimatePlan) to hold more is not compiled: GetPlan
   // refuses it when forced, and omits its programs when a decision table

@@ -37,6 +37,8 @@ TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
   EXPECT_TRUE(c->discovery.exclude_switches.empty());
   EXPECT_EQ(c->discovery.data_vlan, 0);
   EXPECT_EQ(c->tuning.race, d->tuning.race);
+  EXPECT_EQ(c->adaptation.enabled, d->adaptation.enabled);
+  EXPECT_EQ(c->adaptation.nearest_distance, d->adaptation.nearest_distance);
   EXPECT_EQ(c->tuning.candidate_timeout_s, d->tuning.candidate_timeout_s);
   EXPECT_EQ(c->tuning.slow_warmup_factor, d->tuning.slow_warmup_factor);
 }
@@ -44,6 +46,22 @@ TEST(Config, TheDocumentedExampleIsValidAndHoldsTheDefaults) {
 // Racing and the per-candidate limits: on by default; the candidate limit
 // is at most half of point_timeout, and a slow-warm-up factor below 1 would
 // drop candidates faster than native.
+TEST(Config, AdaptationIsOnByDefaultAndASiteCanTurnItOff) {
+  auto d = ParseConfig("", "t.yaml");
+  EXPECT_TRUE(d->adaptation.enabled);
+  EXPECT_DOUBLE_EQ(d->adaptation.nearest_distance, 1);
+  auto off = ParseConfig("adaptation:\n  enabled: false\n  nearest_distance: 0.5\n", "t.yaml");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE(off->adaptation.enabled);
+  EXPECT_DOUBLE_EQ(off->adaptation.nearest_distance, 0.5);
+  auto bad = ParseConfig("adaptation:\n  nearest_distance: -1\n", "t.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("adaptation.nearest_distance"), std::string::npos) << bad.status().message();
+  auto typo = ParseConfig("adaptation:\n  enable: false\n", "t.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("enable"), std::string::npos) << typo.status().message();
+}
+
 TEST(Config, RacingAndCandidateLimits) {
   auto d = ParseConfig("", "t.yaml");
   ASSERT_TRUE(d.ok());

@@ -1,6 +1,7 @@
 #include "daemon/topotuned/core.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
@@ -449,6 +450,28 @@ std::shared_ptr<const Core::Decisions> Core::DecisionsOf(int64_t version) {
   return d;
 }
 
+std::shared_ptr<const Core::ExpectedCalls> Core::ExpectedCallsNow() {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (expected_calls_ && now - expected_calls_->read_at < std::chrono::minutes(1)) return expected_calls_;
+  }
+  auto e = std::make_shared<ExpectedCalls>();
+  e->read_at = now;
+  auto totals = store_.Demand(std::chrono::hours(24 * 30));
+  if (!totals.ok()) {
+    spdlog::error("reading the demand for plans: {}", totals.status().message());
+    return e;  // Not cached: the next request tries again.
+  }
+  for (const db::DemandCellTotals& c : totals->cells)
+    if (c.jobs > 0)
+      e->calls_per_job[{c.collective, c.nprocs, c.ranks_per_node, c.pattern, c.size_bucket}] =
+          std::max<int64_t>(1, c.calls / c.jobs);
+  std::lock_guard lock(mu_);
+  expected_calls_ = e;
+  return e;
+}
+
 void Core::DecisionsChanged(int64_t version) {
   {
     std::lock_guard lock(mu_);
@@ -527,6 +550,8 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
   std::string identity = fmt::format("{} {:016x}", topo->stored.version, placement_hash);
   std::optional<RankTree> tree;                              // Built once, when a ring order is needed.
   std::optional<std::vector<db::LearnedChoiceRow>> learned;  // Read once, when a table is not tuned.
+  std::shared_ptr<const ExpectedCalls> expected;             // Likewise.
+  resp->set_adaptation_off(!config_.adaptation.enabled);
   for (int c : req.collectives()) {
     auto collective = static_cast<v1::Collective>(c);
     std::string name(v1::CollectiveName(collective));
@@ -548,6 +573,48 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       return d.key.nprocs == nprocs && d.key.ranks_per_node == rpn ? v1::DECISION_SOURCE_TUNED
                                                                    : v1::DECISION_SOURCE_NEAREST;
     };
+    // One table's TableAdaptation (the decision `d` it came from, null when
+    // forced or default), and the learned choices of the buckets it explores
+    // into `plan`; both enter the plan's identity.
+    auto adapt = [&](const db::StoredDecision* d, v1::DecisionSource source, std::string_view pattern,
+                     v1::TableAdaptation* out, v1::CollectivePlan* into) {
+      if (source == v1::DECISION_SOURCE_FORCED) return;
+      out->set_explore(
+          source == v1::DECISION_SOURCE_DEFAULT ||
+          (source == v1::DECISION_SOURCE_NEAREST && d &&
+           LayoutDistance(nprocs, rpn, d->key.nprocs, d->key.ranks_per_node) > config_.adaptation.nearest_distance));
+      std::set<int64_t> noisy;
+      if (d)
+        for (const SizeChoice& choice : d->choices)
+          if (choice.noisy) noisy.insert(SizeBucket(choice.msize));
+      for (int64_t b : noisy) out->add_noisy_buckets(b);
+      if (!out->explore() && noisy.empty()) return;
+      if (!expected) expected = ExpectedCallsNow();
+      for (const auto& [key, calls] : expected->calls_per_job) {
+        const auto& [cell_collective, cell_nprocs, cell_rpn, cell_pattern, bucket] = key;
+        if (cell_collective != name || cell_nprocs != nprocs || cell_rpn != rpn || cell_pattern != pattern) continue;
+        v1::BucketCalls* e = out->add_expected_calls();
+        e->set_size_bucket(bucket);
+        e->set_calls_per_job(calls);
+      }
+      if (!learned) {
+        auto rows = store_.Learned(topo->stored.version);
+        learned = rows.ok() ? std::move(*rows) : std::vector<db::LearnedChoiceRow>{};
+      }
+      for (const db::LearnedChoiceRow& l : *learned) {
+        if (l.collective != name || l.nprocs != nprocs || l.ranks_per_node != rpn || l.pattern != pattern ||
+            !RunsWithoutPlan(name, l.algorithm) || (!out->explore() && !noisy.contains(l.size_bucket)))
+          continue;
+        v1::LearnedChoice* lc = into->add_learned();
+        lc->set_size_bucket(l.size_bucket);
+        lc->set_algorithm(l.algorithm);
+        lc->set_jobs(l.jobs);
+        lc->set_ratio(l.ratio);
+        if (!pattern.empty()) lc->set_pattern(*v1::ParsePatternName(pattern));
+        identity += fmt::format(" learned {}{}:{}", pattern, l.size_bucket, l.algorithm);
+      }
+      identity += fmt::format(" adapt {} {}", out->explore(), fmt::join(noisy, ","));
+    };
     const bool classes = name == "alltoallv";
     const db::StoredDecision* best = nearest(classes ? kPatternClasses[0] : "");
     std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
@@ -566,10 +633,17 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
     }
     if (classes && forced == req.force().end()) {
       for (size_t k = 1; k < kPatternClasses.size(); ++k) {
+        // Every class, so that a class not tuned anywhere carries its
+        // adaptation (DEFAULT, native's table).
         const db::StoredDecision* d = nearest(kPatternClasses[k]);
-        if (!d) continue;
         v1::PatternTable* pt = plan->add_pattern_tables();
         pt->set_pattern(*v1::ParsePatternName(kPatternClasses[k]));
+        if (!d) {
+          pt->set_source(v1::DECISION_SOURCE_DEFAULT);
+          TableToProto({{0, INFINITY, "native"}}, pt->mutable_table());
+          identity += fmt::format(" {} default", kPatternClasses[k]);
+          continue;
+        }
         pt->set_source(source_of(*d));
         pt->set_tuned_nprocs(d->key.nprocs);
         pt->set_tuned_ranks_per_node(d->key.ranks_per_node);
@@ -578,25 +652,13 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
         for (const DecisionRange& r : d->table) identity += fmt::format(" {}:{}", WholeBytes(r.min_msize), r.algorithm);
       }
     }
-    // What production jobs of this layout learned where it is not tuned:
-    // native or kernels that need no plan.
-    if (!classes && plan->source() != v1::DECISION_SOURCE_TUNED && plan->source() != v1::DECISION_SOURCE_FORCED) {
-      if (!learned) {
-        auto rows = store_.Learned(topo->stored.version);
-        learned = rows.ok() ? std::move(*rows) : std::vector<db::LearnedChoiceRow>{};
-      }
-      for (const db::LearnedChoiceRow& l : *learned) {
-        if (l.collective != name || l.nprocs != nprocs || l.ranks_per_node != rpn ||
-            !RunsWithoutPlan(name, l.algorithm))
-          continue;
-        v1::LearnedChoice* lc = plan->add_learned();
-        lc->set_size_bucket(l.size_bucket);
-        lc->set_algorithm(l.algorithm);
-        lc->set_jobs(l.jobs);
-        lc->set_ratio(l.ratio);
-        identity += fmt::format(" learned {}:{}", l.size_bucket, l.algorithm);
-      }
-    }
+    // Where the library explores each table, and what production jobs of
+    // this layout learned there (native or kernels that need no plan).
+    adapt(forced != req.force().end() ? nullptr : best, plan->source(), classes ? kPatternClasses[0] : "",
+          plan->mutable_adaptation(), plan);
+    for (v1::PatternTable& pt : *plan->mutable_pattern_tables())
+      adapt(nearest(v1::PatternName(pt.pattern())), pt.source(), v1::PatternName(pt.pattern()), pt.mutable_adaptation(),
+            plan);
     TableToProto(table, plan->mutable_table());
     identity += fmt::format(" {}", name);
     for (const DecisionRange& r : table) identity += fmt::format(" {}:{}", WholeBytes(r.min_msize), r.algorithm);
@@ -1062,6 +1124,7 @@ grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobRespo
     l.collective = std::string(v1::CollectiveName(b.collective()));
     l.nprocs = b.comm_size();
     l.ranks_per_node = b.comm_ranks_per_node();
+    l.pattern = b.collective() == v1::COLLECTIVE_ALLTOALLV ? std::string(v1::PatternName(b.pattern())) : "";
     l.size_bucket = b.size_bucket();
     l.settled = b.settled();
     l.choice = b.choice();
@@ -1081,6 +1144,10 @@ grpc::Status Core::ReportJob(const v1::ReportJobRequest& req, v1::ReportJobRespo
   // store keys reports by a non-empty id, so such reports share one.
   auto id = store_.AddJobReport(req.job_id().empty() ? "(none)" : req.job_id(), json, entries, learned);
   if (!id.ok()) return ToGrpc(id.status());
+  {
+    std::lock_guard lock(mu_);
+    expected_calls_ = nullptr;  // The next plan counts this job's calls.
+  }
   resp->set_accepted(req.stats_size());
   return grpc::Status::OK;
 }

@@ -131,10 +131,19 @@ class Core {
     v1::AgentState state = v1::AGENT_STATE_IDLE;
   };
   struct Decisions;  // The decision tables of one version, for GetPlan.
+  // Production jobs' calls per job by demand cell (collective, nprocs,
+  // ranks per node, pattern, size bucket), for GetPlan's TableAdaptation.
+  struct ExpectedCalls {
+    std::map<std::tuple<std::string, int, int, std::string, int64_t>, int64_t> calls_per_job;
+    std::chrono::steady_clock::time_point read_at;
+  };
 
   void Housekeeping();
   void Publish(std::shared_ptr<const TopologyState> state);
   std::shared_ptr<const Decisions> DecisionsOf(int64_t version);
+  // The demand of the last 30 days as calls per job, read again a minute
+  // after the last read or after a job report.
+  std::shared_ptr<const ExpectedCalls> ExpectedCallsNow();
   // The version a request means: `requested`, or the current one for 0.
   // NOT_FOUND for a version that does not exist, UNAVAILABLE with none yet.
   grpc::Status ResolveVersion(int64_t requested, int64_t* version);
@@ -151,6 +160,7 @@ class Core {
   std::shared_ptr<const TopologyState> topology_;
   std::map<std::string, AgentState> agents_;
   std::shared_ptr<const Decisions> decisions_;
+  std::shared_ptr<const ExpectedCalls> expected_calls_;
   std::string topology_file_stamp_;  // mtime and size when last loaded.
   // The placements of recent plans, by plan id, so that a job's report can
   // be set against the physical bound of its tree (at most kRecentPlans).

@@ -532,6 +532,8 @@ Status CheckAdapted(const Field& f, const v1::AdaptedBucket& b) {
       CheckString(f.Sub("why"), b.why(), 0, TOPOTUNE_LIMIT(kMaxDroppedBytes)),
       CheckCount(f.Sub("candidates"), b.candidates_size(), 0, 8),
       Each(f.Sub("candidates"), b.candidates(), CheckExplored),
+      CheckPattern(f.Sub("pattern"), b.pattern(), b.collective()),
+      b.pattern() == v1::ALLTOALLV_PATTERN_RANDOM ? CheckPatternClass(f.Sub("pattern"), b.pattern()) : Status::Ok(),
   });
 }
 

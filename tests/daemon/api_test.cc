@@ -478,21 +478,49 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   EXPECT_THAT(metrics,
               HasSubstr("topotune_job_collective_seconds_total{collective=\"allgather\",source=\"tuned\"} 0\n"));
 
-  // In-job adaptation's findings: a job of 4 ranks (the nearest layout's
-  // table) settled its 64 KiB alltoall bucket on pairwise; the next job of
-  // that layout gets it in its plan, and decisions show it as learned.
+  // Where the library adapts: the 2 x 1 table is trusted for 4 x 1 (layout
+  // distance 1, the default adaptation.nearest_distance), not for 8 x 1
+  // (distance 2), whose every bucket explores.
+  EXPECT_FALSE(nearest.adaptation_off());
+  EXPECT_FALSE(nearest.plans(0).adaptation().explore());
+  EXPECT_TRUE(Plan({"h0", "h4"}).plans(0).adaptation().noisy_buckets().empty());
+  const std::vector<std::string> hosts8 = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
+  const v1::GetPlanResponse far = Plan(hosts8);
+  EXPECT_EQ(far.plans(0).source(), v1::DECISION_SOURCE_NEAREST);
+  EXPECT_TRUE(far.plans(0).adaptation().explore());
+  EXPECT_EQ(far.plans(0).learned_size(), 0);
+  EXPECT_EQ(far.plans(0).adaptation().expected_calls_size(), 0);  // No job of 8 ranks yet.
+
+  // In-job adaptation's findings: a job of 8 ranks (the nearest layout's
+  // table) settled its 64 KiB alltoall bucket on pairwise in 40 calls; the
+  // next job of that layout gets it in its plan, with the calls per job its
+  // bucket makes, and decisions show it as learned.
   {
     v1::ReportJobRequest adapted;
     adapted.set_job_id("job-3");
-    adapted.set_plan_id(nearest.plan_id());
-    adapted.set_nprocs(4);
+    adapted.set_plan_id(far.plan_id());
+    adapted.set_nprocs(8);
     adapted.set_ranks_per_node(1);
+    v1::CollectiveCallStats* e = adapted.add_stats();
+    e->set_collective(v1::COLLECTIVE_ALLTOALL);
+    e->set_algorithm("pairwise");
+    e->set_msize(65536);
+    e->set_calls(40);
+    e->set_total_bytes(40LL * 65536 * 8 * 7);
+    e->set_total_seconds(0.4);
+    e->set_source(v1::DECISION_SOURCE_NEAREST);
+    e->set_tuned_nprocs(2);
+    e->set_tuned_ranks_per_node(1);
+    e->set_comm_size(8);
+    e->set_comm_ranks_per_node(1);
+    e->set_comm_hosts(8);
+    e->set_plan_id(far.plan_id());
     v1::AdaptedBucket* b = adapted.add_adapted();
     b->set_collective(v1::COLLECTIVE_ALLTOALL);
     b->set_size_bucket(65536);
-    b->set_comm_size(4);
+    b->set_comm_size(8);
     b->set_comm_ranks_per_node(1);
-    b->set_plan_id(nearest.plan_id());
+    b->set_plan_id(far.plan_id());
     b->set_calls(40);
     b->set_exploring_calls(7);
     b->set_extra_seconds(-0.002);
@@ -511,19 +539,23 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
     unsettled->clear_choice();
     auto ca = Context();
     ASSERT_TRUE(admin_->ReportJob(ca.get(), adapted, &reported).ok());
-    v1::GetPlanResponse next = Plan({"h0", "h1", "h4", "h5"});
+    EXPECT_EQ(Plan({"h0", "h1", "h4", "h5"}).plans(0).learned_size(), 0);  // Trusted there: not explored.
+    v1::GetPlanResponse next = Plan(hosts8);
+    ASSERT_EQ(next.plans(0).adaptation().expected_calls_size(), 1);
+    EXPECT_EQ(next.plans(0).adaptation().expected_calls(0).size_bucket(), 65536);
+    EXPECT_EQ(next.plans(0).adaptation().expected_calls(0).calls_per_job(), 40);
     ASSERT_EQ(next.plans(0).learned_size(), 1);
     EXPECT_EQ(next.plans(0).learned(0).size_bucket(), 65536);
     EXPECT_EQ(next.plans(0).learned(0).algorithm(), "pairwise");
     EXPECT_EQ(next.plans(0).learned(0).jobs(), 1);
     EXPECT_DOUBLE_EQ(next.plans(0).learned(0).ratio(), 0.8);
-    EXPECT_NE(next.plan_id(), nearest.plan_id());              // Another plan now.
+    EXPECT_NE(next.plan_id(), far.plan_id());                  // Another plan now.
     EXPECT_EQ(Plan({"h0", "h4"}).plans(0).learned_size(), 0);  // A tuned layout keeps its table.
     v1::ListDecisionsResponse listed;
     auto cl = Context();
     ASSERT_TRUE(admin_->ListDecisions(cl.get(), v1::ListDecisionsRequest(), &listed).ok());
     ASSERT_EQ(listed.learned_size(), 1);
-    EXPECT_EQ(listed.learned(0).nprocs(), 4);
+    EXPECT_EQ(listed.learned(0).nprocs(), 8);
     ASSERT_EQ(listed.learned(0).choices_size(), 1);
     EXPECT_EQ(listed.learned(0).choices(0).algorithm(), "pairwise");
     // A settled bucket without its choice is refused by name.
@@ -548,8 +580,8 @@ TEST_F(ApiTest, RegisterHeartbeatTuneServeExportReport) {
   {                              // And the demand.
     auto c9 = Context();
     ASSERT_TRUE(admin_->ListDemand(c9.get(), v1::ListDemandRequest(), &demand).ok());
-    EXPECT_EQ(demand.num_cells(), 4);
-    EXPECT_DOUBLE_EQ(demand.seconds_at_stake(), 34.25);
+    EXPECT_EQ(demand.num_cells(), 5);  // With job-3's 8 x 1 cell, at stake (nearest at distance 2).
+    EXPECT_DOUBLE_EQ(demand.seconds_at_stake(), 34.65);
   }
   EXPECT_THAT(metrics, HasSubstr("topotune_topology_changes_total 0\n"));
 
@@ -664,10 +696,18 @@ TEST_F(ApiTest, AlltoallvIsTunedAndServedPerPatternClass) {
   const v1::CollectivePlan& a2av = plan.plans(0);
   EXPECT_EQ(a2av.source(), v1::DECISION_SOURCE_TUNED);
   EXPECT_EQ(a2av.table().ranges(0).algorithm(), "linear");
-  ASSERT_EQ(a2av.pattern_tables_size(), 1);  // Sparse was not tuned: the library runs native there.
+  ASSERT_EQ(a2av.pattern_tables_size(), 2);
   EXPECT_EQ(a2av.pattern_tables(0).pattern(), v1::ALLTOALLV_PATTERN_SKEWED);
   EXPECT_EQ(a2av.pattern_tables(0).source(), v1::DECISION_SOURCE_TUNED);
   EXPECT_EQ(a2av.pattern_tables(0).table().ranges(0).algorithm(), "native");
+  EXPECT_FALSE(a2av.pattern_tables(0).adaptation().explore());  // Tuned here: trusted.
+  // Sparse was not tuned: the library runs native there, and explores it.
+  EXPECT_EQ(a2av.pattern_tables(1).pattern(), v1::ALLTOALLV_PATTERN_SPARSE);
+  EXPECT_EQ(a2av.pattern_tables(1).source(), v1::DECISION_SOURCE_DEFAULT);
+  ASSERT_EQ(a2av.pattern_tables(1).table().ranges_size(), 1);
+  EXPECT_EQ(a2av.pattern_tables(1).table().ranges(0).algorithm(), "native");
+  EXPECT_TRUE(a2av.pattern_tables(1).adaptation().explore());
+  EXPECT_FALSE(a2av.adaptation().explore());
   // A forced alltoallv applies to every class: no class tables.
   v1::ForcedAlgorithm* f = plan_req.add_force();
   f->set_collective(v1::COLLECTIVE_ALLTOALLV);

@@ -67,8 +67,10 @@ reports in topotuned's database and its /metrics.
       world communicator's adapted buckets are the same on every rank (calls,
       state, choice, exploring calls, each candidate's pairs and verdict), at
       most half of each bucket's calls explored, and some bucket explored.
+  shim_check.py adapted STATS 0|1
+      The job's stats file lists no adapted bucket (0) or some (1).
   shim_check.py learned LEARNED STATS
-      LEARNED: collective|size bucket|choice lines of topotuned's learned
+      LEARNED: collective|pattern|size bucket|choice lines of topotuned's learned
       table. The job's stats file explored none of those buckets on 4 ranks,
       and its calls in them (4 ranks, 2 per node) ran the learned kernel.
   shim_check.py metrics URL ALGORITHM
@@ -501,7 +503,8 @@ def cmd_adapt(pattern, np):
         stats = load(pattern.replace("%r", str(r)))
         per_rank.append(sorted(
             ((a["collective"], a["size_bucket"], a["comm_size"], a["calls"], a["settled"], a["choice"],
-              a["exploring_calls"], tuple((c["algorithm"], c["pairs"], c["won"], c["left"]) for c in a["candidates"]))
+              a["exploring_calls"], tuple((c["algorithm"], c["pairs"], c["won"], c["left"]) for c in a["candidates"]),
+              a.get("pattern", ""))
              for a in stats.get("adapt", [])), key=repr))
     world = [b for b in per_rank[0] if b[2] == int(np)]
     if not world:
@@ -519,6 +522,14 @@ def cmd_adapt(pattern, np):
     print(f"adapt: {len(world)} world buckets alike on {np} ranks, {explored} exploring calls")
 
 
+def cmd_adapted(stats_path, expected):
+    """Whether the job adapted some bucket (1) or none (0)."""
+    adapt = load(stats_path).get("adapt", [])
+    if bool(adapt) != (expected == "1"):
+        fail(f"expected {'some' if expected == '1' else 'no'} adapted bucket, found {len(adapt)}: {adapt[:2]}")
+    print(f"adapted: {len(adapt)} buckets")
+
+
 def size_bucket(msize):
     return 0 if msize < 1 else 1 << min(62, round(math.log2(msize)))
 
@@ -529,15 +540,15 @@ def cmd_learned(learned_path, stats_path):
     learned = {}
     for line in open(learned_path).read().split("\n"):
         if line.strip():
-            collective, bucket, choice = line.split("|")
-            learned[(collective, int(bucket))] = choice  # The last one stands, as topotuned's.
+            collective, pattern, bucket, choice = line.split("|")
+            learned[(collective, pattern, int(bucket))] = choice  # The last one stands, as topotuned's.
     stats = load(stats_path)
     for a in stats.get("adapt", []):
-        if a["comm_size"] == 4 and (a["collective"], a["size_bucket"]) in learned:
-            fail(f"bucket {a['collective']} {a['size_bucket']} was explored again: {a}")
+        if a["comm_size"] == 4 and (a["collective"], a.get("pattern", ""), a["size_bucket"]) in learned:
+            fail(f"bucket {a['collective']} {a.get('pattern', '')} {a['size_bucket']} was explored again: {a}")
     ran = 0
     for e in stats["stats"]:
-        key = (e["collective"], size_bucket(e["msize"]))
+        key = (e["collective"], e.get("pattern", "") if e["collective"] == "alltoallv" else "", size_bucket(e["msize"]))
         if key in learned and e["comm"]["size"] == 4 and e["comm"]["ranks_per_node"] == 2:
             if e["algorithm"] != learned[key]:
                 fail(f"{key}: ran {e['algorithm']} ({e['calls']} calls), learned {learned[key]}")
@@ -589,7 +600,7 @@ def cmd_rpc_count(url, method):
 def main():
     commands = {"forced": (cmd_forced, 6), "plan": (cmd_plan, (2, 3)), "fault": (cmd_fault, 2),
                 "tuned": (cmd_tuned, 3), "backoff": (cmd_backoff, 2), "native_only": (cmd_native_only, 1), "log": (cmd_log, 3),
-                "report": (cmd_report, 4), "adapt": (cmd_adapt, 2), "learned": (cmd_learned, 2), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
+                "report": (cmd_report, 4), "adapt": (cmd_adapt, 2), "learned": (cmd_learned, 2), "adapted": (cmd_adapted, 2), "waits": (cmd_waits, 2), "init": (cmd_init, 2), "metrics": (cmd_metrics, 2), "rpc_count": (cmd_rpc_count, 2),
                 "nonblocking": (cmd_nonblocking, 2), "internal_errors": (cmd_internal_errors, "3+")}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)

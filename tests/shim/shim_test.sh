@@ -134,15 +134,17 @@
 #                         job stops with exit status 1 before MPI starts.
 #   fortran_faults        fcoll_check (mpif.h) with the daemon down (context
 #                         kernels forced fall back) and with a garbage plan.
-#   adapt                 a real topotuned with nothing tuned and
-#                         TOPOTUNE_ADAPT=1, eight rounds: the data equal the
+#   adapt                 a real topotuned with nothing tuned, eight rounds: the data equal the
 #                         native run's; every rank's stats file shows the same
 #                         buckets explored with the same calls, exploring
 #                         calls, states and choices; at most half of a
 #                         bucket's calls explored, and some bucket explored;
 #                         the settled buckets are kept (table learned, not
 #                         samples), and a second job runs each learned
-#                         bucket's kernel without exploring it.
+#                         bucket's kernel without exploring it. Adaptation
+#                         is on by default; a site's adaptation.enabled:
+#                         false turns it off unless TOPOTUNE_ADAPT=1, and
+#                         TOPOTUNE_ADAPT=0 turns it off.
 #   report_forced         a real topotuned; jobs forcing pairwise and
 #                         tree_scheduled each leave one row in job_reports
 #                         (their plan id and calls; the second's job id from
@@ -203,7 +205,7 @@ wait_for_file() {
 start_daemon() {
   local dir=$work/$1
   mkdir -p "$dir"
-  printf 'log_level: info\n' >"$dir/topotuned.yaml"  # Not /etc/topotune's.
+  printf 'log_level: info\n%s' "${2:-}" >"$dir/topotuned.yaml"  # Not /etc/topotune's.
   "$TOPOTUNED" --config "$dir/topotuned.yaml" --listen 127.0.0.1:0 --port-file "$dir/ports" \
     --database "$dir/db.sqlite" --topology-file "$TOPOLOGY" --metrics-listen 127.0.0.1:0 >"$work/$1.log" 2>&1 &
   daemon_pid=$!
@@ -441,27 +443,42 @@ case $case_name in
     ;;
 
   adapt)
-    # Nothing is tuned: every alltoall and allgather bucket explores. Each
-    # rank writes its own stats file, whose findings must agree.
+    # Nothing is tuned: every alltoall, allgather and alltoallv bucket
+    # explores. Each rank writes its own stats file, whose findings must
+    # agree.
     start_daemon daemon
     mkdir -p "$work/native8"
     run "${mpirun[@]}" "$np_flag" 4 "$COLL_CHECK" --out "$work/native8" --rounds 8
     [[ $status -eq 0 ]] || fail "native run of 8 rounds: exit status $status"
     cc_args=(--rounds 8)
-    job adapt_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1 TOPOTUNE_STATS_FILE="$work/adapt_r%r.stats.json"
+    # Adaptation is on by default.
+    job adapt_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_STATS_FILE="$work/adapt_r%r.stats.json"
     passed adapt_r0 "$work/native8"
     check plan "$stats" ok
     check adapt "$work/adapt_r%r.stats.json" 4
     # What it settled is kept apart from sweep samples, and the next job of
     # the layout starts from it: those buckets run the learned kernel,
     # unexplored.
-    sql "SELECT collective, size_bucket, choice FROM learned WHERE settled = 1 AND nprocs = 4 ORDER BY rowid" \
+    sql "SELECT collective, pattern, size_bucket, choice FROM learned WHERE settled = 1 AND nprocs = 4 ORDER BY rowid" \
       >"$work/learned.txt"
     [[ -s $work/learned.txt ]] || fail "the job settled no bucket of 4 ranks, or topotuned kept none"
     [[ $(sql 'SELECT count(*) FROM samples') -eq 0 ]] || fail "production findings went into the sweep samples"
-    job learned_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1 TOPOTUNE_STATS_FILE="$work/learned_r%r.stats.json"
+    job learned_r0 TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_STATS_FILE="$work/learned_r%r.stats.json"
     passed learned_r0 "$work/native8"
     check learned "$work/learned.txt" "$work/learned_r0.stats.json"
+    # A site that turns adaptation off: no bucket adapts, unless the job
+    # asks (TOPOTUNE_ADAPT=1, rank 0's); TOPOTUNE_ADAPT=0 turns it off.
+    on_port=$port
+    start_daemon site_off $'adaptation:\n  enabled: false\n'
+    job site_off TOPOTUNE_SERVER="127.0.0.1:$port"
+    passed site_off "$work/native8"
+    check adapted "$stats" 0
+    job site_off_asked TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=1
+    passed site_off_asked "$work/native8"
+    check adapted "$stats" 1
+    job env_off TOPOTUNE_SERVER="127.0.0.1:$on_port" TOPOTUNE_ADAPT=0
+    passed env_off "$work/native8"
+    check adapted "$stats" 0
     ;;
 
   derived)
@@ -578,7 +595,9 @@ case $case_name in
  "allgather": [[0, 16, "recursive_doubling"], [16, 4096, "switch_ordered_ring"], [4096, null, "link_scheduled"]]}
 EOF
       seed_decisions "$work/tables.json"
-      job tuned TOPOTUNE_SERVER="127.0.0.1:$port"
+      # Adaptation off: every call follows its table (the sub-communicators'
+      # nearest tables would explore; the adapt case covers that).
+      job tuned TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=0
       passed tuned
       check plan "$stats" ok
       check tuned "$stats" "$summary" "$work/tables.json"
@@ -621,7 +640,9 @@ EOF
  "alltoallv:sparse": [[0, null, "native"]]}
 EOF
     seed_decisions "$work/tables.json"
-    job backoff TOPOTUNE_SERVER="127.0.0.1:$port"
+    # Adaptation off: the calls follow the tables alone (sub-communicators'
+    # nearest tables would explore).
+    job backoff TOPOTUNE_SERVER="127.0.0.1:$port" TOPOTUNE_ADAPT=0
     passed backoff
     check plan "$stats" ok
     check backoff "$stats" "$summary"
