@@ -884,12 +884,13 @@ int Runtime::FixedBlock(const Args& a, Collective c,
   if (bucket == nullptr)
     return Run(*state, c, k, a, msize, bytes, state->contexts[Index(c)], CallStats::kNoPattern, call_native, run);
   // Every rank asks its bucket's Explorer, on the same agreed times: the
-  // same kernel everywhere. The call's time is then agreed in the background.
+  // same kernel everywhere. While it explores, the call's time is then agreed in the background.
   const int64_t call = bucket->calls++;
   double seconds = 0;
   const int rc = Run(*state, c, bucket->kernels[static_cast<size_t>(bucket->explorer.Next(call))], a, msize, bytes,
                      state->contexts[Index(c)], CallStats::kNoPattern, call_native, run, &seconds);
-  AgreeTime(*state, bucket, call, seconds, state->holder.context().CommFor(a.comm));
+  if (bucket->explorer.state() == Explorer::State::kExploring)
+    AgreeTime(*state, bucket, call, seconds, state->holder.context().CommFor(a.comm));
   return rc;
 }
 
@@ -1022,7 +1023,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   const int rc =
       Run(*state, Collective::kAlltoallv, k, a, msize, bytes, state->v_contexts[static_cast<size_t>(counted)],
           static_cast<int>(counted), native, kernels::RunAlltoallv, &seconds);
-  AgreeTime(*state, bucket, call, seconds, comm);
+  if (bucket->explorer.state() == Explorer::State::kExploring) AgreeTime(*state, bucket, call, seconds, comm);
   return rc;
 }
 

@@ -298,7 +298,9 @@ class Runtime {
   // (its bucket is new or exploring): then the next calls agree too.
   bool VExploring(const CommState& state, kernels::PatternClass p, int64_t msize) const;
   // Starts the agreement of the slowest rank's time of `bucket`'s call
-  // `call`, which took `seconds` here.
+  // `call`, which took `seconds` here. Only while the bucket explores: a
+  // settled or unexplored bucket's Explorer needs no more times, and its
+  // state is the same on every rank, so every rank skips it alike.
   static void AgreeTime(CommState& state, CommState::Adapted* bucket, int64_t call, double seconds, MPI_Comm comm);
   // Completes state's time agreement in flight and gives it to its bucket.
   static void FinishAgreement(CommState& state);
