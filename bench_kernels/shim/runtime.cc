@@ -577,14 +577,18 @@ void Runtime::AgreeTime(CommState& state, CommState::Adapted* bucket, int64_t ca
   PMPI_Iallreduce(MPI_IN_PLACE, &state.a_time, 1, MPI_DOUBLE, MPI_MAX, comm, &state.a_pending);
 }
 
-bool Runtime::VExploring(const CommState& state, kernels::PatternClass p, int64_t msize) const {
+bool Runtime::VRunsNative(const CommState& state, const VOutcome& o) const {
   const PlanData& plan = *state.plan;
-  const int64_t bucket = SizeBucket(static_cast<double>(msize));
-  if (!plan.v_explores || !AdaptOn(plan) || msize <= 0 || !plan.AlltoallvSource(p).Explores(bucket) ||
-      Learned(plan, Collective::kAlltoallv, p, msize) != nullptr)
-    return false;
-  const auto it = state.adapted.find({static_cast<int>(Collective::kAlltoallv), static_cast<int>(p), bucket});
-  return it == state.adapted.end() || it->second->explorer.state() == Explorer::State::kExploring;
+  const kernels::KernelInfo* const native = Native(Collective::kAlltoallv);
+  if (const kernels::KernelInfo* learned = Learned(plan, Collective::kAlltoallv, o.pattern, o.msize))
+    return learned == native;
+  if (o.kernel != native) return false;
+  const int64_t bucket = SizeBucket(static_cast<double>(o.msize));
+  if (!plan.v_explores || !AdaptOn(plan) || o.msize <= 0 || !plan.AlltoallvSource(o.pattern).Explores(bucket))
+    return true;
+  // A bucket not made yet, or still exploring, is not native for good.
+  const auto it = state.adapted.find({static_cast<int>(Collective::kAlltoallv), static_cast<int>(o.pattern), bucket});
+  return it != state.adapted.end() && it->second->explorer.state() != Explorer::State::kExploring;
 }
 
 void Runtime::FinishAgreement(CommState& state) {
@@ -939,17 +943,11 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
   // every rank's Explorer counts the same calls.
   const bool adapting = plan.v_explores && AdaptOn(plan);
   const MPI_Comm comm = (plan.v_agree || adapting) && n > 1 ? state->holder.context().CommFor(a.comm) : MPI_COMM_NULL;
-  // Whether an outcome runs native for good: the learned kernel of its
-  // bucket, else its table's, is native, and its bucket does not explore.
-  auto runs_native = [&](const VOutcome& o) {
-    const kernels::KernelInfo* learned = Learned(plan, Collective::kAlltoallv, o.pattern, o.msize);
-    return (learned ? learned : o.kernel) == native_kernel && !VExploring(*state, o.pattern, o.msize);
-  };
   if (comm != MPI_COMM_NULL && state->v_pending != MPI_REQUEST_NULL) {
     // The previous call's deferred agreement: whether this call defers too.
     PMPI_Wait(&state->v_pending, MPI_STATUS_IGNORE);
     const VOutcome last = Outcome(plan, state->v_words.data(), n);
-    state->v_backoff.Deferred(runs_native(last));
+    state->v_backoff.Deferred(VRunsNative(*state, last));
     state->v_pattern = last.pattern;
     state->v_msize = last.msize;
     state->v_bytes = last.bytes;
@@ -988,7 +986,7 @@ int Runtime::Alltoallv(const kernels::AlltoallvArgs& a) {
     k = now.kernel;
     msize = state->v_msize = now.msize;
     bytes = state->v_bytes = now.bytes;
-    state->v_backoff.Agreed(runs_native(now));
+    state->v_backoff.Agreed(VRunsNative(*state, now));
     // A bucket production jobs learned runs what they learned; one that
     // explores runs what its Explorer says, the same on every rank.
     if (const kernels::KernelInfo* learned = Learned(plan, Collective::kAlltoallv, now.pattern, now.msize))

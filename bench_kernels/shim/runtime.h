@@ -294,9 +294,10 @@ class Runtime {
   // `table_choice` is the kernel the table gives the call.
   CommState::Adapted* AdaptedBucket(CommState& state, kernels::Collective c, kernels::PatternClass p, int64_t msize,
                                     const kernels::KernelInfo* table_choice);
-  // Whether an agreed alltoallv call of class `p` at `msize` still explores
-  // (its bucket is new or exploring): then the next calls agree too.
-  bool VExploring(const CommState& state, kernels::PatternClass p, int64_t msize) const;
+  // Whether an agreed alltoallv outcome runs native for good: its bucket's
+  // learned kernel, else its table's, is native, and the bucket does not
+  // (or no longer) explore. Otherwise the next calls keep agreeing.
+  bool VRunsNative(const CommState& state, const VOutcome& o) const;
   // Starts the agreement of the slowest rank's time of `bucket`'s call
   // `call`, which took `seconds` here. Only while the bucket explores: a
   // settled or unexplored bucket's Explorer needs no more times, and its

@@ -590,12 +590,15 @@ grpc::Status Core::GetPlan(const v1::GetPlanRequest& req, v1::GetPlanResponse* r
       for (int64_t b : noisy) out->add_noisy_buckets(b);
       if (!out->explore() && noisy.empty()) return;
       if (!expected) expected = ExpectedCallsNow();
-      for (const auto& [key, calls] : expected->calls_per_job) {
-        const auto& [cell_collective, cell_nprocs, cell_rpn, cell_pattern, bucket] = key;
-        if (cell_collective != name || cell_nprocs != nprocs || cell_rpn != rpn || cell_pattern != pattern) continue;
+      // The layout's cells are adjacent in the map, by size bucket.
+      const auto& cells = expected->calls_per_job;
+      for (auto it = cells.lower_bound({name, nprocs, rpn, std::string(pattern), 0});
+           it != cells.end() && std::get<0>(it->first) == name && std::get<1>(it->first) == nprocs &&
+           std::get<2>(it->first) == rpn && std::get<3>(it->first) == pattern;
+           ++it) {
         v1::BucketCalls* e = out->add_expected_calls();
-        e->set_size_bucket(bucket);
-        e->set_calls_per_job(calls);
+        e->set_size_bucket(std::get<4>(it->first));
+        e->set_calls_per_job(it->second);
       }
       if (!learned) {
         auto rows = store_.Learned(topo->stored.version);
