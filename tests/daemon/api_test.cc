@@ -990,6 +990,51 @@ TEST_F(ApiTest, TuningFromDemandCoversTheCellsAtStakeWithinTheBudget) {
   EXPECT_THAT(done.message(), HasSubstr("no demand cell with time at stake"));
 }
 
+// GetPlan's TableAdaptation from the decisions and the site's settings: a
+// tuned table's noisy sizes explore (their size buckets), its others do
+// not; a nearest table is trusted up to adaptation.nearest_distance; and a
+// site that turned adaptation off says so.
+TEST_F(ApiTest, NoisySizesExploreAndTheSiteSettingsReachThePlan) {
+  EXPECT_EQ(daemon_.Kill(SIGTERM), 0);
+  {
+    auto store = db::Store::Open(daemon_.database());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    SizeChoice noisy, quiet;
+    noisy.msize = 1000;  // In the 1 KiB bucket.
+    noisy.chosen = "native";
+    noisy.noisy = true;
+    quiet.msize = 65536;
+    quiet.chosen = "native";
+    const std::vector<DecisionRange> table = {{0, INFINITY, "native"}};
+    const std::vector<SizeChoice> choices = {noisy, quiet};
+    ASSERT_TRUE(store->PutDecision({1, "alltoall", 2, 1}, table, choices).ok());
+  }
+  std::ofstream(config_, std::ios::app) << "adaptation:\n  enabled: false\n  nearest_distance: 2\n";
+  StartDaemon();
+  const v1::GetPlanResponse tuned = Plan({"h0", "h4"});
+  EXPECT_TRUE(tuned.adaptation_off());
+  ASSERT_EQ(tuned.plans(0).source(), v1::DECISION_SOURCE_TUNED);
+  EXPECT_FALSE(tuned.plans(0).adaptation().explore());
+  EXPECT_THAT(tuned.plans(0).adaptation().noisy_buckets(), ::testing::ElementsAre(1024));
+  // 8 x 1 is at distance 2 of 2 x 1: trusted at nearest_distance 2.
+  const v1::GetPlanResponse far = Plan({"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"});
+  ASSERT_EQ(far.plans(0).source(), v1::DECISION_SOURCE_NEAREST);
+  EXPECT_FALSE(far.plans(0).adaptation().explore());
+  EXPECT_THAT(far.plans(0).adaptation().noisy_buckets(), ::testing::ElementsAre(1024));
+  // Forced: trusted, and nothing noisy.
+  v1::GetPlanRequest req;
+  for (const char* h : {"h0", "h4"}) req.add_rank_hosts(h);
+  req.add_collectives(v1::COLLECTIVE_ALLTOALL);
+  v1::ForcedAlgorithm* f = req.add_force();
+  f->set_collective(v1::COLLECTIVE_ALLTOALL);
+  f->set_algorithm("pairwise");
+  v1::GetPlanResponse forced;
+  auto ctx = Context();
+  ASSERT_TRUE(plans_->GetPlan(ctx.get(), req, &forced).ok());
+  EXPECT_FALSE(forced.plans(0).adaptation().explore());
+  EXPECT_TRUE(forced.plans(0).adaptation().noisy_buckets().empty());
+}
+
 TEST_F(ApiTest, AnEmptyAgentIdIsAnInvalidArgument) {
   v1::HeartbeatRequest hb;
   v1::HeartbeatResponse resp;
