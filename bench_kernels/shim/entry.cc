@@ -5,9 +5,11 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 
 namespace topotune::shim {
 
@@ -130,7 +132,13 @@ std::unique_ptr<Runtime> Prepare() noexcept {
                          go_on ? "every MPI call goes to the program's MPI library untouched"
                                : "its calls cannot reach the program's MPI library untouched, so the job stops here",
                          kRightLibrary, kRightMpi);
-          if (!go_on) std::_Exit(1);
+          if (!go_on) {
+            // The other ranks stop a moment later, so that the launcher has
+            // forwarded rank 0's reason before it ends the job on the first
+            // exit it sees (it could lose the line otherwise).
+            if (!LaunchedAsRankZero(&std::getenv)) std::this_thread::sleep_for(std::chrono::seconds(2));
+            std::_Exit(1);
+          }
           return nullptr;
         }
         return std::make_unique<Runtime>(std::move(config));
