@@ -19,9 +19,20 @@
 # files: the exploring calls and their time over native, and what each
 # bucket settled on; topotuned's learned table at the end. With
 # --from-demand DURATION, then `topotune demand show` and `topotune tune
-# start --from-demand --budget DURATION --wait`, timed. Every job's checksum
-# must equal the first `none` job's (the data do not change). The testbed is
-# torn down at the end (--keep leaves it up).
+# start --from-demand --budget DURATION --wait`, timed, and then --rounds
+# rounds of two more ways, their order alternating:
+#
+#   none      as above
+#   tuned     with the library and adaptation, on the tables that tuning
+#             from demand stored: the loop closed (the jobs' calls chose what
+#             was tuned, and the next jobs run what tuning found)
+#
+# Before the jobs, the calibration: what the emulated links carried, as the
+# fraction of the bound that topotune-bench's allgather `ring` reaches at
+# 1 MiB on 3 hosts (one TCP flow per link direction: the ceiling of every
+# fraction), and the fraction native alltoall reaches at --bytes on every
+# host. Every job's checksum must equal the first `none` job's (the data do
+# not change). The testbed is torn down at the end (--keep leaves it up).
 #
 # Usage: sudo bench/adapt.sh [--rounds N] [--steps N] [--bytes B] [--vbytes V]
 #                            [--topology FILE] [--from-demand DURATION] [--out DIR] [--keep]
@@ -77,6 +88,29 @@ up=1
 server=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["services"]["server"])' "$state/testbed.json")
 db=$state/topotune.db
 nhosts=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["hosts"]))' "$state/testbed.json")
+# The calibration (see above); topotune-bench needs the testbed's names.
+python3 bench/cluster_report.py topology --prefix "$prefix" "$topology" "$out/topology.yaml"
+mapfile -t hosts < <(awk '{ print $1 }' "$state/hostfile")
+# calibrate NAME MPIRUN_ARGS... -- BENCH_ARGS...: one topotune-bench job; prints its fractions of the bound.
+calibrate() {
+  local name=$1 run=()
+  shift
+  while [[ $1 != -- ]]; do run+=("$1"); shift; done
+  shift
+  "$state/mpirun" "${run[@]}" "$build/bench_kernels/driver/topotune-bench" "$@" --topology "$out/topology.yaml" --warmup 2 \
+    --iterations 5 --times --progress never --out "$out/calibration-$name.jsonl" >"$out/calibration-$name.log" 2>&1 || true
+  python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(" ".join("%s %d B: %.2f of the bound" % (r["algorithm"], r["msize"], r["bound_s"] / r["mean_s"]) for r in rows
+      if r.get("bound_s") and r.get("mean_s")) or "not measured (see the log)")' "$out/calibration-$name.jsonl" 2>/dev/null ||
+    echo "not measured (see $out/calibration-$name.log)"
+}
+last=$((${#hosts[@]} - 1))
+ring=$(calibrate ring -np 3 --host "${hosts[0]},${hosts[$((last / 2))]},${hosts[$last]}" -- --collective allgather \
+  --hosts "${hosts[0]}:1,${hosts[$((last / 2))]}:1,${hosts[$last]}:1" --algorithms ring --sizes 1MiB)
+native=$(calibrate native -np "$nhosts" --hostfile "$state/hostfile" -- --collective alltoall \
+  --rank-hosts "$(IFS=,; echo "${hosts[*]}")" --algorithms native --sizes "$bytes")
+echo "calibration: ring (3 hosts, 1 MiB): $ring; native alltoall ($nhosts hosts): $native" | tee "$out/calibration.txt"
 
 # job WAY ROUND: one exchange_app job; appends "way round loop_s wall_s checksum" to results.txt.
 job() {
@@ -85,6 +119,9 @@ job() {
     none | none:aa) ;;
     off) env=(-x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" -x "TOPOTUNE_SERVER=$server"
       -x TOPOTUNE_ADAPT=0) ;;
+    tuned)
+      env=(-x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" -x "TOPOTUNE_SERVER=$server"
+        -x "TOPOTUNE_STATS_FILE=$out/$way-$r.stats.json" -x "TOPOTUNE_JOB_ID=adapt-$way-$r") ;;
     first | second)
       [[ $way == first ]] && python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=30); c.execute("DELETE FROM learned"); c.commit()' "$db"
       env=(-x "LD_PRELOAD=$build/bench_kernels/shim/libtopotune-mpi.so" -x "TOPOTUNE_SERVER=$server"
@@ -105,9 +142,11 @@ for ((r = 1; r <= rounds; ++r)); do
   o=$(((r - 1) % 3))
   for w in "${base[@]:o}" "${base[@]:0:o}" first second; do job "$w" "$r"; done
 done
-python3 - "$out" <<'EOF' | tee "$out/summary.txt"
+# summarize WAY...: every way's statistics against none's, from results.txt.
+summarize() {
+  python3 - "$out" "$@" <<'EOF'
 import glob, json, random, statistics, sys
-out = sys.argv[1]
+out, ways = sys.argv[1], sys.argv[2:]
 rows = [l.split() for l in open(f"{out}/results.txt") if l.strip()]
 by = {}
 for way, r, loop, wall, checksum in rows:
@@ -125,7 +164,7 @@ def interval(a, b, seed=7, n=4000):
 for i, what in ((0, "loop_s (slowest rank)"), (1, "wall_s (mpirun)")):
     print(f"\n{what}: mean / median / p95, and the mean's ratio to none's [95 % paired bootstrap]")
     base = by["none"]
-    for way in ("none", "none:aa", "off", "first", "second"):
+    for way in ways:
         rs = sorted(set(base) & set(by.get(way, {})))
         x = [by[way][r][i] for r in rs]; y = [base[r][i] for r in rs]
         lo, hi = interval(x, y)
@@ -144,6 +183,8 @@ for path in sorted(glob.glob(f"{out}/second-*.stats.json"))[:1]:
     for e in stats["stats"]:
         print(f"  {e['collective']:9s} {e.get('pattern', ''):7s} msize {e['msize']:>8d} {e['algorithm']:14s} {e['calls']:4d} calls")
 EOF
+}
+summarize none none:aa off first second | tee "$out/summary.txt"
 admin decisions show >"$out/decisions.txt" 2>&1 || true
 admin demand show >"$out/demand.txt" 2>&1 || true
 echo; cat "$out/demand.txt"
@@ -153,5 +194,19 @@ if [[ -n $demand ]]; then
   echo "tune start --from-demand --budget $demand: $((SECONDS - t0)) s" | tee -a "$out/tune.txt"
   tail -20 "$out/tune.txt"
   admin decisions show >"$out/decisions-after.txt" 2>&1 || true
+  # The loop closed: jobs on what tuning from demand stored.
+  mv "$out/results.txt" "$out/results-adapt.txt"
+  : >"$out/results.txt"
+  for ((r = 1; r <= rounds; ++r)); do
+    if ((r % 2)); then job none "$r"; job tuned "$r"; else job tuned "$r"; job none "$r"; fi
+  done
+  echo
+  summarize none tuned | sed '/^first jobs/,$d' | tee "$out/summary-tuned.txt"
+  python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(sys.argv[1].rsplit("/", 1)[1] + ": explored " + str(len(j["adapt"])) + " buckets; calls by algorithm:")
+for e in j["stats"]:
+    print("  %-9s %-7s msize %8d %-14s %4d calls" % (e["collective"], e.get("pattern", ""), e["msize"], e["algorithm"], e["calls"]))' \
+    "$out/tuned-1.stats.json" | tee -a "$out/summary-tuned.txt"
 fi
 echo "adapt: results in $out"

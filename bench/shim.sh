@@ -3,12 +3,18 @@
 # targets, side by side in one run:
 #
 #   overhead  When the plan chooses the MPI library's own collective, the
-#             shim adds at most 1 us per call: an 8-byte MPI_Alltoall on 4
-#             ranks, 200,000 calls, without the shim and with it (daemon
-#             answering with its default table, "native" for every size),
-#             alternating, --rounds times each; the medians and their
-#             difference. The same on 1 rank, where the collective itself
-#             costs almost nothing and the shim's bookkeeping shows alone.
+#             shim adds at most 1 us per call, with in-job adaptation on
+#             (the default) and every bucket tuned, so that nothing
+#             explores: an 8-byte MPI_Alltoall on 4 ranks, 200,000 calls,
+#             without the shim and with it (the daemon's database holds
+#             tuned tables, "native" for every size, for alltoall on 4 and
+#             1 ranks and for every alltoallv class on 4), alternating,
+#             --rounds times each; the medians and their difference. The
+#             same on 1 rank, where the collective itself costs almost
+#             nothing and the shim's bookkeeping shows alone. Then the same
+#             4-rank job against a daemon that has tuned nothing: the
+#             bucket explores (the stats file's exploring calls are shown)
+#             and settles, and what the whole job pays per call.
 #   alltoallv's agreement
 #             What an MPI_Alltoallv call pays for the ranks to agree on its
 #             pattern class and mean block size (one PMPI_Allreduce of six
@@ -101,7 +107,22 @@ start_daemon() {
   port=$(sed -n 's/^grpc=//p' "$work/$1.port")
   [[ -n $port ]] || { echo "shim.sh: topotuned did not start:" >&2; cat "$work/$1.log" >&2; exit 1; }
 }
+# seed NAME COLLECTIVE NPROCS PATTERN ALGORITHM: a tuned table of one row,
+# ALGORITHM for every size, for NPROCS ranks on one host, in the database of
+# daemon NAME (PATTERN: an alltoallv class, '' for other collectives).
+seed() {
+  local version
+  version=$(sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" 'SELECT max(version) FROM topologies')
+  sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
+    ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, '$2', $3, $3, '$4',
+    '[{\"min_msize\": 0, \"max_msize\": null, \"algorithm\": \"$5\"}]', '[]', 0);"
+}
+# seed_v NAME UNIFORM SKEWED SPARSE: alltoallv's three class tables for 4 ranks.
+seed_v() { seed "$1" alltoallv 4 uniform "$2"; seed "$1" alltoallv 4 skewed "$3"; seed "$1" alltoallv 4 sparse "$4"; }
 start_daemon default
+seed default alltoall 4 '' native
+seed default alltoall 1 '' native
+seed_v default native native native
 
 mpirun=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader)
 with_shim=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0)
@@ -118,43 +139,58 @@ echo "daemon: topotuned on 127.0.0.1:$port, topology: one switch, host '${host%%
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-echo "## overhead per call, native chosen (target: <= 1 us); 8-byte MPI_Alltoall, $iterations calls, $rounds jobs each"
+echo "## overhead per call, native chosen and tuned, adaptation on (target: <= 1 us); 8-byte MPI_Alltoall," \
+  "$iterations calls, $rounds jobs each"
+# untuned_job I: the 4-rank job against daemon "untuned", which has tuned
+# nothing: the bucket explores, then settles; appends its per-call time to
+# $work/untuned and its exploring calls:choice to $work/explored.
+untuned_job() {
+  TOPOTUNE_STATS_FILE=$work/untuned-$1.json job per_call_us -np 4 -x LD_PRELOAD="$shim" \
+    -x TOPOTUNE_SERVER=127.0.0.1:$untuned_port -x TOPOTUNE_REPORT=0 -x TOPOTUNE_STATS_FILE "$bench" calls \
+    --iterations "$iterations" >> "$work/untuned"
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["plan"]["status"] == "ok", j["plan"]
+a = [b for b in j["adapt"] if b["collective"] == "alltoall"]
+print(" ".join("%d:%s" % (b["exploring_calls"], b["choice"]) for b in a) or "none")' "$work/untuned-$1.json" >> "$work/explored"
+}
+default_port=$port
+start_daemon untuned
+untuned_port=$port port=$default_port
+: > "$work/untuned"; : > "$work/explored"
 for np in 4 1; do
   : > "$work/native" ; : > "$work/shim"
-  for _ in $(seq "$rounds"); do
+  for i in $(seq "$rounds"); do
     job per_call_us -np $np "$bench" calls --iterations "$iterations" >> "$work/native"
     job per_call_us -np $np "${with_shim[@]}" "$bench" calls --iterations "$iterations" >> "$work/shim"
+    if ((np == 4)); then untuned_job "$i"; fi
   done
   a=$(median < "$work/native") b=$(median < "$work/shim")
   printf '%d ranks: without %.3f us/call, with the shim %.3f us/call (median of %d); added %.3f us/call  [jobs: without %s | with %s]\n' \
     "$np" "$a" "$b" "$rounds" "$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')" \
     "$(tr '\n' ' ' < "$work/native")" "$(tr '\n' ' ' < "$work/shim")"
+  if ((np == 4)); then
+    c=$(median < "$work/untuned")
+    printf '4 ranks, nothing tuned (the bucket explores, then settles), in the same rounds: %.3f us/call (median of %d);' \
+      "$c" "$rounds"
+    printf ' added %.3f us/call  [jobs: %s; exploring calls:choice per job: %s]\n' \
+      "$(awk -v a="$a" -v b="$c" 'BEGIN { print b - a }')" "$(tr '\n' ' ' < "$work/untuned")" \
+      "$(tr '\n' ' ' < "$work/explored")"
+  fi
 done
 echo
 
 echo "## alltoallv's agreement on class and size; 8 bytes per pair, 4 ranks, $iterations calls, $rounds jobs each"
-# seed NAME CLASS TABLE_JSON: CLASS's alltoallv table for 4 ranks on one
-# host, in the database of daemon NAME.
-seed() {
-  local version
-  version=$(sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" 'SELECT max(version) FROM topologies')
-  sqlite3 -cmd '.timeout 5000' "$work/$1.sqlite" "INSERT INTO decisions (topology_version, collective, nprocs,
-    ranks_per_node, pattern, table_json, choices_json, created_at) VALUES ($version, 'alltoallv', 4, 4, '$2',
-    '[{\"min_msize\": 0, \"max_msize\": null, \"algorithm\": \"$3\"}]', '[]', 0);"
-}
 # Plans of daemons of their own: "agree" runs linear for uniform calls and
 # native for skewed ones, so every call agrees, then runs linear; forcing
 # linear runs it without agreement; "backoff" runs linear for skewed calls,
 # so uniform ones agree, run native, then defer the agreement.
 with_daemon() { with=(-x LD_PRELOAD="$shim" -x TOPOTUNE_SERVER=127.0.0.1:$port -x TOPOTUNE_REPORT=0); }
 start_daemon agree
-seed agree uniform linear
-seed agree skewed native
+seed_v agree linear native native
 with_daemon
 with_agree=("${with[@]}")
 with_linear=("${with_shim[@]}" -x TOPOTUNE_FORCE_ALLTOALLV=linear)
 start_daemon backoff
-seed backoff skewed linear
+seed_v backoff native linear native
 with_daemon
 with_backoff=("${with[@]}")
 # vjob NAME FILE ARGS...: one job, per-call time appended to FILE, the stats
