@@ -1,6 +1,7 @@
 #include "tuner/sync_planner.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace topotune {
@@ -70,13 +71,46 @@ Events BuildEvents(const Schedule& s) {
   return ev;
 }
 
+// The events one redundancy search has visited: at most kSearchBudget of
+// them, in an open-addressing table of twice as many slots, emptied by
+// starting a new generation (the search runs once per candidate
+// synchronisation, so it must not pay for a scan or a clear of its set).
+class VisitedSet {
+ public:
+  void Clear() {
+    if (++generation_ == 0) {
+      stamp_.fill(0);
+      generation_ = 1;
+    }
+  }
+  // Adds e; false when it was there already.
+  bool Insert(uint32_t e) {
+    for (uint32_t i = (e * 2654435761u) >> (32 - kBits);; i = (i + 1) & (kSlots - 1)) {
+      if (stamp_[i] != generation_) {
+        stamp_[i] = generation_;
+        key_[i] = e;
+        return true;
+      }
+      if (key_[i] == e) return false;
+    }
+  }
+
+ private:
+  static constexpr int kBits = 7;
+  static constexpr uint32_t kSlots = 1u << kBits;
+  static_assert(kSlots > kSearchBudget, "a search inserts at most kSearchBudget events");
+  std::array<uint32_t, kSlots> key_{};
+  std::array<uint32_t, kSlots> stamp_{};
+  uint32_t generation_ = 0;
+};
+
 // Is there a chain of program order and kept synchronisations from a send
 // event of rank a at phase >= p to event `target` (excluding the direct one
 // under consideration)? Bounded by kSearchBudget; false when unsure.
 bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t p, std::vector<uint32_t>* stack,
-                     std::vector<uint32_t>* visited) {
+                     VisitedSet* visited) {
   stack->clear();
-  visited->clear();
+  visited->Clear();
   auto push_preds = [&](uint32_t e) {
     const int32_t r = ev.rank[e];
     if (e > ev.begin[r]) stack->push_back(e - 1);
@@ -90,8 +124,7 @@ bool ImpliedBySearch(const Events& ev, uint32_t target, int32_t a, int32_t p, st
     if (ev.phase[e] < p) continue;
     const int32_t r = ev.rank[e];
     if (r == a) return true;
-    if (std::find(visited->begin(), visited->end(), e) != visited->end()) continue;
-    visited->push_back(e);
+    if (!visited->Insert(e)) continue;
     push_preds(e);
   }
   return false;
@@ -119,7 +152,8 @@ StatusOr<SyncPlanStats> PlanSynchronisations(const RankTree& tree, Schedule* sch
   std::vector<EdgeUser> last(2 * static_cast<size_t>(tree.num_edges()));
   std::vector<int> path;
   std::vector<EdgeUser> cands;
-  std::vector<uint32_t> stack, visited;
+  std::vector<uint32_t> stack;
+  VisitedSet visited;
 
   for (int q = 0; q < s.num_phases(); ++q) {
     // A message costs about as much as kPlanWork messages placed by a

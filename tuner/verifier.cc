@@ -3,12 +3,32 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string_view>
 #include <unordered_map>
 
 namespace topotune {
 namespace {
+
+// c[i] = max(c[i], s[i]) for i < n: the join of two vector clocks, the
+// verifier's innermost loop (a synchronisation joins a whole clock), four
+// lanes at a time with GCC/Clang vector extensions (SSE2 has no 32-bit max,
+// so a compare and a select).
+void JoinMax(int32_t* c, const int32_t* s, int n) {
+  using V = int32_t __attribute__((vector_size(16)));
+  constexpr int kLanes = sizeof(V) / sizeof(int32_t);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    V a, b;
+    std::memcpy(&a, c + i, sizeof a);
+    std::memcpy(&b, s + i, sizeof b);
+    const V keep = a > b;
+    a = (a & keep) | (b & ~keep);
+    std::memcpy(c + i, &a, sizeof a);
+  }
+  for (; i < n; ++i) c[i] = std::max(c[i], s[i]);
+}
 
 // Happens-before by vector clocks, swept in phase order. Rank x has a point
 // at phase t when it sends or receives then (only when it sends, under
@@ -38,7 +58,7 @@ class Clocks {
     for (const Sync& y : into_[q]) {
       auto it = snapshots_.find(Key(y.from_rank, y.after_phase));
       int32_t* c = Row(y.to_rank);
-      for (int i = 0; i < n_; ++i) c[i] = std::max(c[i], it->second.clock[i]);
+      JoinMax(c, it->second.clock.data(), n_);
       if (--it->second.refs == 0) snapshots_.erase(it);
     }
   }
