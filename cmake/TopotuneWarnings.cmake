@@ -11,7 +11,11 @@ if(TOPOTUNE_WERROR)
   target_compile_options(topotune_flags INTERFACE -Werror)
 endif()
 if(TOPOTUNE_SANITIZE)
-  target_compile_options(topotune_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+  # -O1 (after the build type's -O2): ASan's own docs suggest it for usable
+  # reports, and instrumented code compiles far faster at it (the daemon's
+  # core unit: 19.1 s at -O2, 12.2 s at -O1), which is most of CI's
+  # sanitizer pass. The same checks run; only the optimiser does less.
+  target_compile_options(topotune_flags INTERFACE -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
                                                   -fno-sanitize-recover=undefined)
   target_link_options(topotune_flags INTERFACE -fsanitize=address,undefined)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
