@@ -10,7 +10,9 @@
 #   2. build-asan/  configured with -DTOPOTUNE_SANITIZE=ON (AddressSanitizer and
 #                   UndefinedBehaviorSanitizer); builds only the programs those
 #                   tests run (deploy/ctest_tool.py programs: read from build/'s
-#                   ctest, not the whole product) and runs the unit tests, and
+#                   ctest, not the whole product), at nice 19 beside the first
+#                   pass's tests (on the cores they leave idle; its log is
+#                   build/asan-build.log), then runs the unit tests, and
 #                   fails if it found fewer of them than build/ has. The property
 #                   tests (hundreds of random trees) already take minutes per shard
 #                   without sanitizers, so they are left out of this pass to keep CI
@@ -93,6 +95,33 @@ cmake -S . -B build -G Ninja -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON -DTO
 step "building build/ with $jobs jobs"
 cmake --build build -j "$jobs"
 cache_stats
+# The sanitizer build needs nothing from the tests, so it runs beside them at
+# nice 19: it takes the cores the tests leave idle (waiting on emulated links,
+# daemons and timeouts) and yields them whenever a test wants them. Once the
+# tests end it has the machine to itself, at full speed.
+asan_build() {
+  # Benchmarks are not run under sanitizers, so they are not built there.
+  echo "configuring build-asan/ (ASan + UBSan)"
+  cmake -S . -B build-asan -G Ninja -DTOPOTUNE_SANITIZE=ON -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON \
+    -DTOPOTUNE_BUILD_BENCHMARKS=OFF || return 1
+  local programs
+  mapfile -t programs < <(python3 deploy/ctest_tool.py programs build "$labels" build-asan || true)
+  ((${#programs[@]})) || { echo "run-tests: found no program of the tests labelled $labels" >&2; return 1; }
+  echo "building the ${#programs[@]} programs of the tests labelled $labels in build-asan/ with $jobs jobs"
+  cmake --build build-asan -j "$jobs" --target "${programs[@]}"
+}
+asan_pid=
+if ((sanitize)); then
+  step "building build-asan/ (ASan + UBSan) at nice 19 beside the tests (log: build/asan-build.log)"
+  export -f asan_build
+  export labels jobs
+  # Its own process group (setsid), so that a stopped run (Ctrl-C, a failed
+  # step) ends the whole build, compilers included.
+  setsid nice -n 19 bash -c asan_build >build/asan-build.log 2>&1 &
+  asan_pid=$!
+  trap '[[ -n $asan_pid ]] && kill -- "-$asan_pid" 2>/dev/null; true' EXIT
+fi
+
 exclude=(-LE '^sweep$')
 [[ ${TOPOTUNE_SWEEP:-0} == 1 ]] && exclude=()
 step "running the whole test suite (ctest -j $jobs ${exclude[*]})"
@@ -103,29 +132,30 @@ fi
 slowest build
 
 if ((sanitize)); then
-  # Benchmarks are not run under sanitizers, so they are not built there.
-  step "configuring build-asan/ (ASan + UBSan)"
-  cmake -S . -B build-asan -G Ninja -DTOPOTUNE_SANITIZE=ON -DTOPOTUNE_WERROR=ON -DTOPOTUNE_BUILD_TESTS=ON \
-    -DTOPOTUNE_BUILD_BENCHMARKS=OFF
-  mapfile -t programs < <(python3 deploy/ctest_tool.py programs build "$labels" build-asan || true)
-  ((${#programs[@]})) || { echo "run-tests: found no program of the tests labelled $labels" >&2; exit 1; }
-  step "building the ${#programs[@]} programs of the tests labelled $labels in build-asan/ with $jobs jobs"
-  cmake --build build-asan -j "$jobs" --target "${programs[@]}"
+  step "waiting for build-asan/ (its log follows)"
+  asan_ok=1
+  wait "$asan_pid" || asan_ok=0
+  asan_pid=
+  cat build/asan-build.log
   cache_stats
-  expected=$(count_tests build "$labels")
-  found=$(count_tests build-asan "$labels")
-  step "running the $found tests labelled $labels under ASan + UBSan"
-  if [[ $found != "$expected" ]]; then
-    echo "run-tests: build-asan/ has $found tests labelled $labels, build/ has $expected" >&2
-    failed+=("the sanitizer pass's test list")
+  if ((!asan_ok)); then
+    failed+=("the build of build-asan/")
+  else
+    expected=$(count_tests build "$labels")
+    found=$(count_tests build-asan "$labels")
+    step "running the $found tests labelled $labels under ASan + UBSan"
+    if [[ $found != "$expected" ]]; then
+      echo "run-tests: build-asan/ has $found tests labelled $labels, build/ has $expected" >&2
+      failed+=("the sanitizer pass's test list")
+    fi
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    if ! ctest --test-dir build-asan --output-on-failure --no-tests=error --timeout 1800 -j "$jobs" -L "$labels" \
+      --output-junit "$root/build-asan/ctest-junit.xml"; then
+      failed+=("sanitizer tests in build-asan/")
+    fi
+    slowest build-asan
   fi
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
-  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  if ! ctest --test-dir build-asan --output-on-failure --no-tests=error --timeout 1800 -j "$jobs" -L "$labels" \
-    --output-junit "$root/build-asan/ctest-junit.xml"; then
-    failed+=("sanitizer tests in build-asan/")
-  fi
-  slowest build-asan
 fi
 
 if ((${#failed[@]})); then
