@@ -39,6 +39,8 @@ ExternalProject_Add(topotune_bench_smpi
     -DCMAKE_BUILD_TYPE=Release
     -DTOPOTUNE_SOURCE_DIR=${PROJECT_SOURCE_DIR}
     -DTOPOTUNE_WERROR=${TOPOTUNE_WERROR}
+    -DTOPOTUNE_UNITY_BUILD=${TOPOTUNE_UNITY_BUILD}
+    -DTOPOTUNE_UNITY_BATCH=${TOPOTUNE_UNITY_BATCH}
     ${_smpi_launcher}
   BUILD_COMMAND ${CMAKE_COMMAND} --build ${_smpi_dir} -j ${TOPOTUNE_SMPI_JOBS}
   # The sub-build knows its own dependencies (every topotune source it uses).
