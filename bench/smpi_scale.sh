@@ -13,8 +13,11 @@
 #   uneven-mixed     bench/topologies: leaves of 6, 10, 4 and 8 hosts, hosts
 #                    at 10 and 25 Gbit/s, 8 to 32 ranks per host (560 ranks)
 #
-# Times are simulated, so one call per run says it all (--iterations 1,
-# --warmup 0): SMPI is deterministic. The link model is plain (SMPI's
+# Times are simulated, so one timed call per run says it all (--iterations
+# 1): SMPI is deterministic. One untimed call comes first (--warmup 1), so
+# that the timed one does not include what a job pays once per
+# communicator (the host-combined kernels split it by host and allocate
+# their shared segments on their first call). The link model is plain (SMPI's
 # latency and bandwidth correction factors off: --cfg=smpi/lat-factor:0:1
 # --cfg=smpi/bw-factor:0:1) and computation takes no simulated time, so the
 # runs compare schedules on the links alone; the copies in and out of the
@@ -39,13 +42,23 @@
 # Usage: bench/smpi_scale.sh [OPTIONS]
 #   --shapes LIST         comma-separated shape names (above) or topology files
 #   --algorithms LIST     default for alltoall: capacity_scheduled,
-#                         capacity_lockstep,pairwise,tree_scheduled,native,
-#                         linear; for allgather:
-#                         node_aware_ring,ring,native
+#                         capacity_lockstep,host_direct,pairwise,
+#                         tree_scheduled,native,linear; for allgather:
+#                         node_aware_ring,ring,native. native:SELECTOR runs
+#                         SMPI's own collective as chosen by that selector
+#                         (--cfg=smpi/coll-selector:SELECTOR: ompi, the rules
+#                         of Open MPI 4.1's coll/tuned, or mpich), labelled
+#                         smpi:SELECTOR; plain native is SMPI's default
 #   --collective NAME     alltoall (default) or allgather
-#   --size SIZE           block size (default 64KiB)
+#   --sizes LIST          block sizes, comma-separated (default 64KiB), all
+#                         in each run; --size is the same option
 #   --slots-divisor D     D times fewer ranks per host (rounded up; default 1)
 #   --crosstraffic on|off SimGrid's network/crosstraffic (default on)
+#   --warmup N            untimed calls before the timed one (default 1)
+#   --phase-trace         also write trace/ALGORITHM.jsonl per shape: the
+#                         host-combined kernels' step timestamps
+#                         (topotune-bench --phase-trace), summarised by
+#                         bench/phase_report.py into trace/ALGORITHM.txt
 #   --time-limit SECONDS  wall time per run, 0 for none (default 0); a run
 #                         that exceeds it is reported and the others go on
 #   --out DIR             results directory (default: bench/results/smpi-scale-DATE-TIME/)
@@ -66,16 +79,23 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/bench/script_lib.sh"
 
 args="$*"
-shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall size=64KiB divisor=1
-crosstraffic=on limit=0 out=""
-parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=size \
-  value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out -- "$@"
+shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall sizes=64KiB divisor=1
+crosstraffic=on limit=0 out="" warmup=1 phase_trace=0
+parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=sizes \
+  value:--sizes=sizes \
+  value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out \
+  value:--warmup=warmup flag:--phase-trace=phase_trace -- "$@"
 case $collective in
-  alltoall) : "${algorithms:=capacity_scheduled,capacity_lockstep,pairwise,tree_scheduled,native,linear}" ;;
+  alltoall) : "${algorithms:=capacity_scheduled,capacity_lockstep,host_direct,pairwise,tree_scheduled,native,linear}" ;;
   allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;
   *) die_usage "--collective takes alltoall or allgather, not '$collective'" ;;
 esac
 [[ $divisor =~ ^[1-9][0-9]*$ ]] || die_usage "--slots-divisor takes a positive number, not '$divisor'"
+for algorithm in ${algorithms//,/ }; do
+  [[ $algorithm != *:* || $algorithm =~ ^native:[a-z0-9_]+$ ]] ||
+    die_usage "only native takes a selector (native:ompi, native:mpich), not '$algorithm'"
+done
+[[ $warmup =~ ^[0-9]+$ ]] || die_usage "--warmup takes a number of calls, not '$warmup'"
 [[ $limit =~ ^[0-9]+$ ]] || die_usage "--time-limit takes a number of seconds, not '$limit'"
 [[ $crosstraffic == on || $crosstraffic == off ]] || die_usage "--crosstraffic takes on or off, not '$crosstraffic'"
 
@@ -116,14 +136,16 @@ tables=$out/tables.txt runs=$out/runs.txt
 smpi_cfg=(--cfg=smpi/simulate-computation:no --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
   "--cfg=network/crosstraffic:$([[ $crosstraffic == on ]] && echo 1 || echo 0)"
   --log=root.thres:error)
+# The trace's own clock reads cost no simulated time.
+((phase_trace)) && smpi_cfg+=(--cfg=smpi/wtime:0)
 {
   echo "date: $(date -Iseconds)"
   echo "command: bench/smpi_scale.sh $args"
   echo "commit: $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
   echo "machine: $(uname -n), $(nproc) cores"
   echo "build: $build"
-  echo "collective: $collective, size $size, algorithms $algorithms, slots divisor $divisor"
-  echo "smpirun: ${smpi_cfg[*]}; topotune-bench-smpi --iterations 1 --warmup 0 --fold-buffers"
+  echo "collective: $collective, sizes $sizes, algorithms $algorithms, slots divisor $divisor"
+  echo "smpirun: ${smpi_cfg[*]}; topotune-bench-smpi --iterations 1 --warmup $warmup --fold-buffers"
   "$smpirun" -version 2>/dev/null | head -1
 } >"$out/meta.txt" 2>/dev/null || true
 
@@ -156,22 +178,37 @@ EOF
     echo "  sysctl -w vm.max_map_count=1048576    (and back with: sysctl -w vm.max_map_count=$map_count)" >&2
     exit 2
   fi
-  model=$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" 2>/dev/null |
-    grep '^model' || echo "model: not available")
+  # The model of the collective's default schedule, built for each size.
+  models=()
+  for size in ${sizes//,/ }; do
+    models+=("$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" \
+      2>/dev/null | grep '^model' || echo "model ($size): not available")")
+  done
   for algorithm in ${algorithms//,/ }; do
+    # native:SELECTOR: SMPI's own collective under that selector.
+    kernel=${algorithm%%:*} selector=${algorithm#*:} file=${algorithm//:/-}
+    selection=() label=()
+    if [[ $algorithm == *:* ]]; then
+      selection=("--cfg=smpi/coll-selector:$selector") label=(--label-native "smpi:$selector")
+    fi
     printf 'smpi_scale.sh: [%5ds] %s, %d ranks, %s ...' "$((SECONDS - start))" "$name" "$np" "$algorithm" >&2
     t0=$SECONDS status=0
     command=("$smpirun" -platform "$dir/$name.xml" -hostfile "$dir/$name.hosts" -np "$np" "${smpi_cfg[@]}"
-      "$bench" --topology "$dir/$name.yaml" --collective "$collective" --algorithms "$algorithm" --sizes "$size"
-      --iterations 1 --warmup 0 --progress never --fold-buffers)
-    { printf '%q ' "${command[@]}" && echo; } >"$dir/$algorithm.log"
+      "${selection[@]}" "$bench" --topology "$dir/$name.yaml" --collective "$collective" --algorithms "$kernel"
+      "${label[@]}" --sizes "$sizes"
+      --iterations 1 --warmup "$warmup" --progress never --fold-buffers)
+    ((phase_trace)) && mkdir -p "$dir/trace" && command+=(--phase-trace "$dir/trace/$file.jsonl")
+    { printf '%q ' "${command[@]}" && echo; } >"$dir/$file.log"
     # smpirun may leave temporary files in the current directory.
     if ((limit > 0)); then
-      (cd "$dir" && timeout "$limit" "${command[@]}") >"$dir/$algorithm.jsonl" 2>>"$dir/$algorithm.log" || status=$?
+      (cd "$dir" && timeout "$limit" "${command[@]}") >"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
     else
-      (cd "$dir" && "${command[@]}") >"$dir/$algorithm.jsonl" 2>>"$dir/$algorithm.log" || status=$?
+      (cd "$dir" && "${command[@]}") >"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
     fi
     wall=$((SECONDS - t0))
+    if ((phase_trace)) && [[ -s $dir/trace/$file.jsonl ]]; then
+      "$python" "$root/bench/phase_report.py" "$dir/trace/$file.jsonl" >"$dir/trace/$file.txt" 2>&1 || true
+    fi
     printf ' %ds\n' "$wall" >&2
     if [[ $status -eq 124 ]]; then
       echo "$name $algorithm ranks=$np status=timeout wall=${wall}s (over --time-limit $limit)" >>"$runs"
@@ -179,14 +216,14 @@ EOF
     else
       echo "$name $algorithm ranks=$np status=$status wall=${wall}s" >>"$runs"
       if [[ $status -ne 0 ]]; then
-        echo "smpi_scale.sh: $name $algorithm failed (exit status $status); last lines of $dir/$algorithm.log:" >&2
-        tail -n 20 "$dir/$algorithm.log" >&2
+        echo "smpi_scale.sh: $name $algorithm failed (exit status $status); last lines of $dir/$file.log:" >&2
+        tail -n 20 "$dir/$file.log" >&2
         failures=$((failures + 1))
       fi
     fi
   done
-  say "== SimGrid $name ($np ranks), $collective, $size blocks, plain link model, crosstraffic $crosstraffic"
-  say "   topotune schedule's $model"
+  say "== SimGrid $name ($np ranks), $collective, $sizes blocks, plain link model, crosstraffic $crosstraffic"
+  for model in "${models[@]}"; do say "   topotune schedule's $model"; done
   cat "$dir"/*.jsonl >"$dir/all.jsonl"
   if [[ -s $dir/all.jsonl ]]; then
     "$python" "$root/bench/report.py" --bound --rows label "$dir/all.jsonl" | tee -a "$tables"

@@ -177,7 +177,7 @@ int32_t NextPhase(const HostProgram& program, size_t s, size_t r) {
 }  // namespace
 
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm, HostSegments::Pace together) {
+                     MPI_Comm comm, HostSegments::Pace together, PhaseTrace* trace) {
   // Receives up front; recv_end[i] is one past the requests of program.recvs[i].
   std::vector<MPI_Request> recvs, sends;
   std::vector<size_t> recv_end;
@@ -195,20 +195,24 @@ int RunHostTransfers(const HostProgram& program, const char* send_base, char* re
   const int32_t last = together.last_phase;
   for (int32_t phase = gated ? (last >= 0 ? 0 : kNoPhase) : NextPhase(program, s, r); phase != kNoPhase;
        phase = gated ? (phase < last ? phase + 1 : kNoPhase) : NextPhase(program, s, r)) {
+    Mark(trace, TraceEvent::kPhaseBegin, phase);
     for (; s < program.sends.size() && program.sends[s].phase == phase; ++s) {
       const HostTransfer& t = program.sends[s];
       int rc = alltoall_detail::PostSend(send_base + t.offset * block_bytes, t.blocks * block_bytes, t.peer, kDataTag,
                                          comm, &sends);
       if (rc != MPI_SUCCESS) return rc;
     }
+    Mark(trace, TraceEvent::kSendsPosted, phase);
     while (r < program.recvs.size() && program.recvs[r].phase == phase) ++r;
     if (int rc = alltoall_detail::WaitAll(&sends); rc != MPI_SUCCESS) return rc;
+    Mark(trace, TraceEvent::kSendsDone, phase);
     const size_t until = r > 0 ? recv_end[r - 1] : 0;
     if (until > waited) {
       int rc = MPI_Waitall(static_cast<int>(until - waited), recvs.data() + waited, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS) return rc;
       waited = until;
     }
+    Mark(trace, TraceEvent::kRecvsDone, phase);
     if (gated && phase < last) {
       if (int rc = PMPI_Barrier(together.host); rc != MPI_SUCCESS) return rc;
     }

@@ -110,8 +110,9 @@ class HostSegments {
 // of `block_bytes` from send_base + offset, receives write to recv_base +
 // offset. With `together` (HostSegments::Together for `program`), the ranks
 // of each host go through the phases together; collective over the host
-// then. Returns an MPI error code.
+// then. With `trace`, marks every phase the rank visits (phase_trace.h).
+// Returns an MPI error code.
 int RunHostTransfers(const HostProgram& program, const char* send_base, char* recv_base, int64_t block_bytes,
-                     MPI_Comm comm, HostSegments::Pace together = {});
+                     MPI_Comm comm, HostSegments::Pace together = {}, PhaseTrace* trace = nullptr);
 
 }  // namespace topotune::kernels

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_kernels/phase_trace.h"
 #include "tuner/alltoallv_schedules.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_program.h"
@@ -110,6 +111,9 @@ struct KernelContext {
   // The host-combined kernels' shared memory, grown on demand (hence not
   // const); owned by whoever owns the context.
   HostSegments* host_segments = nullptr;
+  // Non-null: the host-combined kernels append the timestamps of their steps
+  // (phase_trace.h); whoever owns the context clears and reads it.
+  PhaseTrace* phase_trace = nullptr;
 };
 
 // The outcome of a kernel call.

@@ -67,6 +67,10 @@ inline constexpr CatalogKernel kKernelCatalog[] = {
      "capacity_scheduled's program with each host's ranks in step, phase by phase (real TCP: no run-ahead onto a busy "
      "host link)",
      11, true},
+    {"alltoall", "host_direct",
+     "Host-combined in one round: every host pair's blocks in about one message per rank, all at once, through "
+     "shared memory (many ranks per host, small blocks)",
+     12, true},
     {"alltoall", "mesh", "Message combining along a 2-D mesh, with holes (Kale-Kumar 2.2); small messages", 6, false},
     {"alltoall", "grid3d", "Message combining along a 3-D grid, with holes (Kale-Kumar 2.3); small messages", 7, false},
     {"alltoall", "hypercube",

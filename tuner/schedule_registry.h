@@ -47,6 +47,10 @@ struct ScheduleAlgorithm {
   // and the function; empty for the others.
   std::string_view derived_from = {};
   std::function<StatusOr<Schedule>(const Schedule& base, const RankTree&)> derive = {};
+  // The schedule posts its messages all at once on purpose (host_direct), so
+  // its phases overrun links: the verifier's contention findings are its
+  // design, not a generator bug.
+  bool all_at_once = false;
 };
 
 // `algorithm`'s schedule for blocks of msize_bytes and a per-phase latency

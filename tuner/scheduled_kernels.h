@@ -23,6 +23,7 @@ inline constexpr ScheduledKernel kScheduledKernels[] = {
     {"alltoall", "tree_scheduled", false},
     {"alltoall", "capacity_scheduled", true},
     {"alltoall", "capacity_lockstep", true},
+    {"alltoall", "host_direct", true},
     {"allgather", "node_aware_ring", true},
 };
 

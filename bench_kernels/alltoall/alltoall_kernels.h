@@ -35,6 +35,7 @@ KernelStatus AlltoallPhasedBarrier(const AlltoallArgs& args, const KernelContext
 KernelStatus AlltoallTreeScheduled(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallCapacityScheduled(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallCapacityLockstep(const AlltoallArgs& args, const KernelContext& ctx);
+KernelStatus AlltoallHostDirect(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallMesh(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallGrid3d(const AlltoallArgs& args, const KernelContext& ctx);
 KernelStatus AlltoallHypercube(const AlltoallArgs& args, const KernelContext& ctx);

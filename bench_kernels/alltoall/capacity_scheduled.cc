@@ -69,6 +69,8 @@ KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& c
   const int n = b.size(), me = b.rank();
   const int64_t bytes = b.block_bytes();
   const int h = prog.host_of_rank[me];
+  PhaseTrace* trace = ctx.phase_trace;
+  Mark(trace, TraceEvent::kEnter, h);
   const int64_t rh = prog.host_size(h), l = prog.local_index[me];
   const int64_t segment = rh * n * bytes;
   if (int rc = seg.Reserve(2 * segment); rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
@@ -79,17 +81,23 @@ KernelStatus RunCapacityProgram(const AlltoallArgs& args, const KernelContext& c
     const int64_t at = rh * prog.first_rank_of_host[g] + l * prog.host_size(g) + prog.local_index[d];
     std::memcpy(send + at * bytes, b.send_block(d), static_cast<size_t>(bytes));
   }
+  Mark(trace, TraceEvent::kCopiedIn);
   int rc = seg.Barrier();
+  Mark(trace, TraceEvent::kGathered);
   if (rc == MPI_SUCCESS)
-    rc = RunHostTransfers(prog, send, recv, bytes, b.comm(), lockstep ? seg.Together(prog) : HostSegments::Pace{});
+    rc = RunHostTransfers(prog, send, recv, bytes, b.comm(), lockstep ? seg.Together(prog) : HostSegments::Pace{},
+                          trace);
   if (rc == MPI_SUCCESS) rc = seg.Barrier();
   if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+  Mark(trace, TraceEvent::kExchanged);
   for (int o = 0; o < n; ++o) {
     const int g = prog.host_of_rank[o];
     const int64_t at = rh * prog.first_rank_of_host[g] + prog.local_index[o] * rh + l;
     std::memcpy(b.recv_block(o), (g == h ? send : recv) + at * bytes, static_cast<size_t>(bytes));
   }
+  Mark(trace, TraceEvent::kCopiedOut);
   if (rc = seg.Barrier(); rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+  Mark(trace, TraceEvent::kDone);
   return b.Finish();
 }
 

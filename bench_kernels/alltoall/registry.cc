@@ -19,6 +19,7 @@ constexpr KernelFunction<AlltoallFn> kFunctions[] = {
     {"tree_scheduled", &AlltoallTreeScheduled},
     {"capacity_scheduled", &AlltoallCapacityScheduled},
     {"capacity_lockstep", &AlltoallCapacityLockstep},
+    {"host_direct", &AlltoallHostDirect},
     {"mesh", &AlltoallMesh},
     {"grid3d", &AlltoallGrid3d},
     {"hypercube", &AlltoallHypercube},

@@ -140,6 +140,29 @@ std::string SampleToJson(const Sample& s, bool with_times) {
   return j.dump();
 }
 
+std::vector<std::string> PhaseTraceLines(std::string_view collective, std::string_view algorithm, int64_t msize,
+                                         int64_t call, const std::vector<int>& counts,
+                                         const std::vector<double>& marks) {
+  using Json = nlohmann::ordered_json;
+  std::vector<std::string> lines;
+  size_t at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    for (int i = 0; i < counts[r] && at + 3 <= marks.size(); ++i, at += 3) {
+      Json j;
+      j["collective"] = collective;
+      j["algorithm"] = algorithm;
+      j["msize"] = msize;
+      j["call"] = call;
+      j["rank"] = r;
+      j["event"] = kernels::TraceEventName(static_cast<kernels::TraceEvent>(static_cast<int32_t>(marks[at])));
+      j["value"] = static_cast<int32_t>(marks[at + 1]);
+      j["t_s"] = marks[at + 2];
+      lines.push_back(j.dump());
+    }
+  }
+  return lines;
+}
+
 Status ValidateAlgorithms(const BenchOptions& options) {
   for (const std::string& name : options.algorithms) {
     if (kernels::FindKernel(options.collective, name) == nullptr) {
@@ -515,6 +538,37 @@ int Matrices(const BenchOptions& o) {
 // reference) and its A/A copy; the public MPI function is only timed beside.
 bool Raced(const Entry& e) { return e.k != nullptr && e.k->name != "native"; }
 
+// --phase-trace: gathers every rank's marks of the call that began at its
+// `t0` to rank 0, which hands them to `sink` (PhaseTraceLines). Collective.
+void SendPhaseTrace(const kernels::PhaseTrace& trace, double t0, MPI_Comm comm, std::string_view collective,
+                    std::string_view algorithm, int64_t msize, int64_t call,
+                    const std::function<void(const std::string&)>& sink) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &n);
+  std::vector<double> mine;
+  mine.reserve(3 * trace.size());
+  for (const kernels::TraceMark& m : trace) {
+    mine.push_back(static_cast<double>(m.event));
+    mine.push_back(m.value);
+    mine.push_back(m.t - t0);
+  }
+  const int count = static_cast<int>(trace.size());
+  std::vector<int> counts(rank == 0 ? n : 0), lengths, displs;
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  std::vector<double> all;
+  if (rank == 0) {
+    for (int c : counts) {
+      displs.push_back(static_cast<int>(all.size()));
+      lengths.push_back(3 * c);
+      all.resize(all.size() + 3 * static_cast<size_t>(c));
+    }
+  }
+  MPI_Gatherv(mine.data(), 3 * count, MPI_DOUBLE, all.data(), lengths.data(), displs.data(), MPI_DOUBLE, 0, comm);
+  if (rank == 0)
+    for (const std::string& line : PhaseTraceLines(collective, algorithm, msize, call, counts, all)) sink(line);
+}
+
 std::string MpiErrorString(int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -589,8 +643,10 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
     job.emplace(std::move(placed).value());
   }
 
+  kernels::PhaseTrace trace;  // --phase-trace: one call's marks on this rank.
   ContextHolder holder;
   holder.FoldHostSegments(options.fold_buffers);
+  if (options.phase_trace) holder.TracePhases(&trace);
   if (int rc = holder.DupComm(comm); rc != MPI_SUCCESS)
     return fail(kExitFailure, "MPI_Comm_dup: " + MpiErrorString(rc));
   if (job) {
@@ -736,12 +792,15 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
       const int64_t fallbacks_before = TotalFallbacks(fallback_log);
       const std::optional<TcpCounters> tcp_before = timed && counts_tcp ? ReadTcpCounters() : std::nullopt;
       if (measured) MPI_Barrier(comm);
+      trace.clear();
       const double t0 = MPI_Wtime();
       rc = agree(e) ? cw.Agree(comm) : MPI_SUCCESS;
       if (rc == MPI_SUCCESS) rc = cw.Call(e.k, comm, holder.context(), &fallback_log);
       const double t = MPI_Wtime() - t0;
       double elapsed = 0;
       if (measured) MPI_Allreduce(&t, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
+      if (timed && options.phase_trace && e.k != nullptr)
+        SendPhaseTrace(trace, t0, comm, cname, e.k->name, msize, call, options.phase_trace);
       if (timed) {
         e.times.push_back(elapsed);
         e.fallbacks += TotalFallbacks(fallback_log) - fallbacks_before;

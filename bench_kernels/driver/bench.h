@@ -167,7 +167,20 @@ struct BenchOptions {
   // once per reason), verification mismatches and MPI errors (the rank that
   // saw them), usage and setup errors (rank 0). Default: stderr.
   std::function<void(const std::string&)> log;
+  // Set (on every rank): the host-combined kernels' step timestamps of every
+  // timed call (bench_kernels/phase_trace.h), gathered to rank 0, which
+  // passes them here as JSON Lines, one mark per line (see
+  // PhaseTraceLines). Unset: nothing is recorded.
+  std::function<void(const std::string& line)> phase_trace;
 };
+
+// The JSON Lines of one call's marks: `marks` holds (event, value, t) triples
+// of every rank, `counts` the number of triples per rank, times relative to
+// that rank's start of the call. One line per mark: {"collective",
+// "algorithm", "msize", "call", "rank", "event", "value", "t_s"}.
+std::vector<std::string> PhaseTraceLines(std::string_view collective, std::string_view algorithm, int64_t msize,
+                                         int64_t call, const std::vector<int>& counts,
+                                         const std::vector<double>& marks);
 
 struct Sample {
   std::string collective;

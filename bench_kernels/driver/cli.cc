@@ -339,6 +339,11 @@ int ParseCommandLine(int argc, const char* const* argv, CommandLine* cl, std::os
                  "Also time the public MPI function (not PMPI_) under LABEL (see THROUGH THE ...)")
       ->option_text("LABEL");
   app.add_option("--out", cl->out_path, "Write the JSON Lines to FILE instead of stdout")->option_text("FILE");
+  app.add_option("--phase-trace", cl->trace_path,
+                 "Write the step timestamps of the host-combined kernels' timed calls to FILE, one JSON line per "
+                 "rank and step (copies, host barriers, each phase's sends and receives; bench/phase_report.py "
+                 "reads them)")
+      ->option_text("FILE");
   app.add_flag("--times", cl->with_times, "Add every timed iteration to each line (times_s)");
   app.add_option("--progress", progress, "Progress bar on stderr: auto (if stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -400,12 +405,19 @@ int Main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::ofstream file;
+  std::ofstream file, trace_file;
+  struct Output {
+    const std::string* path;
+    std::ofstream* stream;
+    const char* flag;
+  };
+  const Output outputs[] = {{&cl.out_path, &file, "--out"}, {&cl.trace_path, &trace_file, "--phase-trace"}};
   int opened = 1;
-  if (rank == 0 && !cl.out_path.empty()) {
-    file.open(cl.out_path, std::ios::out | std::ios::trunc);
-    if (!file) {
-      std::cerr << "topotune-bench: --out: cannot open '" << cl.out_path << "' for writing\n";
+  for (auto [path, stream, flag] : outputs) {
+    if (rank != 0 || path->empty()) continue;
+    stream->open(*path, std::ios::out | std::ios::trunc);
+    if (!*stream) {
+      std::cerr << "topotune-bench: " << flag << ": cannot open '" << *path << "' for writing\n";
       opened = 0;
     }
   }
@@ -428,6 +440,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", line.c_str());
   };
 
+  if (!cl.trace_path.empty())
+    cl.options.phase_trace = [&trace_file](const std::string& line) { trace_file << line << "\n"; };
+
   int rc = kExitFailure;
   try {
     rc = RunBench(cl.options, MPI_COMM_WORLD, [&](const Sample& s) {
@@ -439,10 +454,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "topotune-bench: internal error: %s\n", e.what());
     MPI_Abort(MPI_COMM_WORLD, kExitFailure);
   }
-  if (file.is_open()) {
-    file.close();
-    if (!file) {
-      std::cerr << "topotune-bench: --out: error writing '" << cl.out_path << "'\n";
+  for (auto [path, stream, flag] : outputs) {
+    if (!stream->is_open()) continue;
+    stream->close();
+    if (!*stream) {
+      std::cerr << "topotune-bench: " << flag << ": error writing '" << *path << "'\n";
       rc = kExitFailure;
     }
   }

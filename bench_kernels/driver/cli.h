@@ -20,7 +20,8 @@ enum class ProgressMode { kAuto, kAlways, kNever };
 
 struct CommandLine {
   BenchOptions options;
-  std::string out_path;  // Empty: stdout.
+  std::string out_path;    // Empty: stdout.
+  std::string trace_path;  // --phase-trace; empty: none.
   ProgressMode progress = ProgressMode::kAuto;
   bool with_times = false;  // --times: add every iteration's time to each line.
 };

@@ -95,6 +95,9 @@ class ContextHolder {
   // SMPI builds only: the host segments in SMPI's folded shared memory
   // (HostSegments::Fold); set before SetHostProgram or AddTopology.
   void FoldHostSegments(bool fold) { fold_segments_ = fold; }
+  // The host-combined kernels append their step timestamps to `trace`
+  // (null: they record nothing); it must outlive the holder's use.
+  void TracePhases(kernels::PhaseTrace* trace) { ctx_.phase_trace = trace; }
   // Collective over shape.comm: builds the Level 3 plan of this call shape
   // with BuildAlltoallvPlan (greedy_phased when `greedy`, else a2a_phased)
   // and points the context at it. Returns an MPI error code.

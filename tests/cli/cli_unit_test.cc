@@ -134,7 +134,7 @@ TEST(CliRunTest, ExitCodes) {
   EXPECT_EQ(RunCli({"bound", "--topology", Example("two-switch-4x4.yaml"), "--msize", "-5"}).code, kExitUsage);
   Result unknown = RunCli({"schedule", "--topology", Example("two-switch-4x4.yaml"), "--algorithm", "bogus"});
   EXPECT_EQ(unknown.code, kExitUsage);
-  EXPECT_NE(unknown.err.find("valid algorithms: capacity_scheduled, capacity_lockstep, tree_scheduled"),
+  EXPECT_NE(unknown.err.find("valid algorithms: capacity_scheduled, capacity_lockstep, host_direct, tree_scheduled"),
             std::string::npos)
       << unknown.err;
   Result missing = RunCli({"topology", "show", "/nonexistent/topology.yaml"});

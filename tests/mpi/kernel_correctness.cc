@@ -34,7 +34,10 @@
 // 5 ranks also with two ranks on some hosts ("packed": rank i on
 // h((i%2)*4 + (i/2)%2)); from 4 ranks with two to four ranks on each of
 // two hosts, interleaved ("dense": rank i on h((i%2)*4 + i/8), so 2+2 on 4
-// ranks, 3+2 on 5, 4+4 on 8). Alltoall and allgather kernels also run (a
+// ranks, 3+2 on 5, 4+4 on 8); on a sample of the cases from 2 ranks with
+// all of them on one host ("one host"), and from 4 with every fourth rank on
+// h4 and the rest on h0 ("lopsided hosts": 3+1 to 6+2), so that 1 to 8 ranks
+// per host are covered. Alltoall and allgather kernels also run (a
 // sample of the cases) on layouts built in code: three switches in a chain,
 // a hub switch without hosts under three leaves, lopsided switches, a lone
 // rank on the middle switch of a chain, and two-slot hosts whose ranks are
@@ -862,7 +865,7 @@ int Main(int argc, char** argv) {
                  std::function<void(KernelContext*)> adjust = {}) {
     variants.push_back({std::move(name), std::move(holder), expect, sample_only, std::move(adjust)});
   };
-  auto placed = [&](const std::string& name, int (*host_of)(int)) -> int {
+  auto placed = [&](const std::string& name, int (*host_of)(int), bool sample_only = false) -> int {
     std::vector<std::string> hosts;
     for (int i = 0; i < n; ++i) hosts.push_back("h" + std::to_string(host_of(i)));
     auto job = topotune::bench::PlaceRanks(*topo, {{}, hosts}, n);
@@ -870,7 +873,7 @@ int Main(int argc, char** argv) {
     auto holder = holder_for(MPI_COMM_WORLD);
     auto st = holder->AddTopology(job->tree, collective, rank);
     if (!st.ok()) return Usage(st.message().c_str());
-    add(name, std::move(holder), Expect::kRuns, false);
+    add(name, std::move(holder), Expect::kRuns, sample_only);
     return 0;
   };
   if (kernel->needs_context) {
@@ -880,6 +883,19 @@ int Main(int argc, char** argv) {
     }
     if (n >= 4) {
       if (int rc = placed("dense", [](int i) { return (i % 2) * 4 + i / 8; })) return rc;
+    }
+    // Every rank on one host (nothing crosses the network), and every fourth
+    // rank on h4, the rest on h0 (3+1 to 6+2): with the layouts above, 1 to
+    // 8 ranks per host.
+    if (n >= 2) {
+      if (int rc = placed(
+              "one host", [](int) { return 0; }, true))
+        return rc;
+    }
+    if (n >= 4) {
+      if (int rc = placed(
+              "lopsided hosts", [](int i) { return i % 4 == 3 ? 4 : 0; }, true))
+        return rc;
     }
     if (topology_context) {
       for (Layout& l : TestLayouts(n)) {
