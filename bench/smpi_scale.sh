@@ -19,9 +19,10 @@
 # communicator (the host-combined kernels split it by host and allocate
 # their shared segments on their first call). The link model is plain (SMPI's
 # latency and bandwidth correction factors off: --cfg=smpi/lat-factor:0:1
-# --cfg=smpi/bw-factor:0:1) and computation takes no simulated time, so the
-# runs compare schedules on the links alone; the copies in and out of the
-# host segments are free here. SimGrid's cross-traffic (acknowledgements
+# --cfg=smpi/bw-factor:0:1) and, unless --computation simulated,
+# computation takes no simulated time, so the runs compare schedules on the
+# links alone; the copies in and out of the host segments are free then.
+# SimGrid's cross-traffic (acknowledgements
 # loading the reverse direction of every link) stays on unless
 # --crosstraffic off.
 #
@@ -54,6 +55,17 @@
 #                         in each run; --size is the same option
 #   --slots-divisor D     D times fewer ranks per host (rounded up; default 1)
 #   --crosstraffic on|off SimGrid's network/crosstraffic (default on)
+#   --computation free|simulated
+#                         free (default): computation takes no simulated
+#                         time, so the copies into and out of the host
+#                         segments cost nothing; simulated: every stretch of
+#                         code between MPI calls costs the time it took here
+#                         (smpi/simulate-computation, with smpi/host-speed set
+#                         to the exported hosts' speed, so one second here is
+#                         one simulated second), copies and rotations
+#                         included. With folded buffers the copies run in
+#                         cache-hot shared pages, so they come out cheaper
+#                         than on a real host
 #   --warmup N            untimed calls before the timed one (default 1)
 #   --phase-trace         also write trace/ALGORITHM.jsonl per shape: the
 #                         host-combined kernels' step timestamps
@@ -80,11 +92,11 @@ source "$root/bench/script_lib.sh"
 
 args="$*"
 shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall sizes=64KiB divisor=1
-crosstraffic=on limit=0 out="" warmup=1 phase_trace=0
+crosstraffic=on limit=0 out="" warmup=1 phase_trace=0 computation=free
 parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=sizes \
   value:--sizes=sizes \
   value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out \
-  value:--warmup=warmup flag:--phase-trace=phase_trace -- "$@"
+  value:--warmup=warmup flag:--phase-trace=phase_trace value:--computation=computation -- "$@"
 case $collective in
   alltoall) : "${algorithms:=capacity_scheduled,capacity_lockstep,host_direct,pairwise,tree_scheduled,native,linear}" ;;
   allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;
@@ -97,6 +109,8 @@ for algorithm in ${algorithms//,/ }; do
 done
 [[ $warmup =~ ^[0-9]+$ ]] || die_usage "--warmup takes a number of calls, not '$warmup'"
 [[ $limit =~ ^[0-9]+$ ]] || die_usage "--time-limit takes a number of seconds, not '$limit'"
+[[ $computation == free || $computation == simulated ]] ||
+  die_usage "--computation takes free or simulated, not '$computation'"
 [[ $crosstraffic == on || $crosstraffic == off ]] || die_usage "--crosstraffic takes on or off, not '$crosstraffic'"
 
 # The shapes' topology files.
@@ -136,7 +150,14 @@ tables=$out/tables.txt runs=$out/runs.txt
 # maxmin/precision 1e-6: at SimGrid's default (1e-5), and at 1e-9, the
 # solver aborted an all-at-once exchange of 128 ranks on three-level-512
 # ("Cannot saturate more a constraint that has no active element").
-smpi_cfg=(--cfg=maxmin/precision:1e-6 --cfg=smpi/simulate-computation:no --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
+# The exported hosts compute at 1 Gflop/s (topotune topology export's
+# default --host-speed); smpi/host-speed says this machine does too.
+if [[ $computation == free ]]; then
+  compute_cfg=(--cfg=smpi/simulate-computation:no)
+else
+  compute_cfg=(--cfg=smpi/simulate-computation:yes --cfg=smpi/host-speed:1Gf)
+fi
+smpi_cfg=(--cfg=maxmin/precision:1e-6 "${compute_cfg[@]}" --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
   "--cfg=network/crosstraffic:$([[ $crosstraffic == on ]] && echo 1 || echo 0)"
   --log=root.thres:error)
 # The trace's own clock reads cost no simulated time.
@@ -227,7 +248,8 @@ EOF
       fi
     fi
   done
-  say "== SimGrid $name ($np ranks), $collective, $sizes blocks, plain link model, crosstraffic $crosstraffic"
+  say "== SimGrid $name ($np ranks), $collective, $sizes blocks, plain link model, crosstraffic $crosstraffic," \
+    "computation $computation"
   for model in "${models[@]}"; do say "   topotune schedule's $model"; done
   cat "${samples[@]}" /dev/null >"$dir/all.jsonl"
   if [[ -s $dir/all.jsonl ]]; then
