@@ -9,6 +9,7 @@
 #include "proto/host_program_wire.h"
 #include "tuner/capacity_scheduled.h"
 #include "tuner/hash.h"
+#include "tuner/host_direct.h"
 #include "tuner/host_program.h"
 #include "tuner/rank_tree.h"
 #include "tuner/schedule_registry.h"
@@ -187,6 +188,28 @@ TEST(FindScheduledKernel, SaysWhichKernelsRunHostPrograms) {
   EXPECT_EQ(FindScheduledKernel("alltoall", "ring"), nullptr);
   EXPECT_EQ(FindScheduledKernel("allgather", "capacity_scheduled"), nullptr);
   EXPECT_EQ(FindScheduledKernel("alltoallv", "native"), nullptr);
+}
+
+TEST(CompilePlan, HostDirectServesOnePhaseHostPrograms) {
+  const std::vector<std::string> ranks = {"h0", "h4", "h0", "h5", "h4", "h1", "h4"};
+  Topology topo = TwoSwitch();
+  ASSERT_TRUE(HostCombinedKernel("alltoall", "host_direct"));
+  auto plan = CompilePlan(topo, ranks, "alltoall", "host_direct");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->algorithm, "host_direct");
+  EXPECT_EQ(plan->num_phases, 1);
+  auto tree = RankTree::Build(topo, *PlacementFromRankHosts(topo, ranks));
+  ASSERT_TRUE(tree.ok());
+  auto schedule = HostDirect(*tree);
+  ASSERT_TRUE(schedule.ok());
+  auto hosts = CompileHostPrograms(*schedule, plan->host_of_rank);
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(plan->programs.size(), 7u);
+  for (int r = 0; r < 7; ++r) {
+    v1::RankProgram wire;
+    v1::HostProgramToProto((*hosts)[r], &wire);
+    EXPECT_EQ(plan->programs[r], wire.SerializeAsString()) << "rank " << r;
+  }
 }
 
 TEST(CompilePlan, CapacityLockstepRunsCapacityScheduledsPhasesWithOneWayRankPairs) {
