@@ -54,7 +54,17 @@
 #   --sizes LIST          block sizes, comma-separated (default 64KiB), all
 #                         in each run; --size is the same option
 #   --slots-divisor D     D times fewer ranks per host (rounded up; default 1)
-#   --crosstraffic on|off SimGrid's network/crosstraffic (default on)
+#   --crosstraffic on|off SimGrid's network/crosstraffic (default on; fluid
+#                         network only)
+#   --network fluid|ns-3  fluid (default): SimGrid's max-min flow model, the
+#                         plain link model above; ns-3: every packet
+#                         simulated by ns-3 (--cfg=network/model:ns-3), with
+#                         TCP (ns-3's default NewReno, 1000-byte segments),
+#                         point-to-point links with ns-3's default queues,
+#                         and losses; the platform comes from topotune
+#                         topology export --ns3. ns-3 takes at most 128
+#                         ranks here (use --slots-divisor), and messages
+#                         between ranks of one host take no time under it
 #   --computation free|simulated
 #                         free (default): computation takes no simulated
 #                         time, so the copies into and out of the host
@@ -92,11 +102,12 @@ source "$root/bench/script_lib.sh"
 
 args="$*"
 shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall sizes=64KiB divisor=1
-crosstraffic=on limit=0 out="" warmup=1 phase_trace=0 computation=free
+crosstraffic=on limit=0 out="" warmup=1 phase_trace=0 computation=free network=fluid
 parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=sizes \
   value:--sizes=sizes \
   value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out \
-  value:--warmup=warmup flag:--phase-trace=phase_trace value:--computation=computation -- "$@"
+  value:--warmup=warmup flag:--phase-trace=phase_trace value:--computation=computation value:--network=network \
+  -- "$@"
 case $collective in
   alltoall) : "${algorithms:=capacity_scheduled,capacity_lockstep,host_direct,pairwise,tree_scheduled,native,linear}" ;;
   allgather) : "${algorithms:=node_aware_ring,ring,native}" ;;
@@ -112,6 +123,7 @@ done
 [[ $computation == free || $computation == simulated ]] ||
   die_usage "--computation takes free or simulated, not '$computation'"
 [[ $crosstraffic == on || $crosstraffic == off ]] || die_usage "--crosstraffic takes on or off, not '$crosstraffic'"
+[[ $network == fluid || $network == ns-3 ]] || die_usage "--network takes fluid or ns-3, not '$network'"
 
 # The shapes' topology files.
 topologies=()
@@ -159,8 +171,21 @@ else
   compute_cfg=(--cfg=smpi/simulate-computation:yes --cfg=smpi/host-speed:1Gf)
 fi
 smpi_cfg=(--cfg=maxmin/precision:1e-4 "${compute_cfg[@]}" --cfg=smpi/lat-factor:0:1 --cfg=smpi/bw-factor:0:1
-  "--cfg=network/crosstraffic:$([[ $crosstraffic == on ]] && echo 1 || echo 0)"
   --log=root.thres:error)
+export_flags=()
+if [[ $network == fluid ]]; then
+  smpi_cfg+=("--cfg=network/crosstraffic:$([[ $crosstraffic == on ]] && echo 1 || echo 0)")
+  network_text="plain link model, crosstraffic $crosstraffic"
+else
+  # A fixed seed, so that a rerun simulates the same packets. SimGrid 3.32's
+  # ns-3 binding aborts a flow larger than the TCP send buffer ("total_bytes
+  # ... is not sent_bytes"; ns-3's default buffer is 128 KiB, and a host pair's
+  # message carries many blocks), so the buffer is made larger than any message.
+  smpi_cfg+=(--cfg=network/model:ns-3 --cfg=ns3/seed:1)
+  export NS_ATTRIBUTE_DEFAULT=ns3::TcpSocket::SndBufSize=1073741824
+  export_flags=(--ns3)
+  network_text="ns-3 packet-level network (TCP)"
+fi
 # The trace's own clock reads cost no simulated time.
 ((phase_trace)) && smpi_cfg+=(--cfg=smpi/wtime:0)
 {
@@ -189,7 +214,7 @@ text, divisor = open(sys.argv[1]).read(), int(sys.argv[2])
 scaled = re.sub(r"slots: *(\d+)", lambda m: f"slots: {math.ceil(int(m.group(1)) / divisor)}", text)
 open(sys.argv[3], "w").write(scaled)
 EOF
-  if ! "$topotune" topology export --simgrid "$dir/$name.xml" --hostfile "$dir/$name.hosts" "$dir/$name.yaml" \
+  if ! "$topotune" topology export "${export_flags[@]}" --simgrid "$dir/$name.xml" --hostfile "$dir/$name.hosts" "$dir/$name.yaml" \
     >"$dir/export.log" 2>&1; then
     echo "smpi_scale.sh: exporting $topology failed:" >&2
     cat "$dir/export.log" >&2
@@ -197,6 +222,9 @@ EOF
     continue
   fi
   np=$(wc -l <"$dir/$name.hosts")
+  if [[ $network == ns-3 ]] && ((np > 128)); then
+    die_usage "$name has $np ranks; ns-3 simulates every packet and takes at most 128 here (use --slots-divisor)"
+  fi
   map_count=$(cat /proc/sys/vm/max_map_count)
   if ((np > 128 && map_count < 1048576)); then
     echo "smpi_scale.sh: vm.max_map_count is $map_count; folded buffers for $np ranks need 1048576. As root:" >&2
@@ -249,8 +277,7 @@ EOF
       fi
     fi
   done
-  say "== SimGrid $name ($np ranks), $collective, $sizes blocks, plain link model, crosstraffic $crosstraffic," \
-    "computation $computation"
+  say "== SimGrid $name ($np ranks), $collective, $sizes blocks, $network_text, computation $computation"
   for model in "${models[@]}"; do say "   topotune schedule's $model"; done
   cat "${samples[@]}" /dev/null >"$dir/all.jsonl"
   if [[ -s $dir/all.jsonl ]]; then

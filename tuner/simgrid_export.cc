@@ -137,12 +137,18 @@ std::string SimgridPlatformXml(const Topology& topo, const SimgridExportOptions&
   std::string out;
   out += "<?xml version='1.0'?>\n";
   out += "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
+  const char* link_text =
+      options.ns3
+          ? "     Links are ns-3 point-to-point links (full duplex, one per link: one symmetrical one-hop\n"
+            "     route each), for network/model:ns-3.\n"
+          : "     Links are SPLITDUPLEX (full duplex: each direction has the full bandwidth); a link's UP half\n"
+            "     carries traffic from its first endpoint to its second.\n";
   out += fmt::format(
       "<!-- Exported by topotune from {}: {} switches (routers), {} hosts, {} links.\n"
-      "     Links are SPLITDUPLEX (full duplex: each direction has the full bandwidth); a link's UP half\n"
-      "     carries traffic from its first endpoint to its second. Links without a latency in the topology\n"
-      "     get {}. Floyd routing composes the one-hop routes into tree paths. -->\n",
-      CommentSafe(topo.source()), num_switches, topo.hosts().size(), links.size(),
+      "{}"
+      "     Links without a latency in the topology get {}. Floyd routing composes the one-hop routes\n"
+      "     into tree paths. -->\n",
+      CommentSafe(topo.source()), num_switches, topo.hosts().size(), links.size(), link_text,
       SimgridLatency(options.default_latency_s));
   out += "<platform version=\"4.1\">\n";
   out += fmt::format("  <zone id=\"{}\" routing=\"Floyd\">\n", XmlEscape(options.zone_id));
@@ -154,15 +160,20 @@ std::string SimgridPlatformXml(const Topology& topo, const SimgridExportOptions&
     out += fmt::format("    <host id=\"{}\" speed=\"{}\" core=\"{}\"/>\n", XmlEscape(nodes[h].name), speed,
                        nodes[h].slots);
   }
+  const char* policy = options.ns3 ? "" : " sharing_policy=\"SPLITDUPLEX\"";
   for (size_t i = 0; i < links.size(); ++i) {
     const double latency = links[i].latency_s > 0 ? links[i].latency_s : options.default_latency_s;
-    out += fmt::format("    <link id=\"{}\" bandwidth=\"{}\" latency=\"{}\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                       XmlEscape(link_ids[i]), SimgridBandwidth(links[i].speed_bps), SimgridLatency(latency));
+    out += fmt::format("    <link id=\"{}\" bandwidth=\"{}\" latency=\"{}\"{}/>\n", XmlEscape(link_ids[i]),
+                       SimgridBandwidth(links[i].speed_bps), SimgridLatency(latency), policy);
   }
   for (size_t i = 0; i < links.size(); ++i) {
     const std::string a = XmlEscape(nodes[links[i].a].name);
     const std::string b = XmlEscape(nodes[links[i].b].name);
     const std::string id = XmlEscape(link_ids[i]);
+    if (options.ns3) {
+      out += fmt::format("    <route src=\"{}\" dst=\"{}\"><link_ctn id=\"{}\"/></route>\n", a, b, id);
+      continue;
+    }
     out += fmt::format(
         "    <route src=\"{}\" dst=\"{}\" symmetrical=\"NO\"><link_ctn id=\"{}\" direction=\"UP\"/></route>\n", a, b,
         id);

@@ -28,6 +28,18 @@
 //   * Link latencies come from the topology; a link without one (latency 0
 //     in the file) gets SimgridExportOptions::default_latency_s.
 //
+// The ns-3 form (SimgridExportOptions::ns3, for --cfg=network/model:ns-3)
+// writes each link once more plainly:
+//
+//     <link id="n0-s0" bandwidth="100Mbps" latency="10us"/>
+//     <route src="n0" dst="s0"><link_ctn id="n0-s0"/></route>
+//
+// SimGrid's ns-3 binding builds one point-to-point ns-3 link (full duplex,
+// with its own queues and TCP) per one-hop route it is told about, and
+// ignores the sharing policy. The fluid form's two directed routes per link
+// would become two parallel ns-3 links, doubling every capacity; one
+// symmetrical route per link gives exactly one.
+//
 // The hostfile (SimgridHostfile) lists one host per rank, for
 // `smpirun -hostfile`, in the order of a Placement; with DefaultPlacement it
 // matches what `topotune-bench --topology` assumes without --hosts.
@@ -49,6 +61,7 @@ struct SimgridExportOptions {
   std::string zone_id = "topotune";  // The <zone id>.
   double host_speed_flops = 1e9;     // Every <host speed>, in flop/s ("1Gf"); > 0 and finite.
   double default_latency_s = 10e-6;  // Latency of links that have none in the topology; >= 0 and finite.
+  bool ns3 = false;                  // The ns-3 form: one symmetrical route per link (see above).
 };
 
 // InvalidArgument, naming the field, when `options` has an empty zone id, a

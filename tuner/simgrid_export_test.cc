@@ -18,6 +18,7 @@ namespace topotune {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // The attributes of every element `tag` (self-closing or not) of `xml`, in order.
@@ -140,6 +141,42 @@ links:
   EXPECT_THAT(xml,
               HasSubstr("<route src=\"b\" dst=\"sw\" symmetrical=\"NO\"><link_ctn id=\"sw-b\" direction=\"DOWN\"/>"));
   EXPECT_THAT(xml, HasSubstr("Exported by topotune from t.yaml: 1 switches (routers), 2 hosts, 2 links."));
+}
+
+TEST(SimgridExportTest, Ns3FormHasOneSymmetricalRoutePerLink) {
+  SimgridExportOptions options;
+  options.ns3 = true;
+  const std::string xml = SimgridPlatformXml(Fig1(), options);
+  const std::string fluid = SimgridPlatformXml(Fig1(), {});
+  // The same routers and hosts as the fluid form.
+  EXPECT_EQ(Elements(xml, "router"), Elements(fluid, "router"));
+  EXPECT_EQ(Elements(xml, "host"), Elements(fluid, "host"));
+  // Links without a sharing policy (ns-3 ignores it) ...
+  const auto links = Elements(xml, "link");
+  const auto fluid_links = Elements(fluid, "link");
+  ASSERT_EQ(links.size(), fluid_links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    SCOPED_TRACE(i);
+    auto expected = fluid_links[i];
+    expected.erase("sharing_policy");
+    EXPECT_EQ(links[i], expected);
+  }
+  // ... and one symmetrical (default) route per link, from its first
+  // endpoint to its second, without a direction: SimGrid's ns-3 binding
+  // makes one point-to-point link per route it is told about.
+  EXPECT_THAT(xml, Not(HasSubstr("symmetrical=")));
+  EXPECT_THAT(xml, Not(HasSubstr("direction=")));
+  const std::regex route("<route src=\"([^\"]*)\" dst=\"([^\"]*)\"><link_ctn id=\"([^\"]*)\"/></route>");
+  std::vector<std::string> routed;
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), route); it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ((*it)[3].str(), (*it)[1].str() + "-" + (*it)[2].str());
+    routed.push_back((*it)[3].str());
+  }
+  std::vector<std::string> ids;
+  for (const auto& l : links) ids.push_back(l.at("id"));
+  EXPECT_EQ(routed, ids);
+  EXPECT_EQ(Elements(xml, "route").size(), links.size());
+  EXPECT_THAT(xml, HasSubstr("ns-3 point-to-point links"));
 }
 
 TEST(SimgridExportTest, NamesAreEscapedAndLinkIdsUnique) {

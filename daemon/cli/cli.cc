@@ -254,6 +254,7 @@ struct ExportArgs {
   std::string host_speed = "1Gf";
   std::string default_latency = "10us";
   std::string zone_id = "topotune";
+  bool ns3 = false;  // The ns-3 form of the platform.
   PlacementArgs placement;
 };
 
@@ -277,6 +278,7 @@ bool WriteOutput(const std::string& flag, const std::string& path, const std::st
 int RunExport(const ExportArgs& args, std::ostream& out, std::ostream& err) {
   SimgridExportOptions options;
   options.zone_id = args.zone_id;
+  options.ns3 = args.ns3;
   auto speed = ParseSimgridSpeed(args.host_speed);
   if (!speed) {
     err << "topotune: --host-speed: '" << args.host_speed
@@ -318,8 +320,8 @@ int RunExport(const ExportArgs& args, std::ostream& out, std::ostream& err) {
   // A summary and the command that runs it, unless stdout carries a file.
   if (args.simgrid != "-" && args.hostfile != "-") {
     const size_t switches = job->topo.nodes().size() - job->topo.hosts().size();
-    out << fmt::format("wrote {}: SimGrid platform, {} routers, {} hosts, {} full-duplex links\n", args.simgrid,
-                       switches, job->topo.hosts().size(), job->topo.links().size());
+    out << fmt::format("wrote {}: SimGrid platform, {} routers, {} hosts, {} full-duplex {}links\n", args.simgrid,
+                       switches, job->topo.hosts().size(), job->topo.links().size(), args.ns3 ? "ns-3 " : "");
     if (!args.hostfile.empty()) {
       out << fmt::format("wrote {}: smpirun hostfile, {} ranks\n", args.hostfile, job->placement.num_ranks());
       // topotune-bench takes the same placement flags as this command.
@@ -553,7 +555,10 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  "second. With --hostfile, also writes the smpirun hostfile: one host per rank of the placement.\n"
                  "\n"
                  "SMPI shares bandwidth as a fluid, without packet loss: it shows the phase structure and scale of\n"
-                 "an algorithm, not the TCP losses that contention-free schedules avoid (see README, SimGrid).\n");
+                 "an algorithm, not the TCP losses that contention-free schedules avoid (see README, SimGrid).\n"
+                 "--ns3 writes the platform for SimGrid's packet-level model instead (smpirun\n"
+                 "--cfg=network/model:ns-3: TCP, queues and losses simulated by ns-3): plain links with one\n"
+                 "symmetrical route each, as SimGrid's ns-3 binding makes one point-to-point link per route.\n");
   exp->add_option("FILE", export_args.file, "Topology file (YAML)")->required()->type_name("");
   exp->add_option("--simgrid", export_args.simgrid, "Write the SimGrid platform to PLATFORM.xml ('-': stdout)")
       ->required()
@@ -570,6 +575,8 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   exp->add_option("--zone-id", export_args.zone_id, "The id of the platform's zone")
       ->type_name("NAME")
       ->capture_default_str();
+  exp->add_flag("--ns3", export_args.ns3,
+                "Write the platform for --cfg=network/model:ns-3 (one symmetrical route per link)");
   AddPlacementOptions(exp, &export_args.placement);
   exp->footer(
       std::string(kPlacementHelp) +
@@ -578,7 +585,10 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "  topotune topology export --simgrid fig1.xml --hostfile fig1.hosts deploy/examples/faraj-yuan-fig1.yaml\n"
       "  smpirun -platform fig1.xml -hostfile fig1.hosts -np 6 topotune-bench-smpi \\\n"
       "      --topology deploy/examples/faraj-yuan-fig1.yaml --algorithms tree_scheduled,native --verify\n"
-      "  topotune topology export --simgrid - --default-latency 50us --host-speed 2Gf cluster.yaml > cluster.xml\n");
+      "  topotune topology export --simgrid - --default-latency 50us --host-speed 2Gf cluster.yaml > cluster.xml\n"
+      "  topotune topology export --ns3 --simgrid fig1-ns3.xml --hostfile fig1.hosts "
+      "deploy/examples/faraj-yuan-fig1.yaml\n"
+      "  smpirun --cfg=network/model:ns-3 -platform fig1-ns3.xml -hostfile fig1.hosts -np 6 topotune-bench-smpi ...\n");
 
   // bound
   BoundArgs bound_args;

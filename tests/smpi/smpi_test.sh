@@ -7,7 +7,7 @@
 #   CASE            platform_fig1 | platform_bad_direction | fig1_np6 |
 #                   fig1_every_kernel_alltoall | fig1_every_kernel_alltoallv |
 #                   fig1_every_kernel_allgather | tree64_np64 | fold_buffers |
-#                   scale_script (see below)
+#                   scale_script | ns3 (see below)
 #   TOPOTUNE        the topotune CLI
 #   PLATFORM_CHECK  tests/smpi/platform_check (loads a platform into SimGrid)
 #   BENCH_SMPI      topotune-bench-smpi
@@ -36,17 +36,21 @@ export_platform() {
   cat "$work/stdout"
 }
 
-# smpi_bench NAME NP BENCH_ARGS...: runs topotune-bench-smpi on NAME.xml and
-# NAME.hosts, JSON Lines into out.jsonl. Computation between MPI calls takes
+# smpi_bench NAME NP [SMPIRUN_ARGS... --] BENCH_ARGS...: runs
+# topotune-bench-smpi on NAME.xml and NAME.hosts, JSON Lines into out.jsonl. Computation between MPI calls takes
 # no simulated time (smpi/simulate-computation:no), so that the simulated
 # times do not depend on how busy this machine is; SMPI's latency and
 # bandwidth correction factors stay at their defaults (a calibrated TCP
 # cluster).
 smpi_bench() {
-  local name=$1 np=$2
+  local name=$1 np=$2 cfg=()
   shift 2
+  if [[ " $* " == *" -- "* ]]; then
+    while [[ $1 != -- ]]; do cfg+=("$1") && shift; done
+    shift
+  fi
   set +e
-  "$smpirun" -platform "$name.xml" -hostfile "$name.hosts" -np "$np" --cfg=smpi/simulate-computation:no \
+  "$smpirun" -platform "$name.xml" -hostfile "$name.hosts" -np "$np" --cfg=smpi/simulate-computation:no "${cfg[@]}" \
     --log=xbt_cfg.thres:warning --log=smpi_config.thres:warning "$bench" "$@" >"$work/out.jsonl" 2>"$work/stderr"
   status=$?
   set -e
@@ -106,6 +110,38 @@ case $case_name in
     export_platform "$fig1" fig1
     smpi_bench fig1 6 --collective alltoall --algorithms tree_scheduled,native --topology "$fig1" --verify \
       --sizes 64KiB --iterations 2
+    check_lines tree_scheduled,native 6 65536 0.04718592
+    cat "$work/out.jsonl"
+    ;;
+  ns3)
+    # The ns-3 form of the export runs under SimGrid's packet-level model.
+    # Two hosts behind one switch, 100 Mbit/s: a 2-rank alltoall sends one
+    # 1 MiB flow each way at once, and on full-duplex point-to-point links
+    # each reaches nearly the link rate (TCP over 1000-byte segments carries
+    # 1000 of every 1042 bytes): between the bound and 1.25 times it. Then
+    # Figure 1 (four routers, two-hop and longer paths): tree_scheduled and
+    # the MPI library's own alltoall deliver every byte under ns-3 too.
+    printf '%s\n' "switches: [{name: sw}]" "hosts: [{name: a}, {name: b}]" "links:" "  - [a, sw, 100Mbps]" \
+      "  - [b, sw, 100Mbps]" >pair.yaml
+    for name in pair fig1; do
+      topology=pair.yaml
+      [[ $name == fig1 ]] && topology=$fig1
+      run "$topotune" topology export --ns3 --simgrid "$name.xml" --hostfile "$name.hosts" "$topology"
+      expect_status 0
+      grep -qF "full-duplex ns-3 links" stdout || fail "$name: the summary does not say ns-3"
+      if grep -qE 'SPLITDUPLEX|direction=' "$name.xml"; then fail "$name.xml: fluid-form links or routes"; fi
+    done
+    # SimGrid 3.32's ns-3 binding aborts a flow larger than the TCP send
+    # buffer ("total_bytes ... is not sent_bytes"; ns-3's default 128 KiB), so
+    # the buffer is made larger than any message, as bench/smpi_scale.sh does.
+    export NS_ATTRIBUTE_DEFAULT=ns3::TcpSocket::SndBufSize=1073741824
+    smpi_bench pair 2 --cfg=network/model:ns-3 --cfg=ns3/seed:1 -- --collective alltoall --algorithms pairwise \
+      --topology pair.yaml --verify --sizes 1MiB --iterations 1
+    check_lines pairwise 2 1048576 0.08388608
+    "$python" -c 'import json,sys; t=json.loads(open(sys.argv[1]).readline())["median_s"]; assert t <= 1.25 * 0.08388608, t' \
+      "$work/out.jsonl" || fail "two opposite flows did not each reach the link rate under ns-3"
+    smpi_bench fig1 6 --cfg=network/model:ns-3 --cfg=ns3/seed:1 -- --collective alltoall \
+      --algorithms tree_scheduled,native --topology "$fig1" --verify --sizes 64KiB --iterations 1
     check_lines tree_scheduled,native 6 65536 0.04718592
     cat "$work/out.jsonl"
     ;;
@@ -208,6 +244,12 @@ EOF
     run "$script" --no-such-option
     expect_status 2
     grep -qF "unknown argument '--no-such-option'" stderr || fail "no usage error for an unknown option"
+    run "$script" --network ns3
+    expect_status 2
+    grep -qF -- "--network takes fluid or ns-3" stderr || fail "no usage error for --network ns3"
+    run env BUILD="$build" "$script" --network ns-3 --shapes two-leaf-16x16 --algorithms pairwise --out "$work/big"
+    expect_status 2
+    grep -qF "512 ranks; ns-3 simulates every packet and takes at most 128" stderr || fail "ns-3 at 512 ranks not refused"
     run "$script" --help
     expect_status 0
     grep -qF -- "--slots-divisor D" stdout || fail "--help lacks --slots-divisor"
