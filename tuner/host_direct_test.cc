@@ -73,17 +73,8 @@ void ExpectHostDirect(const RankTree& tree, const std::string& what) {
 }
 
 TEST(HostDirect, RandomClustersCarryEveryBlockOnceInOnePhase) {
-  int checked = 0, multi_rank = 0, two_hosts = 0;
-  for (uint64_t seed = 0; checked < 60 && seed < 4000; ++seed) {
-    testing::ClusterShape shape;
-    Topology t = testing::RandomClusterTree(seed, &shape);
-    auto tree = RankTree::Build(t, DefaultPlacement(t));
-    ASSERT_TRUE(tree.ok());
-    if (tree->num_ranks() > 200) continue;
-    ++checked;
-    if (shape.max_ranks_per_host > 1) ++multi_rank;
-    ExpectHostDirect(*tree, "seed " + std::to_string(seed));
-  }
+  const testing::RandomClusters covered = testing::ForRandomClusters(60, 200, ExpectHostDirect);
+  int two_hosts = 0;
   // Few hosts with many ranks, where a host pair takes several messages.
   for (int hosts : {1, 2, 3}) {
     std::vector<testing::HostSpec> specs;
@@ -98,8 +89,8 @@ TEST(HostDirect, RandomClustersCarryEveryBlockOnceInOnePhase) {
     ExpectHostDirect(*tree, std::to_string(hosts) + " hosts of 5, 8, 11 ranks");
     two_hosts += hosts == 2;
   }
-  EXPECT_EQ(checked, 60);
-  EXPECT_GE(multi_rank, 15);
+  EXPECT_EQ(covered.checked, 60);
+  EXPECT_GE(covered.multi_rank, 15);
   EXPECT_EQ(two_hosts, 1);
 }
 

@@ -102,19 +102,9 @@ TEST(HostProgram, AlltoallLayoutIsOriginMajorPerHostSection) {
 }
 
 TEST(HostProgram, RandomClustersDeliverEveryBlock) {
-  int checked = 0, multi_rank = 0;
-  for (uint64_t seed = 0; checked < 40 && seed < 4000; ++seed) {
-    testing::ClusterShape shape;
-    Topology t = testing::RandomClusterTree(seed, &shape);
-    auto tree = RankTree::Build(t, DefaultPlacement(t));
-    ASSERT_TRUE(tree.ok());
-    if (tree->num_ranks() > 160) continue;
-    ++checked;
-    if (shape.max_ranks_per_host > 1) ++multi_rank;
-    ExpectBothDeliver(*tree, "seed " + std::to_string(seed));
-  }
-  EXPECT_EQ(checked, 40);
-  EXPECT_GE(multi_rank, 10);
+  const testing::RandomClusters covered = testing::ForRandomClusters(40, 160, ExpectBothDeliver);
+  EXPECT_EQ(covered.checked, 40);
+  EXPECT_GE(covered.multi_rank, 10);
 }
 
 TEST(HostProgram, FarajYuanScheduleCompilesAsOneBlockMessages) {

@@ -48,16 +48,12 @@ std::vector<ScheduleAlgorithm> BuildTable() {
          return CapacityScheduled(t, {.msize_bytes = msize, .alpha_s = alpha, .one_way_rank_pairs = true});
        },
        "capacity_scheduled", CapacityLockstepFrom},
-      {"alltoall",
-       "host_direct",
-       "host-combined in one phase: every host pair's blocks in about one message per rank of the sending host, "
-       "all at once (few messages for small blocks)",
-       [](const RankTree& t) { return HostDirect(t); },
-       {},
-       {},
-       {},
-       {},
-       /*all_at_once=*/true},
+      {.collective = "alltoall",
+       .name = "host_direct",
+       .description = "host-combined in one phase: every host pair's blocks in about one message per rank of the "
+                      "sending host, all at once (few messages for small blocks)",
+       .make = [](const RankTree& t) { return HostDirect(t); },
+       .all_at_once = true},
       {"alltoall", "tree_scheduled",
        "contention-free phases for the switch tree with pair-wise syncs, no barriers (Faraj-Yuan §4-5)",
        [](const RankTree& t) { return TreeScheduled(t); },

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -229,6 +230,30 @@ inline Topology RandomClusterTree(uint64_t seed, ClusterShape* shape = nullptr) 
   std::shuffle(links.begin(), links.end(), rng);
   if (shape) *shape = sh;
   return BuildTopology(switches, hosts, links);
+}
+
+// What ForRandomClusters covered.
+struct RandomClusters {
+  int checked = 0;     // Clusters given to the check.
+  int multi_rank = 0;  // Of them, with more than one rank on some host.
+};
+
+// Calls `check(tree, "seed N")` on the jobs of one rank per slot
+// (DefaultPlacement) of RandomClusterTree(seed) for seeds 0, 1, ..., skipping
+// clusters of more than `max_ranks` ranks, until `count` were checked or 4000
+// seeds were drawn.
+inline RandomClusters ForRandomClusters(int count, int max_ranks,
+                                        const std::function<void(const RankTree&, const std::string&)>& check) {
+  RandomClusters covered;
+  for (uint64_t seed = 0; covered.checked < count && seed < 4000; ++seed) {
+    ClusterShape shape;
+    const RankTree tree = BuildRankTree(RandomClusterTree(seed, &shape));
+    if (tree.num_ranks() > max_ranks) continue;
+    ++covered.checked;
+    if (shape.max_ranks_per_host > 1) ++covered.multi_rank;
+    check(tree, "seed " + std::to_string(seed));
+  }
+  return covered;
 }
 
 }  // namespace topotune::testing

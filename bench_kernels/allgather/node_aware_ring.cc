@@ -34,6 +34,7 @@
 #include "bench_kernels/allgather/gather_buffer.h"
 #include "bench_kernels/allgather/kernels.h"
 #include "bench_kernels/host_segments.h"
+#include "bench_kernels/phase_trace.h"
 
 namespace topotune::kernels {
 
@@ -51,15 +52,24 @@ KernelStatus AllgatherNodeAwareRing(const AllgatherArgs& a, const KernelContext&
   if (rc != MPI_SUCCESS || g.block_bytes() == 0) return allgather_detail::StatusFrom(rc);
 
   const int64_t bytes = static_cast<int64_t>(g.block_bytes());
+  PhaseTrace* trace = ctx.phase_trace;
+  Mark(trace, TraceEvent::kEnter, prog.host_of_rank[c.me]);
   if (rc = seg.Reserve(c.n * bytes); rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
   char* stream = seg.base();
   std::memcpy(stream + prog.local_index[c.me] * bytes, g.block(c.me), g.block_bytes());
+  Mark(trace, TraceEvent::kCopiedIn);
   rc = seg.Barrier();
-  if (rc == MPI_SUCCESS) rc = RunHostTransfers(prog, stream, stream, bytes, c.comm);
+  Mark(trace, TraceEvent::kGathered);
+  if (rc == MPI_SUCCESS) rc = RunHostTransfers(prog, stream, stream, bytes, c.comm, HostSegments::Pace{}, trace);
   if (rc == MPI_SUCCESS) rc = seg.Barrier();
   if (rc != MPI_SUCCESS) return KernelStatus::MpiError(rc);
+  Mark(trace, TraceEvent::kExchanged);
   for (int k = 0; k < c.n; ++k) std::memcpy(g.block(prog.stream_origin[k]), stream + k * bytes, g.block_bytes());
-  if (rc = seg.Barrier(); rc == MPI_SUCCESS) rc = g.Finish();
+  Mark(trace, TraceEvent::kCopiedOut);
+  if (rc = seg.Barrier(); rc == MPI_SUCCESS) {
+    Mark(trace, TraceEvent::kDone);
+    rc = g.Finish();
+  }
   return allgather_detail::StatusFrom(rc);
 }
 

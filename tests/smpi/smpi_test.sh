@@ -6,7 +6,7 @@
 # Usage: smpi_test.sh CASE TOPOTUNE PLATFORM_CHECK BENCH_SMPI SMPIRUN SOURCE_DIR WORK_DIR
 #   CASE            platform_fig1 | platform_bad_direction | fig1_np6 |
 #                   fig1_every_kernel_alltoall | fig1_every_kernel_alltoallv |
-#                   fig1_every_kernel_allgather | tree64_np64 | fold_buffers |
+#                   fig1_every_kernel_allgather | tree64_np64 | fold_and_trace |
 #                   scale_script | ns3 (see below)
 #   TOPOTUNE        the topotune CLI
 #   PLATFORM_CHECK  tests/smpi/platform_check (loads a platform into SimGrid)
@@ -177,33 +177,77 @@ EOF
     check_lines tree_scheduled,native 64 65536 0.234881024
     echo "smpirun -np 64: $((SECONDS - start)) s"
     ;;
-  fold_buffers)
+  fold_and_trace)
     # --fold-buffers (every rank's buffers and the host segments in SMPI's
-    # shared memory, for the 512-rank runs of bench/smpi_scale.sh) changes
-    # no simulated time: the host-combined kernels and pairwise on the
-    # three-level example (8 hosts x 2 ranks) time the same folded as with
-    # their own buffers, whose bytes --verify checks. With --verify it is
-    # refused: folded bytes are shared, there is nothing to check.
+    # shared memory, for the 512-rank runs of bench/smpi_scale.sh) and
+    # --phase-trace change no simulated time: the host-combined kernels and
+    # rank-level ones on the three-level example (8 hosts x 2 ranks) time the
+    # same folded and traced as with their own buffers, whose bytes --verify
+    # checks (the trace's clock reads cost none: smpi/wtime:0). In the trace,
+    # every rank of each host-combined kernel's timed call marks its steps in
+    # order (enter, copy-in, host barrier, per phase: begin, sends posted,
+    # sends done, receives done; exchanged, copy-out, done), phases rising,
+    # times never going back, host_direct in one phase at most; the
+    # rank-level kernels mark nothing, and bench/phase_report.py reads it.
+    # With --verify, --fold-buffers is refused: folded bytes are shared,
+    # there is nothing to check.
     three=$source_dir/deploy/examples/three-level.yaml
     export_platform "$three" three
-    for run in "alltoall capacity_scheduled,pairwise" "allgather node_aware_ring,native"; do
-      collective=${run%% *} algorithms=${run#* }
-      smpi_bench three 16 --collective "$collective" --algorithms "$algorithms" --topology "$three" --sizes 64KiB \
-        --iterations 2 --verify
+    for run in "alltoall capacity_scheduled,host_direct,pairwise capacity_scheduled,host_direct" \
+      "allgather node_aware_ring,native node_aware_ring"; do
+      read -r collective algorithms traced <<<"$run"
+      smpi_bench three 16 --cfg=smpi/wtime:0 -- --collective "$collective" --algorithms "$algorithms" \
+        --topology "$three" --sizes 64KiB --iterations 2 --verify
       check_lines "$algorithms" 16 65536
       mv "$work/out.jsonl" "$work/own-$collective.jsonl"
-      smpi_bench three 16 --collective "$collective" --algorithms "$algorithms" --topology "$three" --sizes 64KiB \
-        --iterations 2 --fold-buffers
-      "$python" - "$work/own-$collective.jsonl" "$work/out.jsonl" <<'EOF' || fail "$collective: folded times differ"
-import json, sys
-own, folded = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:])
+      smpi_bench three 16 --cfg=smpi/wtime:0 -- --collective "$collective" --algorithms "$algorithms" \
+        --topology "$three" --sizes 64KiB --iterations 2 --fold-buffers --phase-trace "$work/trace-$collective.jsonl"
+      "$python" - "$work/own-$collective.jsonl" "$work/out.jsonl" "$work/trace-$collective.jsonl" "$traced" <<'EOF' ||
+import collections, json, sys
+own, folded, trace = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:4])
+traced = sys.argv[4].split(",")
 assert [l["algorithm"] for l in own] == [l["algorithm"] for l in folded], "different algorithms"
 for a, b in zip(own, folded):
     assert b["verified"] is False, f'{b["algorithm"]}: the folded run claims to be verified'
     assert abs(a["median_s"] - b["median_s"]) <= 1e-9 * a["median_s"], \
-        f'{a["algorithm"]}: {a["median_s"]} s with its own buffers, {b["median_s"]} s folded'
-    print(f'{a["algorithm"]}: {a["median_s"]:.6f} s with its own buffers and folded')
+        f'{a["algorithm"]}: {a["median_s"]} s with its own buffers, {b["median_s"]} s folded and traced'
+    print(f'{a["algorithm"]}: {a["median_s"]:.6f} s with its own buffers, and folded and traced')
+marks = collections.defaultdict(list)
+for m in trace:
+    marks[(m["algorithm"], m["call"], m["rank"])].append(m)
+assert sorted({a for a, _, _ in marks}) == sorted(traced), f"traced {sorted({a for a, _, _ in marks})}, not {traced}"
+steps = ["phase_begin", "sends_posted", "sends_done", "recvs_done"]
+for algorithm in traced:
+    calls = sorted({c for a, c, _ in marks if a == algorithm})
+    assert len(calls) == 2, f"{algorithm}: calls {calls}, expected the two timed ones"
+    for call in calls:
+        for rank in range(16):
+            seq = marks.get((algorithm, call, rank))
+            where = f"{algorithm} call {call} rank {rank}"
+            assert seq, f"{where}: no marks"
+            events = [m["event"] for m in seq]
+            assert events[:3] == ["enter", "copied_in", "gathered"], f"{where}: {events}"
+            assert events[-3:] == ["exchanged", "copied_out", "done"], f"{where}: {events}"
+            middle = seq[3:-3]
+            assert len(middle) % 4 == 0, f"{where}: {events}"
+            phases = []
+            for i in range(0, len(middle), 4):
+                group = middle[i:i + 4]
+                assert [m["event"] for m in group] == steps, f"{where}: {events}"
+                assert len({m["value"] for m in group}) == 1, f"{where}: mixed phases {group}"
+                phases.append(group[0]["value"])
+            assert phases == sorted(set(phases)), f"{where}: phases {phases}"
+            assert algorithm != "host_direct" or phases in ([], [0]), f"{where}: phases {phases}"
+            times = [m["t_s"] for m in seq]
+            assert times == sorted(times) and times[0] >= 0, f"{where}: times {times}"
+    print(f"{algorithm}: every rank's steps in order")
 EOF
+        fail "$collective: folded times differ or a bad phase trace (see trace-$collective.jsonl)"
+      run "$python" "$source_dir/bench/phase_report.py" "$work/trace-$collective.jsonl"
+      expect_status 0
+      for algorithm in ${traced//,/ }; do
+        grep -qF "$algorithm" "$work/stdout" || fail "phase_report.py says nothing of $algorithm"
+      done
     done
     set +e
     "$smpirun" -platform three.xml -hostfile three.hosts -np 16 --log=root.thres:critical "$bench" --topology "$three" \
