@@ -35,7 +35,8 @@
 # After each shape it prints a table (bench/report.py): per algorithm, the
 # simulated time and [bound_s / time], the fraction of the physical lower
 # bound, and above it the fraction that `topotune schedule` models for the
-# collective's default schedule. The results directory keeps meta.txt,
+# collective's default schedule and, per size, for each topotune algorithm
+# that has a schedule. The results directory keeps meta.txt,
 # tables.txt, runs.txt (exit status and wall time of every run) and, per
 # shape, the topology, the exported platform, and ALGORITHM.jsonl with its
 # .log.
@@ -237,6 +238,20 @@ EOF
     models+=("$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" \
       2>/dev/null | grep '^model' || echo "model ($size): not available")")
   done
+  # Each topotune algorithm's own model, where it has a schedule: the
+  # fraction of the bound per size, and whether a phase overruns a link.
+  for algorithm in ${algorithms//,/ }; do
+    [[ $algorithm == native || $algorithm == native:* ]] && continue
+    line="modelled fraction of the bound, $algorithm:" overrun=""
+    for size in ${sizes//,/ }; do
+      model=$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --algorithm "$algorithm" \
+        --msize "$size" 2>/dev/null | grep '^model' || true)
+      fraction=$(sed -n 's/.*fraction of the bound \([0-9.]*\).*/\1/p' <<<"$model")
+      line+=" $size ${fraction:-n/a}"
+      [[ $model == *"phases overrun"* || $model == *"phase overrun"* ]] && overrun=" (overruns links, all at once)"
+    done
+    models+=("$line$overrun")
+  done
   samples=()  # The JSON Lines of the runs that succeeded.
   for algorithm in ${algorithms//,/ }; do
     # native:SELECTOR: SMPI's own collective under that selector.
@@ -278,7 +293,9 @@ EOF
     fi
   done
   say "== SimGrid $name ($np ranks), $collective, $sizes blocks, $network_text, computation $computation"
-  for model in "${models[@]}"; do say "   topotune schedule's $model"; done
+  for model in "${models[@]}"; do
+    if [[ $model == "model ("* ]]; then say "   topotune schedule's $model"; else say "   $model"; fi
+  done
   cat "${samples[@]}" /dev/null >"$dir/all.jsonl"
   if [[ -s $dir/all.jsonl ]]; then
     "$python" "$root/bench/report.py" --bound --rows label "$dir/all.jsonl" | tee -a "$tables"

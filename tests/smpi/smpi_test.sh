@@ -272,6 +272,10 @@ EOF
     grep -qF "== SimGrid three-level-div2 (8 ranks), alltoall, 64KiB blocks" results/tables.txt || fail "no title"
     grep -qF "topotune schedule's model (64KiB blocks" results/tables.txt || fail "no model line"
     for algorithm in capacity_scheduled pairwise; do
+      grep -qE "^   modelled fraction of the bound, $algorithm: 64KiB [01]\.[0-9]+" results/tables.txt ||
+        fail "no modelled fraction for $algorithm"
+    done
+    for algorithm in capacity_scheduled pairwise; do
       grep -qE "^ *$algorithm .*\[[01]\.[0-9]+\]" results/tables.txt || fail "no row with a fraction for $algorithm"
       grep -qF "three-level-div2 $algorithm ranks=8 status=0 " results/runs.txt || fail "runs.txt lacks $algorithm"
     done
