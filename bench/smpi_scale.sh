@@ -201,6 +201,8 @@ fi
 } >"$out/meta.txt" 2>/dev/null || true
 
 say() { printf '%s\n' "$*" | tee -a "$tables"; }
+IFS=, read -r -a size_list <<<"$sizes"
+num_sizes=${#size_list[@]}
 failures=0
 start=$SECONDS
 for topology in "${topologies[@]}"; do
@@ -262,25 +264,49 @@ EOF
     fi
     printf 'smpi_scale.sh: [%5ds] %s, %d ranks, %s ...' "$((SECONDS - start))" "$name" "$np" "$algorithm" >&2
     t0=$SECONDS status=0
-    command=("$smpirun" -platform "$dir/$name.xml" -hostfile "$dir/$name.hosts" -np "$np" "${smpi_cfg[@]}"
-      "${selection[@]}" "$bench" --topology "$dir/$name.yaml" --collective "$collective" --algorithms "$kernel"
-      "${label[@]}" --sizes "$sizes"
-      --iterations 1 --warmup "$warmup" --progress never --fold-buffers)
-    ((phase_trace)) && mkdir -p "$dir/trace" && command+=(--phase-trace "$dir/trace/$file.jsonl")
-    { printf '%q ' "${command[@]}" && echo; } >"$dir/$file.log"
-    # smpirun may leave temporary files in the current directory.
-    if ((limit > 0)); then
-      (cd "$dir" && timeout "$limit" "${command[@]}") >"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
-    else
-      (cd "$dir" && "${command[@]}") >"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
-    fi
+    # Under ns-3 each size runs in a simulation of its own: SimGrid's binding
+    # gives every flow a port of its own and wraps after 65,535 of them.
+    groups=("$sizes")
+    [[ $network == ns-3 ]] && IFS=, read -r -a groups <<<"$sizes"
+    : >"$dir/$file.jsonl"
+    : >"$dir/$file.log"
+    traces=()
+    for group in "${groups[@]}"; do
+      command=("$smpirun" -platform "$dir/$name.xml" -hostfile "$dir/$name.hosts" -np "$np" "${smpi_cfg[@]}"
+        "${selection[@]}" "$bench" --topology "$dir/$name.yaml" --collective "$collective" --algorithms "$kernel"
+        "${label[@]}" --sizes "$group"
+        --iterations 1 --warmup "$warmup" --progress never --fold-buffers)
+      if ((phase_trace)); then
+        mkdir -p "$dir/trace"
+        trace=$dir/trace/$file.jsonl
+        ((${#groups[@]} == 1)) || trace=$dir/trace/$file-$group.jsonl
+        command+=(--phase-trace "$trace") traces+=("$trace")
+      fi
+      { printf '%q ' "${command[@]}" && echo; } >>"$dir/$file.log"
+      # smpirun may leave temporary files in the current directory.
+      if ((limit > 0)); then
+        (cd "$dir" && timeout "$limit" "${command[@]}") >>"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
+      else
+        (cd "$dir" && "${command[@]}") >>"$dir/$file.jsonl" 2>>"$dir/$file.log" || status=$?
+      fi
+      [[ $status -eq 0 ]] || break
+    done
     wall=$((SECONDS - t0))
-    if ((phase_trace)) && [[ -s $dir/trace/$file.jsonl ]]; then
-      "$python" "$root/bench/phase_report.py" "$dir/trace/$file.jsonl" >"$dir/trace/$file.txt" 2>&1 || true
+    if ((phase_trace)) && ((${#traces[@]} > 0)); then
+      "$python" "$root/bench/phase_report.py" "${traces[@]}" >"$dir/trace/$file.txt" 2>&1 || true
     fi
     printf ' %ds\n' "$wall" >&2
+    # A simulation can end with status 0 before its last size (SimGrid
+    # reports a deadlock and stops): such a run is incomplete.
+    lines=$(grep -c . "$dir/$file.jsonl" || true)
     if [[ $status -eq 124 ]]; then
       echo "$name $algorithm ranks=$np status=timeout wall=${wall}s (over --time-limit $limit)" >>"$runs"
+      failures=$((failures + 1))
+    elif [[ $status -eq 0 && $lines -ne $num_sizes ]]; then
+      echo "$name $algorithm ranks=$np status=incomplete wall=${wall}s ($lines of $num_sizes sizes)" >>"$runs"
+      echo "smpi_scale.sh: $name $algorithm ended after $lines of $num_sizes sizes; last lines of $dir/$file.log:" >&2
+      grep -v '^  ->' "$dir/$file.log" | tail -n 5 >&2
+      samples+=("$dir/$file.jsonl")  # The sizes it finished.
       failures=$((failures + 1))
     else
       echo "$name $algorithm ranks=$np status=$status wall=${wall}s" >>"$runs"

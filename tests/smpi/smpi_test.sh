@@ -292,6 +292,15 @@ EOF
     run "$script" --no-such-option
     expect_status 2
     grep -qF "unknown argument '--no-such-option'" stderr || fail "no usage error for an unknown option"
+    # Under ns-3 (--network ns-3), one simulation per size, both in the table.
+    run env BUILD="$build" SMPIRUN="$smpirun" "$script" --shapes "$source_dir/deploy/examples/three-level.yaml" \
+      --algorithms host_direct --slots-divisor 2 --network ns-3 --sizes 1KiB,64KiB --out "$work/ns3"
+    expect_status 0
+    grep -qF "three-level-div2 (8 ranks), alltoall, 1KiB,64KiB blocks, ns-3 packet-level network" ns3/tables.txt ||
+      fail "no ns-3 title"
+    grep -qE "^ *host_direct .*\[[01]\.[0-9]+\].*\[[01]\.[0-9]+\]" ns3/tables.txt || fail "no ns-3 row with both sizes"
+    [[ $(grep -c "network/model:ns-3" ns3/three-level-div2/host_direct.log) -eq 2 ]] || fail "not one simulation per size"
+    grep -qF "network/model:ns-3" ns3/meta.txt || fail "meta.txt does not say ns-3"
     run "$script" --network ns3
     expect_status 2
     grep -qF -- "--network takes fluid or ns-3" stderr || fail "no usage error for --network ns3"
