@@ -1,6 +1,33 @@
 #include "bench_kernels/buffers.h"
 
+#ifdef TOPOTUNE_SMPI
+#include <smpi/smpi.h>
+#endif
+
 namespace topotune::kernels {
+
+void FoldableBytes::Assign(size_t n, char value, bool fold) {
+  Release();
+  size_ = n;
+#ifdef TOPOTUNE_SMPI
+  if (fold) {
+    shared_ = static_cast<char*>(SMPI_SHARED_MALLOC(n));
+    return;
+  }
+#else
+  (void)fold;
+#endif
+  owned_.assign(n, value);
+}
+
+void FoldableBytes::Release() {
+#ifdef TOPOTUNE_SMPI
+  if (shared_ != nullptr) SMPI_SHARED_FREE(shared_);
+#endif
+  shared_ = nullptr;
+  owned_.clear();
+  size_ = 0;
+}
 
 int DescribeType(MPI_Datatype type, TypeLayout* out) {
   int rc = MPI_Type_size(type, &out->size);

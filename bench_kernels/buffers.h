@@ -27,6 +27,33 @@ struct TypeLayout {
 };
 int DescribeType(MPI_Datatype type, TypeLayout* out);
 
+// Bytes a kernel or the driver owns or, folded (SMPI builds only,
+// topotune-bench-smpi --fold-buffers: KernelContext::fold_scratch), pages of
+// SMPI's shared memory that every simulated rank shares, so that hundreds of
+// them fit in memory: the bytes are then meaningless, SMPI's timing is not.
+// Outside SMPI builds `fold` is ignored.
+class FoldableBytes {
+ public:
+  FoldableBytes() = default;
+  FoldableBytes(size_t n, bool fold) { Assign(n, 0, fold); }
+  FoldableBytes(const FoldableBytes&) = delete;
+  FoldableBytes& operator=(const FoldableBytes&) = delete;
+  ~FoldableBytes() { Release(); }
+  // n bytes of `value` (folded: of whatever the shared pages hold).
+  void Assign(size_t n, char value, bool fold);
+  char* data() { return shared_ != nullptr ? shared_ : owned_.data(); }
+  const char* data() const { return shared_ != nullptr ? shared_ : owned_.data(); }
+  char* begin() { return data(); }
+  char* end() { return data() + size_; }
+  size_t size() const { return size_; }
+
+ private:
+  void Release();
+  std::vector<char> owned_;
+  char* shared_ = nullptr;
+  size_t size_ = 0;
+};
+
 class SendView {
  public:
   // Views `count` elements of `type` at `buf` as count * size bytes.

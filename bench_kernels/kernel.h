@@ -114,6 +114,10 @@ struct KernelContext {
   // Non-null: the host-combined kernels append the timestamps of their steps
   // (phase_trace.h); whoever owns the context clears and reads it.
   PhaseTrace* phase_trace = nullptr;
+  // SMPI builds (topotune-bench-smpi --fold-buffers): kernels whose scratch
+  // grows with N blocks (bruck) keep it in SMPI's folded shared memory
+  // (buffers.h FoldableBytes), so that 512 simulated ranks fit.
+  bool fold_scratch = false;
 };
 
 // The outcome of a kernel call.

@@ -12,6 +12,8 @@
 // When it wins: small messages and many ranks: ceil(log2 N) messages per
 //   rank instead of N-1. It is MPICH's small-message algorithm (the
 //   adaptive MPICH of Faraj-Yuan §6) and Open MPI tuned's "modified_bruck".
+// Memory: 2 x N blocks of scratch per rank (folded under
+//   topotune-bench-smpi --fold-buffers: KernelContext::fold_scratch).
 // Limits: each round moves about half of all blocks, so every block crosses
 //   the network up to log2 N times and it loses once bandwidth dominates;
 //   N local block copies per round.
@@ -23,6 +25,7 @@
 
 #include "bench_kernels/alltoall/alltoall_buffers.h"
 #include "bench_kernels/alltoall/alltoall_kernels.h"
+#include "bench_kernels/buffers.h"
 
 namespace topotune::kernels {
 
@@ -35,11 +38,11 @@ KernelStatus AlltoallBruck(const AlltoallArgs& args, const KernelContext& ctx) {
   const int n = b.size();
   const int me = b.rank();
   const size_t bytes = static_cast<size_t>(b.block_bytes());
-  std::vector<char> slots(bytes * n);
+  FoldableBytes slots(bytes * n, ctx.fold_scratch);
   auto slot = [&](int j) { return slots.data() + bytes * j; };
   for (int j = 0; j < n; ++j) std::memcpy(slot(j), b.send_block((me + j) % n), bytes);
 
-  std::vector<char> out(bytes * (n / 2 + 1)), in(bytes * (n / 2 + 1));
+  FoldableBytes out(bytes * (n / 2 + 1), ctx.fold_scratch), in(bytes * (n / 2 + 1), ctx.fold_scratch);
   std::vector<MPI_Request> reqs;
   for (int k = 1; k < n; k <<= 1) {
     size_t count = 0;

@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "bench_kernels/alltoallv/pattern_class.h"
+#include "bench_kernels/buffers.h"
 #include "bench_kernels/driver/tcp_counters.h"
 #include "tuner/bounds.h"
 #include "tuner/crossover.h"
@@ -244,48 +245,6 @@ std::optional<double> PatternBound(const RankTree& tree, const std::vector<int64
   return best;
 }
 
-// A rank's buffer: owned bytes or, folded (topotune-bench-smpi
-// --fold-buffers), SMPI's shared memory, whose pages every rank and every
-// call site share, so that hundreds of simulated ranks fit in memory (the
-// bytes are then meaningless; SMPI's timing is not).
-class ByteBuffer {
- public:
-  ByteBuffer() = default;
-  ByteBuffer(const ByteBuffer&) = delete;
-  ByteBuffer& operator=(const ByteBuffer&) = delete;
-  ~ByteBuffer() { Release(); }
-  void Assign(size_t n, char value, bool fold) {
-    Release();
-    size_ = n;
-#ifdef TOPOTUNE_SMPI
-    if (fold) {
-      shared_ = static_cast<char*>(SMPI_SHARED_MALLOC(n));
-      return;
-    }
-#else
-    (void)fold;
-#endif
-    owned_.assign(n, value);
-  }
-  char* data() { return shared_ != nullptr ? shared_ : owned_.data(); }
-  const char* data() const { return shared_ != nullptr ? shared_ : owned_.data(); }
-  char* begin() { return data(); }
-  char* end() { return data() + size_; }
-
- private:
-  void Release() {
-#ifdef TOPOTUNE_SMPI
-    if (shared_ != nullptr) SMPI_SHARED_FREE(shared_);
-#endif
-    shared_ = nullptr;
-    owned_.clear();
-    size_ = 0;
-  }
-  std::vector<char> owned_;
-  char* shared_ = nullptr;
-  size_t size_ = 0;
-};
-
 // The buffers and arguments of one collective at one size, on one rank.
 struct Workload {
   Collective collective;
@@ -294,7 +253,7 @@ struct Workload {
   int64_t msize = 0;
   std::vector<int64_t> matrix;  // alltoallv: sizes[src * n + dst].
   std::vector<int> sendcounts, sdispls, recvcounts, rdispls;
-  ByteBuffer send, recv;
+  kernels::FoldableBytes send, recv;  // Folded with --fold-buffers.
   int64_t bytes_per_call = 0;
 
   // Returns an error message when the size does not fit MPI's int counts.
@@ -645,7 +604,7 @@ int RunBench(const BenchOptions& options, MPI_Comm comm, const std::function<voi
 
   kernels::PhaseTrace trace;  // --phase-trace: one call's marks on this rank.
   ContextHolder holder;
-  holder.FoldHostSegments(options.fold_buffers);
+  holder.FoldMemory(options.fold_buffers);
   if (options.phase_trace) holder.TracePhases(&trace);
   if (int rc = holder.DupComm(comm); rc != MPI_SUCCESS)
     return fail(kExitFailure, "MPI_Comm_dup: " + MpiErrorString(rc));

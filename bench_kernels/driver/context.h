@@ -92,9 +92,13 @@ class ContextHolder {
   // This rank's host program of host-combined kernel `kernel`
   // (RunsHostProgram), replacing any it had.
   void SetHostProgram(std::string_view kernel, HostProgram program);
-  // SMPI builds only: the host segments in SMPI's folded shared memory
-  // (HostSegments::Fold); set before SetHostProgram or AddTopology.
-  void FoldHostSegments(bool fold) { fold_segments_ = fold; }
+  // SMPI builds only: the host segments (HostSegments::Fold) and the
+  // kernels' large scratch (KernelContext::fold_scratch) in SMPI's folded
+  // shared memory; set before SetHostProgram or AddTopology.
+  void FoldMemory(bool fold) {
+    fold_segments_ = fold;
+    ctx_.fold_scratch = fold;
+  }
   // The host-combined kernels append their step timestamps to `trace`
   // (null: they record nothing); it must outlive the holder's use.
   void TracePhases(kernels::PhaseTrace* trace) { ctx_.phase_trace = trace; }

@@ -179,9 +179,9 @@ EOF
     ;;
   fold_and_trace)
     # --fold-buffers (every rank's buffers and the host segments in SMPI's
-    # shared memory, for the 512-rank runs of bench/smpi_scale.sh) and
-    # --phase-trace change no simulated time: the host-combined kernels and
-    # rank-level ones on the three-level example (8 hosts x 2 ranks) time the
+    # shared memory, for the 512-rank runs of bench/smpi_scale.sh; bruck's
+    # scratch too) and --phase-trace change no simulated time: the
+    # host-combined kernels and rank-level ones on the three-level example (8 hosts x 2 ranks) time the
     # same folded and traced as with their own buffers, whose bytes --verify
     # checks (the trace's clock reads cost none: smpi/wtime:0). In the trace,
     # every rank of each host-combined kernel's timed call marks its steps in
@@ -193,7 +193,7 @@ EOF
     # there is nothing to check.
     three=$source_dir/deploy/examples/three-level.yaml
     export_platform "$three" three
-    for run in "alltoall capacity_scheduled,host_direct,pairwise capacity_scheduled,host_direct" \
+    for run in "alltoall capacity_scheduled,host_direct,pairwise,bruck capacity_scheduled,host_direct" \
       "allgather node_aware_ring,native node_aware_ring"; do
       read -r collective algorithms traced <<<"$run"
       smpi_bench three 16 --cfg=smpi/wtime:0 -- --collective "$collective" --algorithms "$algorithms" \
