@@ -36,7 +36,8 @@
 # simulated time and [bound_s / time], the fraction of the physical lower
 # bound, and above it the fraction that `topotune schedule` models for the
 # collective's default schedule and, per size, for each topotune algorithm
-# that has a schedule. The results directory keeps meta.txt,
+# that has a schedule: the schedule the kernel runs, which is built once for
+# every size (`topotune schedule --as-served`). The results directory keeps meta.txt,
 # tables.txt, runs.txt (exit status and wall time of every run) and, per
 # shape, the topology, the exported platform, and ALGORITHM.jsonl with its
 # .log.
@@ -234,10 +235,11 @@ EOF
     echo "  sysctl -w vm.max_map_count=1048576    (and back with: sysctl -w vm.max_map_count=$map_count)" >&2
     exit 2
   fi
-  # The model of the collective's default schedule, built for each size.
+  # The model of the collective's default schedule, at each size, of the
+  # schedule the kernels run (built once for every size: --as-served).
   models=()
   for size in ${sizes//,/ }; do
-    models+=("$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" \
+    models+=("$("$topotune" schedule --as-served --topology "$dir/$name.yaml" --collective "$collective" --msize "$size" \
       2>/dev/null | grep '^model' || echo "model ($size): not available")")
   done
   # Each topotune algorithm's own model, where it has a schedule: the
@@ -246,7 +248,7 @@ EOF
     [[ $algorithm == native || $algorithm == native:* ]] && continue
     line="modelled fraction of the bound, $algorithm:" overrun=""
     for size in ${sizes//,/ }; do
-      model=$("$topotune" schedule --topology "$dir/$name.yaml" --collective "$collective" --algorithm "$algorithm" \
+      model=$("$topotune" schedule --as-served --topology "$dir/$name.yaml" --collective "$collective" --algorithm "$algorithm" \
         --msize "$size" 2>/dev/null | grep '^model' || true)
       fraction=$(sed -n 's/.*fraction of the bound \([0-9.]*\).*/\1/p' <<<"$model")
       line+=" $size ${fraction:-n/a}"

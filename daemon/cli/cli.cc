@@ -366,6 +366,7 @@ struct ScheduleArgs {
   std::string msize = "64KiB";
   std::string alpha = "20us";
   bool no_verify = false;
+  bool as_served = false;  // Build the schedule the kernels and plans run, model it at msize.
 };
 
 int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) {
@@ -407,7 +408,10 @@ int RunSchedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err) 
   int code = kExitOk;
   auto job = LoadJob(args.topology, args.placement, err, &code);
   if (!job) return code;
-  auto schedule = MakeSchedule(*entry, job->tree, *msize, *alpha);
+  // Kernels and plans build one schedule for every block size (the default
+  // msize and alpha); --as-served models that one at --msize.
+  auto schedule =
+      args.as_served ? MakeSchedule(*entry, job->tree, Cancel{}) : MakeSchedule(*entry, job->tree, *msize, *alpha);
   if (!schedule.ok()) {
     err << fmt::format("topotune: {} {} on {}: {}\n", entry->collective, entry->name, args.topology,
                        schedule.status().message());
@@ -681,6 +685,9 @@ int RunImpl(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                    "weigh against the time of their phases")
       ->type_name("LATENCY")
       ->capture_default_str();
+  sched->add_flag("--as-served", sched_args.as_served,
+                  "Build the schedule that topotune-bench's kernels and topotuned's plans run at every block size "
+                  "(the one built for the defaults of --msize and --alpha), and model that at --msize");
   sched->add_flag("--no-verify", sched_args.no_verify, "Skip the verifier (for very large schedules)");
   AddPlacementOptions(sched, &sched_args.placement);
   sched->footer(AlgorithmTable() + "\n" + kPlacementHelp +

@@ -115,6 +115,41 @@ TEST(CliRunTest, EveryRegistryAlgorithmOnEveryExample) {
   }
 }
 
+// --as-served builds the schedule the kernels and plans run at every size
+// (the one for the default 64 KiB) and models it at --msize. On uneven-mixed
+// (8 to 32 ranks per host, 10 and 25 Gbit/s) capacity_scheduled sized for
+// 256 B blocks has fewer phases than that one, so the two differ there.
+TEST(CliRunTest, AsServedModelsTheScheduleKernelsRunAtTheGivenSize) {
+  const std::string uneven = std::string(TOPOTUNE_SOURCE_DIR) + "/bench/topologies/uneven-mixed.yaml";
+  auto phases = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with("phase")) lines.push_back(line);
+    return lines;
+  };
+  auto model = [](const std::string& out) {
+    const size_t at = out.find("\nmodel (");
+    return at == std::string::npos ? std::string() : out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+  };
+  for (const std::string& file : {uneven, Example("three-level.yaml")}) {
+    SCOPED_TRACE(file);
+    Result served_small = RunCli({"schedule", "--topology", file, "--msize", "256", "--as-served"});
+    Result served_default = RunCli({"schedule", "--topology", file, "--msize", "64KiB", "--as-served"});
+    Result sized_default = RunCli({"schedule", "--topology", file, "--msize", "64KiB"});
+    for (const Result* r : {&served_small, &served_default, &sized_default}) ASSERT_EQ(r->code, kExitOk) << r->err;
+    ASSERT_FALSE(phases(served_small.out).empty());
+    EXPECT_EQ(phases(served_small.out), phases(sized_default.out));
+    EXPECT_EQ(served_default.out, sized_default.out);
+    EXPECT_TRUE(model(served_small.out).starts_with("model (256B blocks, 20us per phase)")) << served_small.out;
+  }
+  Result sized_small = RunCli({"schedule", "--topology", uneven, "--msize", "256"});
+  Result served_small = RunCli({"schedule", "--topology", uneven, "--msize", "256", "--as-served"});
+  ASSERT_EQ(sized_small.code, kExitOk) << sized_small.err;
+  EXPECT_LT(phases(sized_small.out).size(), phases(served_small.out).size());
+  EXPECT_NE(model(sized_small.out), model(served_small.out));
+}
+
 TEST(CliRunTest, ShowAndBoundOnEveryExample) {
   for (const char* file : {"faraj-yuan-fig1.yaml", "two-switch-4x4.yaml", "three-level.yaml", "uneven-4-switch.yaml"}) {
     SCOPED_TRACE(file);

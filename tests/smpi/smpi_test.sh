@@ -275,6 +275,10 @@ EOF
       grep -qE "^   modelled fraction of the bound, $algorithm: 64KiB [01]\.[0-9]+" results/tables.txt ||
         fail "no modelled fraction for $algorithm"
     done
+    want=$("$topotune" schedule --as-served --topology results/three-level-div2/three-level-div2.yaml \
+      --algorithm capacity_scheduled --msize 64KiB | sed -n 's/.*fraction of the bound \([0-9.]*\).*/\1/p')
+    grep -qF "modelled fraction of the bound, capacity_scheduled: 64KiB $want" results/tables.txt ||
+      fail "capacity_scheduled's modelled fraction is not $want, that of the schedule the kernel runs"
     for algorithm in capacity_scheduled pairwise; do
       grep -qE "^ *$algorithm .*\[[01]\.[0-9]+\]" results/tables.txt || fail "no row with a fraction for $algorithm"
       grep -qF "three-level-div2 $algorithm ranks=8 status=0 " results/runs.txt || fail "runs.txt lacks $algorithm"
