@@ -78,6 +78,17 @@
 #                         included. With folded buffers the copies run in
 #                         cache-hot shared pages, so they come out cheaper
 #                         than on a real host
+#   --message-overhead SEND_S,RECV_S
+#                         CPU time per message (default: none, SMPI's
+#                         default): every send keeps its rank busy SEND_S
+#                         seconds (smpi/ois, smpi/os) and every receive
+#                         RECV_S (smpi/or, charged as it completes, so part
+#                         of it hides behind the wait), so that N x (N - 1)
+#                         messages cost what they cost against a
+#                         host-combined exchange's few; the barrier before
+#                         each timed call is then the dissemination one.
+#                         bench/message_overhead.c measures them on a real
+#                         MPI (README, "SimGrid at cluster scale")
 #   --warmup N            untimed calls before the timed one (default 1)
 #   --phase-trace         also write trace/ALGORITHM.jsonl per shape: the
 #                         host-combined kernels' step timestamps
@@ -104,9 +115,9 @@ source "$root/bench/script_lib.sh"
 
 args="$*"
 shapes="two-leaf-16x16,three-level-512,uneven-mixed" algorithms="" collective=alltoall sizes=64KiB divisor=1
-crosstraffic=on limit=0 out="" warmup=1 phase_trace=0 computation=free network=fluid
+crosstraffic=on limit=0 out="" warmup=1 phase_trace=0 computation=free network=fluid overhead=""
 parse_options value:--shapes=shapes value:--algorithms=algorithms value:--collective=collective value:--size=sizes \
-  value:--sizes=sizes \
+  value:--sizes=sizes value:--message-overhead=overhead \
   value:--slots-divisor=divisor value:--crosstraffic=crosstraffic value:--time-limit=limit value:--out=out \
   value:--warmup=warmup flag:--phase-trace=phase_trace value:--computation=computation value:--network=network \
   -- "$@"
@@ -126,6 +137,9 @@ done
   die_usage "--computation takes free or simulated, not '$computation'"
 [[ $crosstraffic == on || $crosstraffic == off ]] || die_usage "--crosstraffic takes on or off, not '$crosstraffic'"
 [[ $network == fluid || $network == ns-3 ]] || die_usage "--network takes fluid or ns-3, not '$network'"
+number='[0-9]+(\.[0-9]*)?([eE]-?[0-9]+)?'
+[[ -z $overhead || $overhead =~ ^$number,$number$ ]] ||
+  die_usage "--message-overhead takes SEND_S,RECV_S in seconds (2.5e-6,1.5e-6), not '$overhead'"
 
 # The shapes' topology files.
 topologies=()
@@ -187,6 +201,20 @@ else
   export NS_ATTRIBUTE_DEFAULT=ns3::TcpSocket::SndBufSize=1073741824
   export_flags=(--ns3)
   network_text="ns-3 packet-level network (TCP)"
+fi
+# Per-message CPU time (bench/message_overhead.c measures it on a real MPI):
+# each MPI_Isend and MPI_Send keeps its rank busy SEND_S, each receive
+# RECV_S as it completes, whatever the size (the network model adds the bytes).
+# SMPI's default barrier is linear, and under such costs its root leaves
+# one send time per rank after the first rank does: the barrier before every
+# timed call would start the ranks that far apart (0.62 ms at 128 ranks and
+# 5 us), so the runs take the dissemination barrier (ompi_bruck), whose
+# ranks leave together.
+if [[ -n $overhead ]]; then
+  send_s=${overhead%,*} recv_s=${overhead#*,}
+  smpi_cfg+=("--cfg=smpi/ois:0:$send_s:0" "--cfg=smpi/os:0:$send_s:0" "--cfg=smpi/or:0:$recv_s:0"
+    --cfg=smpi/barrier:ompi_bruck)
+  network_text+=", $send_s s per message sent and $recv_s s per message received"
 fi
 # The trace's own clock reads cost no simulated time.
 ((phase_trace)) && smpi_cfg+=(--cfg=smpi/wtime:0)

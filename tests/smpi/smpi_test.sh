@@ -311,6 +311,30 @@ EOF
     run env BUILD="$build" "$script" --network ns-3 --shapes two-leaf-16x16 --algorithms pairwise --out "$work/big"
     expect_status 2
     grep -qF "512 ranks; ns-3 simulates every packet and takes at most 128" stderr || fail "ns-3 at 512 ranks not refused"
+    # --message-overhead: every send keeps its rank busy that long, so linear
+    # (7 sends per rank here, posted one after the other, the first one's
+    # transfer overlapping the next ones) takes at least 6 x 10 us longer
+    # than without (69 us here).
+    for overhead in none loaded; do
+      flags=()
+      [[ $overhead == none ]] || flags=(--message-overhead 1e-5,1e-5)
+      run env BUILD="$build" SMPIRUN="$smpirun" "$script" --shapes "$source_dir/deploy/examples/three-level.yaml" \
+        --algorithms linear --slots-divisor 2 --sizes 1KiB "${flags[@]}" --out "$work/overhead-$overhead"
+      expect_status 0
+    done
+    grep -qF "1e-5 s per message sent and 1e-5 s per message received" overhead-loaded/tables.txt ||
+      fail "the table does not say the per-message overhead"
+    grep -qF "smpi/barrier:ompi_bruck" overhead-loaded/three-level-div2/linear.log || fail "not the dissemination barrier"
+    "$python" - overhead-none/three-level-div2/linear.jsonl overhead-loaded/three-level-div2/linear.jsonl <<'EOF' ||
+import json, sys
+plain, loaded = (json.loads(open(p).readline())["median_s"] for p in sys.argv[1:3])
+assert loaded - plain >= 6 * 1e-5, f"linear: {plain} s, {loaded} s with 10 us per message and side"
+print(f"linear at 1 KiB: {plain * 1e6:.1f} us, {loaded * 1e6:.1f} us with 10 us per message and side")
+EOF
+      fail "the per-message overhead did not cost what it should"
+    run "$script" --message-overhead 2e-6
+    expect_status 2
+    grep -qF -- "--message-overhead takes SEND_S,RECV_S" stderr || fail "no usage error for --message-overhead 2e-6"
     run "$script" --help
     expect_status 0
     grep -qF -- "--slots-divisor D" stdout || fail "--help lacks --slots-divisor"
