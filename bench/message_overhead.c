@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   char* buf = calloc((size_t)kMessages, (size_t)max_size);
   MPI_Request reqs[kMessages];
   double first_send = 0, first_recv = 0;
-  if (rank == 0) printf("# per message, median of %d rounds of %d messages\n# bytes send_s recv_s\n", rounds, kMessages);
+  if (rank == 0)
+    printf("# per message, median of %d rounds of %d messages\n# bytes send_s recv_s\n", rounds, kMessages);
   for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s) {
     const int bytes = kSizes[s];
     double times[kMaxRounds];
